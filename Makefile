@@ -1,0 +1,32 @@
+# The two set-up commands of the README:
+#   make run    sets up the machine and runs the main job on embedded defaults
+#   make test   sets up the machine, starts real Redis and MinIO, runs the tests
+SHELL := /bin/bash
+GO ?= go
+BIN := bin/nerflow
+DATA ?= ../shared/data
+
+.PHONY: setup build run test bench clean
+
+setup:
+	scripts/setup.sh
+
+build: setup
+	$(GO) build -o $(BIN) ./cmd/nerflow
+
+# The main job on embedded defaults (filesystem store under ./.nerflow, no
+# servers): scores the CoNLL-2003 distant labels against the gold labels.
+run: build
+	$(BIN) eval --gold $(DATA)/conll03/train_label_true.txt --pred $(DATA)/conll03/train_label_dist.txt
+
+# Tests talk to real servers; NERFLOW_TEST_REQUIRE_SERVICES=1 turns a missing
+# server into a failure instead of a skip.
+test: setup
+	@set -e; eval "$$(scripts/services.sh start)"; trap 'scripts/services.sh stop' EXIT; \
+	NERFLOW_TEST_REQUIRE_SERVICES=1 $(GO) test -count=1 -timeout 45m ./...
+
+bench: setup
+	$(GO) test -run '^$$' -bench . -benchtime 3x ./...
+
+clean:
+	rm -rf bin .nerflow

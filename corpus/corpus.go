@@ -1,0 +1,26 @@
+// Package corpus holds nerflow's in-memory representation of tagged text and
+// the readers and writers of the file formats it exchanges with users.
+package corpus
+
+// Sentence is one tokenized sentence. Tags, when present, has exactly one
+// tag per token in the corpus's tag scheme; an unlabeled sentence has nil Tags.
+type Sentence struct {
+	Tokens []string `json:"tokens"`
+	Tags   []string `json:"tags,omitempty"`
+	// DocStart marks the first sentence of a document (CoNLL's -DOCSTART-).
+	DocStart bool `json:"doc_start,omitempty"`
+}
+
+// Corpus is an ordered list of sentences.
+type Corpus struct {
+	Sentences []Sentence
+}
+
+// NumTokens returns the number of tokens over all sentences.
+func (c *Corpus) NumTokens() int {
+	n := 0
+	for _, s := range c.Sentences {
+		n += len(s.Tokens)
+	}
+	return n
+}

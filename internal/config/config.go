@@ -1,0 +1,140 @@
+// Package config loads nerflow's process configuration: the file
+// nerflow.yaml, environment variables prefixed NERFLOW_ (NERFLOW_REDIS_ADDR for
+// redis.addr) and command-line flags, in increasing order of precedence.
+//
+// This is the configuration of the process (where the store and Redis are,
+// how to log). Hyperparameters of methods live in pipeline specs, not here.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/spf13/viper"
+)
+
+// Config is the validated process configuration.
+type Config struct {
+	// Store is the artifact store URL (see package storage).
+	Store string `mapstructure:"store"`
+	Redis Redis  `mapstructure:"redis"`
+	Log   Log    `mapstructure:"log"`
+}
+
+// Redis says how to reach the task queue.
+type Redis struct {
+	// Addr is host:port of a Redis server. Empty means an in-process Redis
+	// (embedded mode), valid only for commands that run everything in one
+	// process.
+	Addr     string `mapstructure:"addr"`
+	Password string `mapstructure:"password"`
+	DB       int    `mapstructure:"db"`
+}
+
+// Log configures log/slog output.
+type Log struct {
+	Level  string `mapstructure:"level"`  // debug, info, warn, error
+	Format string `mapstructure:"format"` // text or json
+}
+
+// Defaults are the embedded single-machine defaults.
+var Defaults = map[string]any{
+	"store":          "file://.nerflow/store",
+	"redis.addr":     "",
+	"redis.password": "",
+	"redis.db":       0,
+	"log.level":      "info",
+	"log.format":     "text",
+}
+
+// New returns a viper instance with nerflow's defaults, environment binding
+// and config-file search path. file, when non-empty, is the only config file
+// read; otherwise nerflow.yaml is looked up in the working directory,
+// $HOME/.config/nerflow and /etc/nerflow, and its absence is not an error.
+func New(file string) (*viper.Viper, error) {
+	v := viper.New()
+	for k, val := range Defaults {
+		v.SetDefault(k, val)
+	}
+	v.SetEnvPrefix("NERFLOW")
+	v.SetEnvKeyReplacer(strings.NewReplacer(".", "_", "-", "_"))
+	v.AutomaticEnv()
+	if file != "" {
+		v.SetConfigFile(file)
+	} else {
+		v.SetConfigName("nerflow")
+		v.SetConfigType("yaml")
+		v.AddConfigPath(".")
+		if home, err := os.UserHomeDir(); err == nil {
+			v.AddConfigPath(home + "/.config/nerflow")
+		}
+		v.AddConfigPath("/etc/nerflow")
+	}
+	if err := v.ReadInConfig(); err != nil {
+		var notFound viper.ConfigFileNotFoundError
+		if file != "" || !errors.As(err, &notFound) {
+			return nil, fmt.Errorf("config: reading %s: %w", describe(v, file), err)
+		}
+	}
+	return v, nil
+}
+
+func describe(v *viper.Viper, file string) string {
+	if file != "" {
+		return file
+	}
+	if used := v.ConfigFileUsed(); used != "" {
+		return used
+	}
+	return "nerflow.yaml"
+}
+
+// Load unmarshals and validates the configuration held by v.
+func Load(v *viper.Viper) (*Config, error) {
+	var c Config
+	if err := v.UnmarshalExact(&c); err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+// Validate reports the first invalid setting.
+func (c *Config) Validate() error {
+	if c.Store == "" {
+		return errors.New("config: store: must be a storage URL such as file://.nerflow/store or s3://bucket")
+	}
+	if _, err := ParseLevel(c.Log.Level); err != nil {
+		return err
+	}
+	switch c.Log.Format {
+	case "text", "json":
+	default:
+		return fmt.Errorf("config: log.format: %q is not text or json", c.Log.Format)
+	}
+	return nil
+}
+
+// ParseLevel turns a level name into a slog.Level.
+func ParseLevel(s string) (slog.Level, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(s)); err != nil {
+		return 0, fmt.Errorf("config: log.level: %q is not debug, info, warn or error", s)
+	}
+	return l, nil
+}
+
+// Logger builds the process logger, writing to stderr.
+func (c *Config) Logger() *slog.Logger {
+	lvl, _ := ParseLevel(c.Log.Level)
+	opts := &slog.HandlerOptions{Level: lvl}
+	if c.Log.Format == "json" {
+		return slog.New(slog.NewJSONHandler(os.Stderr, opts))
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, opts))
+}

