@@ -9,9 +9,9 @@
 set -euo pipefail
 
 cache=${NERFLOW_CACHE:-$HOME/.cache/nerflow}
-state=${NERFLOW_SERVICES_DIR:-${TMPDIR:-/tmp}/nerflow-test-services}
 redis_port=${NERFLOW_TEST_REDIS_PORT:-6390}
 minio_port=${NERFLOW_TEST_MINIO_PORT:-9390}
+state=${NERFLOW_SERVICES_DIR:-${TMPDIR:-/tmp}/nerflow-test-services-$redis_port-$minio_port}
 minio=${NERFLOW_MINIO_BIN:-$cache/bin/minio}
 key=nerflowtest
 secret=nerflowtestsecret
@@ -24,7 +24,22 @@ stop() {
   rm -rf "$state"
 }
 
+healthy() {
+  redis-cli -p "$redis_port" ping >/dev/null 2>&1 && curl -fsS "http://127.0.0.1:$minio_port/minio/health/ready" >/dev/null 2>&1
+}
+
+print_env() {
+  cat <<ENV
+export NERFLOW_TEST_REDIS_ADDR=127.0.0.1:$redis_port
+export NERFLOW_TEST_S3_ENDPOINT=127.0.0.1:$minio_port
+export NERFLOW_TEST_S3_ACCESS_KEY=$key
+export NERFLOW_TEST_S3_SECRET_KEY=$secret
+ENV
+}
+
 start() {
+  # Already running (another shell of the same developer): share them.
+  if [[ -f $state/minio.pid ]] && healthy; then print_env; return 0; fi
   stop
   mkdir -p "$state/minio"
   command -v redis-server >/dev/null || { log "redis-server not installed: run scripts/setup.sh"; exit 1; }
@@ -35,14 +50,9 @@ start() {
     nohup "$minio" server "$state/minio" --address "127.0.0.1:$minio_port" --quiet >"$state/minio.log" 2>&1 &
   echo $! > "$state/minio.pid"
   for _ in $(seq 1 100); do
-    if redis-cli -p "$redis_port" ping >/dev/null 2>&1 && curl -fsS "http://127.0.0.1:$minio_port/minio/health/ready" >/dev/null 2>&1; then
+    if healthy; then
       log "redis on 127.0.0.1:$redis_port, minio on 127.0.0.1:$minio_port"
-      cat <<ENV
-export NERFLOW_TEST_REDIS_ADDR=127.0.0.1:$redis_port
-export NERFLOW_TEST_S3_ENDPOINT=127.0.0.1:$minio_port
-export NERFLOW_TEST_S3_ACCESS_KEY=$key
-export NERFLOW_TEST_S3_SECRET_KEY=$secret
-ENV
+      print_env
       return 0
     fi
     sleep 0.1
