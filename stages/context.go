@@ -1,0 +1,337 @@
+package stages
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"runtime/debug"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/nerflow/nerflow/storage"
+)
+
+// Context is what a stage's Run receives. It is a context.Context (cancelled
+// when the run is cancelled or the worker shuts down) carrying everything the
+// stage may use.
+type Context struct {
+	context.Context
+	// Node is the node's id in the spec, e.g. "train[seed=3]".
+	Node string
+	// Key is the node key: the cache identity of this execution.
+	Key string
+	// Params are the resolved, validated parameters.
+	Params Params
+	// Device is the compute device the stage may use: "cpu" or "cuda:N".
+	Device string
+	// Attempt counts from 0; it is > 0 when a previous attempt failed or its
+	// worker died.
+	Attempt int
+	// Log is the stage's logger, tagged with run, node and stage.
+	Log *slog.Logger
+
+	stage    *Stage
+	env      Env
+	inputs   map[string][]*Input
+	outputs  map[string]*Output
+	workDir  string
+	progress func(ProgressUpdate)
+}
+
+// ProgressUpdate is one progress report of a running stage.
+type ProgressUpdate struct {
+	Done  int64  `json:"done"`
+	Total int64  `json:"total"` // 0 when unknown
+	Note  string `json:"note,omitempty"`
+}
+
+// Input returns the single artifact connected to input name, or nil when an
+// Optional input is not connected. It panics if the stage did not declare
+// the input (a bug in the stage).
+func (c *Context) Input(name string) *Input {
+	c.mustInput(name)
+	ins := c.inputs[name]
+	if len(ins) == 0 {
+		return nil
+	}
+	return ins[0]
+}
+
+// Inputs returns every artifact connected to input name, in the order the
+// spec lists them (fan-in: one per fanned-out node, in fan-out order).
+func (c *Context) Inputs(name string) []*Input {
+	c.mustInput(name)
+	return c.inputs[name]
+}
+
+func (c *Context) mustInput(name string) {
+	if _, ok := c.stage.Input(name); !ok {
+		panic(fmt.Sprintf("stages: stage %s reads undeclared input %q", c.stage.Name, name))
+	}
+}
+
+// Output returns the writer of output name. It panics if the stage did not
+// declare the output.
+func (c *Context) Output(name string) *Output {
+	o, ok := c.outputs[name]
+	if !ok {
+		panic(fmt.Sprintf("stages: stage %s writes undeclared output %q", c.stage.Name, name))
+	}
+	return o
+}
+
+// Progress reports how far the stage is, e.g. (batch, batches, "epoch 3").
+// Reports are cheap: the engine throttles what it forwards. Total is 0 when
+// unknown.
+func (c *Context) Progress(done, total int64, note string) {
+	if c.progress != nil {
+		c.progress(ProgressUpdate{Done: done, Total: total, Note: note})
+	}
+}
+
+// WorkDir is a private local scratch directory, removed when Run returns.
+func (c *Context) WorkDir() string { return c.workDir }
+
+// checkpointRecord is what "<checkpoint prefix>/latest.json" holds.
+type checkpointRecord struct {
+	Step     int64     `json:"step"`
+	Files    Artifact  `json:"files"`
+	Attempt  int       `json:"attempt"`
+	SavedAt  time.Time `json:"saved_at"`
+	Previous string    `json:"-"`
+}
+
+// SaveCheckpoint stores the files of the local directory dir as the node's
+// latest checkpoint, at step (epochs, batches: the stage's own unit). A
+// checkpoint is published atomically: a worker that dies halfway through
+// saving leaves the previous checkpoint in place. Checkpoints live under the
+// node key, so only an attempt of the very same node (same stage version,
+// params and inputs) ever resumes from them.
+func (c *Context) SaveCheckpoint(dir string, step int64) error {
+	if c.env.CheckpointPrefix == "" {
+		return errors.New("stages: checkpoints are not available to this execution")
+	}
+	prev, _, err := c.latestCheckpoint()
+	if err != nil && !errors.Is(err, storage.ErrNotFound) {
+		return err
+	}
+	prefix := fmt.Sprintf("%s/%d-%s", c.env.CheckpointPrefix, step, randomID())
+	out := newOutput(c, c.env.Store, Port{Name: "checkpoint", Kind: "checkpoint"}, prefix, c.producer())
+	if err := out.AddDir(dir); err != nil {
+		return fmt.Errorf("saving checkpoint: %w", err)
+	}
+	art, err := out.seal()
+	if err != nil {
+		return fmt.Errorf("saving checkpoint of %s: %w", dir, err)
+	}
+	rec := checkpointRecord{Step: step, Files: art, Attempt: c.Attempt, SavedAt: time.Now().UTC()}
+	b, _ := json.Marshal(rec)
+	if _, err := c.env.Store.Put(c, c.env.CheckpointPrefix+"/latest.json", strings.NewReader(string(b))); err != nil {
+		return fmt.Errorf("publishing checkpoint: %w", err)
+	}
+	if prev != nil {
+		// The old files are unreachable now; deleting them is best effort.
+		for _, f := range prev.Files.Files {
+			_ = c.env.Store.Delete(c, prev.Files.Key(f.Name))
+		}
+	}
+	c.Log.Debug("checkpoint saved", "step", step, "files", len(art.Files), "bytes", art.Size())
+	return nil
+}
+
+// LoadCheckpoint restores the node's latest checkpoint into the local
+// directory dir. ok is false (and dir untouched) when there is none, which is
+// the normal case for a first attempt.
+func (c *Context) LoadCheckpoint(dir string) (step int64, ok bool, err error) {
+	if c.env.CheckpointPrefix == "" {
+		return 0, false, nil
+	}
+	rec, _, err := c.latestCheckpoint()
+	if errors.Is(err, storage.ErrNotFound) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, err
+	}
+	in := NewInput(c, c.env.Store, rec.Files)
+	if err := in.Fetch(dir); err != nil {
+		return 0, false, fmt.Errorf("loading checkpoint at step %d: %w", rec.Step, err)
+	}
+	c.Log.Info("resuming from checkpoint", "step", rec.Step, "saved_by_attempt", rec.Attempt)
+	return rec.Step, true, nil
+}
+
+func (c *Context) latestCheckpoint() (*checkpointRecord, storage.ObjectInfo, error) {
+	rc, info, err := c.env.Store.Get(c, c.env.CheckpointPrefix+"/latest.json")
+	if err != nil {
+		return nil, info, err
+	}
+	defer rc.Close()
+	var rec checkpointRecord
+	if err := json.NewDecoder(rc).Decode(&rec); err != nil {
+		return nil, info, fmt.Errorf("reading checkpoint record: %w", err)
+	}
+	return &rec, info, nil
+}
+
+// DropCheckpoints deletes every checkpoint stored under prefix; the engine
+// calls it once a node's outputs are committed.
+func DropCheckpoints(ctx context.Context, st storage.Store, prefix string) error {
+	objs, err := st.List(ctx, prefix+"/")
+	if err != nil {
+		return err
+	}
+	for _, o := range objs {
+		if err := st.Delete(ctx, o.Key); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c *Context) producer() Producer {
+	return Producer{Stage: c.stage.Name, Version: c.stage.Version, NodeKey: c.Key}
+}
+
+func randomID() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// NewAttemptID returns a short random id, used to give every attempt its own
+// output prefix so that two attempts of a node never write the same keys.
+func NewAttemptID() string { return randomID() }
+
+type permanentError struct{ err error }
+
+func (e permanentError) Error() string { return e.err.Error() }
+func (e permanentError) Unwrap() error { return e.err }
+
+// Permanent marks err as not worth retrying (bad input, invalid data): the
+// node fails at once instead of using up its retries.
+func Permanent(err error) error {
+	if err == nil {
+		return nil
+	}
+	return permanentError{err}
+}
+
+// IsPermanent reports whether err was marked with Permanent.
+func IsPermanent(err error) bool {
+	var p permanentError
+	return errors.As(err, &p)
+}
+
+// Env is everything the engine (or a test) provides to execute a stage once.
+type Env struct {
+	Store storage.Store
+	Node  string
+	Key   string
+	// Params must come from the stage's ResolveParams.
+	Params Params
+	// Inputs maps each connected input port to its artifacts.
+	Inputs map[string][]Artifact
+	// OutputPrefix is where this attempt writes its outputs; output name is
+	// written under OutputPrefix/name/. It must be unique to the attempt.
+	OutputPrefix string
+	// CheckpointPrefix is where checkpoints of the node live; empty disables
+	// them.
+	CheckpointPrefix string
+	Device           string
+	Attempt          int
+	Log              *slog.Logger
+	Progress         func(ProgressUpdate)
+	// TempDir is the parent of the stage's work directory (os.TempDir when
+	// empty).
+	TempDir string
+}
+
+// Exec runs stage s once in env and returns its sealed output artifacts. It
+// checks the inputs against the declaration, turns a panic of the stage into
+// a permanent error, and fails when a declared output was not written.
+func Exec(ctx context.Context, s *Stage, env Env) (outs map[string]Artifact, err error) {
+	if env.Store == nil {
+		return nil, errors.New("stages: Exec without a store")
+	}
+	if env.Log == nil {
+		env.Log = slog.New(slog.DiscardHandler)
+	}
+	if env.Params.values == nil {
+		if env.Params, err = s.ResolveParams(nil); err != nil {
+			return nil, Permanent(fmt.Errorf("stage %s: %w", s.Name, err))
+		}
+	}
+	c := &Context{
+		Context: ctx, Node: env.Node, Key: env.Key, Params: env.Params, Device: env.Device,
+		Attempt: env.Attempt, Log: env.Log, stage: s, env: env, progress: env.Progress,
+		inputs: map[string][]*Input{}, outputs: map[string]*Output{},
+	}
+	if c.Device == "" {
+		c.Device = "cpu"
+	}
+	for name := range env.Inputs {
+		if _, ok := s.Input(name); !ok {
+			return nil, Permanent(fmt.Errorf("stage %s has no input %q", s.Name, name))
+		}
+	}
+	for _, p := range s.Inputs {
+		arts := env.Inputs[p.Name]
+		switch {
+		case len(arts) == 0 && !p.Optional:
+			return nil, Permanent(fmt.Errorf("stage %s: input %s is not connected", s.Name, p.Name))
+		case len(arts) > 1 && !p.Many:
+			return nil, Permanent(fmt.Errorf("stage %s: input %s takes one artifact, got %d", s.Name, p.Name, len(arts)))
+		}
+		for _, a := range arts {
+			c.inputs[p.Name] = append(c.inputs[p.Name], NewInput(ctx, env.Store, a))
+		}
+	}
+	for _, p := range s.Outputs {
+		c.outputs[p.Name] = newOutput(ctx, env.Store, p, env.OutputPrefix+"/"+p.Name, c.producer())
+	}
+	if c.workDir, err = os.MkdirTemp(env.TempDir, "nerflow-stage-"); err != nil {
+		return nil, fmt.Errorf("stage %s: work dir: %w", s.Name, err)
+	}
+	defer os.RemoveAll(c.workDir)
+
+	if err := run(c, s); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("stage %s: %w", s.Name, err)
+	}
+	outs = make(map[string]Artifact, len(s.Outputs))
+	names := make([]string, 0, len(s.Outputs))
+	for _, p := range s.Outputs {
+		names = append(names, p.Name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		a, err := c.outputs[name].seal()
+		if err != nil {
+			return nil, Permanent(fmt.Errorf("stage %s: output %s: %w", s.Name, name, err))
+		}
+		outs[name] = a
+	}
+	return outs, nil
+}
+
+func run(c *Context, s *Stage) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			c.Log.Error("stage panicked", "panic", r, "stack", string(debug.Stack()))
+			err = Permanent(fmt.Errorf("stage %s panicked: %v", s.Name, r))
+		}
+	}()
+	if err := s.Run(c); err != nil {
+		return fmt.Errorf("stage %s: %w", s.Name, err) // keeps Permanent visible to errors.As
+	}
+	return nil
+}
