@@ -1,0 +1,331 @@
+package distant
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// keySep joins normalized tokens into a phrase key. It is a control
+// character no tokenizer leaves inside a token.
+const keySep = "\x1f"
+
+// MatchKind says what a match asserts about its span.
+type MatchKind uint8
+
+const (
+	// Typed: the span is an entity of Match.Type.
+	Typed MatchKind = iota
+	// Unknown: the span is entity-like but its type is unknown (an untyped
+	// gazetteer phrase).
+	Unknown
+	// Ambiguous: the phrase has several types of equal rank.
+	Ambiguous
+)
+
+func (k MatchKind) String() string {
+	switch k {
+	case Typed:
+		return "typed"
+	case Unknown:
+		return "unknown"
+	case Ambiguous:
+		return "ambiguous"
+	}
+	return fmt.Sprintf("MatchKind(%d)", int(k))
+}
+
+// Match is one labeled phrase occurrence in a sentence: tokens [Start, End).
+type Match struct {
+	Start, End int
+	Kind       MatchKind
+	Type       string // the entity type when Kind is Typed
+	Phrase     int    // the matched phrase, see Matcher.Phrase
+}
+
+// Phrase is a distinct normalized token sequence known to a Matcher, with
+// its resolved label.
+type Phrase struct {
+	Text string // normalized tokens joined by spaces
+	Kind MatchKind
+	Type string // when Kind is Typed
+	// Types lists the tied candidate types of an Ambiguous phrase.
+	Types []string
+}
+
+// BuildStats describes a compiled Matcher.
+type BuildStats struct {
+	Entries         int `json:"entries"`          // gazetteer entries compiled
+	StopwordPhrases int `json:"stopword_phrases"` // entries made only of stopwords, left out
+	Phrases         int `json:"phrases"`          // distinct token sequences, case variants included
+	Ambiguous       int `json:"ambiguous"`        // phrases with tied types
+	Vocabulary      int `json:"vocabulary"`       // distinct tokens in all phrases
+	Nodes           int `json:"nodes"`            // automaton states
+	MaxTokens       int `json:"max_tokens"`       // longest phrase, in tokens
+}
+
+// Matcher finds gazetteer phrases in tokenized text. It is immutable after
+// NewMatcher and safe for concurrent use; each goroutine scans with its own
+// Scanner.
+type Matcher struct {
+	cfg   config
+	norm  normalizer
+	vocab map[string]int32
+	ac    *automaton
+	// phrase data, indexed by key
+	text  []string
+	label []int32 // >= 0: index into types; labelUnknown; labelAmbiguous
+	ties  map[int32][]string
+	types []string
+	stats BuildStats
+}
+
+const (
+	labelUnknown   = -1
+	labelAmbiguous = -2
+)
+
+// candidate collects what the gazetteers say about one token sequence.
+type candidate struct {
+	rank  int64 // of the types below
+	typ   string
+	ties  []string // further types of the same rank
+	typed bool
+}
+
+// offer records that an entry of the given type and rank names the phrase.
+// A typed entry beats any untyped one: an untyped phrase only says "some
+// entity", which a typed entry makes precise rather than contradicts.
+func (c *candidate) offer(typ string, rank int64) {
+	switch {
+	case typ == "":
+		return
+	case !c.typed || rank > c.rank:
+		*c = candidate{rank: rank, typ: typ, typed: true}
+	case rank == c.rank && typ != c.typ && !slices.Contains(c.ties, typ):
+		c.ties = append(c.ties, typ)
+	}
+}
+
+// NewMatcher compiles gazetteers into a Matcher. When gazetteers disagree on
+// a phrase's type, the higher Gazetteer.Priority wins; within a priority, a
+// phrase as written beats a case variant of another (CaseVariants); what
+// still ties is Ambiguous.
+func NewMatcher(gazetteers []*Gazetteer, opts ...Option) (*Matcher, error) {
+	c := newConfig(opts)
+	m := &Matcher{cfg: c, norm: c.normalizer(), vocab: map[string]int32{}, ties: map[int32][]string{}}
+	keys := map[string]int32{}
+	var cands []candidate
+	var seqs [][]int32
+	var normed []string
+	for _, g := range gazetteers {
+		for _, e := range g.Entries {
+			normed = normed[:0]
+			for _, t := range e.Tokens {
+				if n := m.norm.token(t); n != "" {
+					normed = append(normed, n)
+				}
+			}
+			if len(normed) == 0 {
+				continue // Load reports these; a hand-built Gazetteer may still hold one
+			}
+			m.stats.Entries++
+			if c.isStopPhrase(normed) {
+				m.stats.StopwordPhrases++
+				continue
+			}
+			for i, variant := range m.variants(normed) {
+				key := strings.Join(variant, keySep)
+				k, ok := keys[key]
+				if !ok {
+					k = int32(len(cands))
+					keys[key] = k
+					cands = append(cands, candidate{})
+					ids := make([]int32, len(variant))
+					for j, t := range variant {
+						ids[j] = m.intern(t)
+					}
+					seqs = append(seqs, ids)
+					m.text = append(m.text, key)
+					m.stats.MaxTokens = max(m.stats.MaxTokens, len(variant))
+				}
+				exact := int64(0)
+				if i == 0 {
+					exact = 1
+				}
+				cands[k].offer(e.Type, int64(g.Priority)*2+exact)
+			}
+		}
+	}
+	if len(cands) > 1<<31-1 {
+		return nil, fmt.Errorf("distant: %d phrases exceed the matcher's capacity", len(cands))
+	}
+	keys = nil
+
+	b := newACBuilder(len(m.vocab))
+	for k, ids := range seqs {
+		b.insert(ids, int32(k))
+	}
+	seqs = nil
+	m.ac = b.build()
+
+	typeIndex := map[string]int32{}
+	m.label = make([]int32, len(cands))
+	for k, cd := range cands {
+		switch {
+		case !cd.typed:
+			m.label[k] = labelUnknown
+		case len(cd.ties) > 0:
+			m.label[k] = labelAmbiguous
+			tied := append([]string{cd.typ}, cd.ties...)
+			slices.Sort(tied)
+			m.ties[int32(k)] = tied
+			m.stats.Ambiguous++
+		default:
+			i, ok := typeIndex[cd.typ]
+			if !ok {
+				i = int32(len(m.types))
+				typeIndex[cd.typ] = i
+				m.types = append(m.types, cd.typ)
+			}
+			m.label[k] = i
+		}
+	}
+	m.stats.Phrases = len(cands)
+	m.stats.Vocabulary = len(m.vocab)
+	m.stats.Nodes = m.ac.nodes()
+	return m, nil
+}
+
+// variants returns the token sequences under which a normalized phrase is
+// matched; the first is the phrase as written.
+func (m *Matcher) variants(toks []string) [][]string {
+	out := [][]string{slices.Clone(toks)}
+	if m.cfg.caseMode != CaseVariants {
+		return out
+	}
+	add := func(f func(string) string) {
+		v := make([]string, len(toks))
+		for i, t := range toks {
+			v[i] = f(t)
+		}
+		for _, o := range out {
+			if slices.Equal(o, v) {
+				return
+			}
+		}
+		out = append(out, v)
+	}
+	add(strings.ToUpper)
+	if !m.cfg.hasStopword(toks) {
+		add(strings.ToLower)
+	}
+	return out
+}
+
+func (m *Matcher) intern(t string) int32 {
+	id, ok := m.vocab[t]
+	if !ok {
+		id = int32(len(m.vocab))
+		m.vocab[t] = id
+	}
+	return id
+}
+
+// Stats describes the compiled gazetteers.
+func (m *Matcher) Stats() BuildStats { return m.stats }
+
+// Types returns the entity types the matcher can label, sorted.
+func (m *Matcher) Types() []string {
+	t := slices.Clone(m.types)
+	slices.Sort(t)
+	return t
+}
+
+// NumPhrases returns the number of distinct phrases; Phrase takes 0..NumPhrases-1.
+func (m *Matcher) NumPhrases() int { return len(m.label) }
+
+// Phrase describes phrase i of a Match.
+func (m *Matcher) Phrase(i int) Phrase {
+	p := Phrase{Text: strings.ReplaceAll(m.text[i], keySep, " ")}
+	switch l := m.label[i]; l {
+	case labelUnknown:
+		p.Kind = Unknown
+	case labelAmbiguous:
+		p.Kind = Ambiguous
+		p.Types = slices.Clone(m.ties[int32(i)])
+	default:
+		p.Kind, p.Type = Typed, m.types[l]
+	}
+	return p
+}
+
+// Scanner matches sentences one at a time, reusing its buffers. It is not
+// safe for concurrent use; make one per goroutine.
+type Scanner struct {
+	m     *Matcher
+	ids   []int32
+	raw   []rawMatch
+	taken []bool
+	out   []Match
+}
+
+// Scanner returns a new Scanner over m.
+func (m *Matcher) Scanner() *Scanner { return &Scanner{m: m} }
+
+// Match returns the phrase occurrences in a sentence, ordered by position.
+// Overlaps are resolved longest first: a longer match wins over every
+// shorter one it overlaps, and among equally long ones the leftmost wins.
+// The result is valid until the next call.
+func (s *Scanner) Match(tokens []string) []Match {
+	s.ids = s.ids[:0]
+	for _, t := range tokens {
+		id, ok := s.m.vocab[s.m.norm.token(t)]
+		if !ok {
+			id = -1
+		}
+		s.ids = append(s.ids, id)
+	}
+	s.raw = s.m.ac.scan(s.raw[:0], s.ids)
+	return s.resolve(len(tokens))
+}
+
+// resolve turns the occurrences in s.raw into non-overlapping matches.
+func (s *Scanner) resolve(n int) []Match {
+	s.out = s.out[:0]
+	if len(s.raw) == 0 {
+		return s.out
+	}
+	slices.SortFunc(s.raw, func(a, b rawMatch) int {
+		if c := cmp.Compare(b.end-b.start, a.end-a.start); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.start, b.start)
+	})
+	if cap(s.taken) < n {
+		s.taken = make([]bool, n)
+	}
+	s.taken = s.taken[:n]
+	clear(s.taken)
+	for _, r := range s.raw {
+		if slices.Contains(s.taken[r.start:r.end], true) {
+			continue
+		}
+		for i := r.start; i < r.end; i++ {
+			s.taken[i] = true
+		}
+		mt := Match{Start: int(r.start), End: int(r.end), Phrase: int(r.key)}
+		switch l := s.m.label[r.key]; l {
+		case labelUnknown:
+			mt.Kind = Unknown
+		case labelAmbiguous:
+			mt.Kind = Ambiguous
+		default:
+			mt.Kind, mt.Type = Typed, s.m.types[l]
+		}
+		s.out = append(s.out, mt)
+	}
+	slices.SortFunc(s.out, func(a, b Match) int { return cmp.Compare(a.Start, b.Start) })
+	return s.out
+}

@@ -1,0 +1,142 @@
+package distant
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+)
+
+// AmbiguousPolicy says how a match of a phrase with several equally ranked
+// types is labeled.
+type AmbiguousPolicy int
+
+const (
+	// AmbiguousUnknown labels the span as an entity of unknown type: its
+	// boundaries are kept but training ignores its type.
+	AmbiguousUnknown AmbiguousPolicy = iota
+	// AmbiguousOutside labels the span O. It still blocks shorter matches
+	// inside it, so a part of an ambiguous name is never labeled on its own.
+	AmbiguousOutside
+)
+
+// ParseAmbiguousPolicy parses "unknown" or "o".
+func ParseAmbiguousPolicy(s string) (AmbiguousPolicy, error) {
+	switch strings.ToLower(s) {
+	case "unknown", "?":
+		return AmbiguousUnknown, nil
+	case "o", "outside":
+		return AmbiguousOutside, nil
+	}
+	return 0, fmt.Errorf("unknown ambiguous policy %q (want unknown or o)", s)
+}
+
+func (p AmbiguousPolicy) String() string {
+	if p == AmbiguousOutside {
+		return "o"
+	}
+	return "unknown"
+}
+
+// config gathers the options shared by gazetteer loading and matching: both
+// must tokenize and normalize phrases the same way.
+type config struct {
+	tokenize  Tokenizer
+	caseMode  CaseMode
+	form      UnicodeForm
+	stopwords map[string]bool // lower-cased
+	ambiguous AmbiguousPolicy
+	topK      int
+}
+
+// Option configures Load, NewMatcher and Label.
+type Option func(*config)
+
+func newConfig(opts []Option) config {
+	c := config{tokenize: WhitespaceTokenizer, topK: 20}
+	for _, o := range opts {
+		o(&c)
+	}
+	return c
+}
+
+func (c config) normalizer() normalizer { return newNormalizer(c.caseMode, c.form) }
+
+// WithTokenizer sets how phrases are split into tokens (default WhitespaceTokenizer).
+func WithTokenizer(t Tokenizer) Option { return func(c *config) { c.tokenize = t } }
+
+// WithCase sets how letter case is compared (default CaseExact).
+func WithCase(m CaseMode) Option { return func(c *config) { c.caseMode = m } }
+
+// WithUnicodeForm sets the Unicode normalization of phrases and tokens
+// (default FormNone).
+func WithUnicodeForm(f UnicodeForm) Option { return func(c *config) { c.form = f } }
+
+// WithStopwords sets words that alone never make an entity: a phrase made
+// only of stopwords is not matched. Comparison ignores case.
+func WithStopwords(words []string) Option {
+	return func(c *config) {
+		c.stopwords = make(map[string]bool, len(words))
+		for _, w := range words {
+			if w = strings.TrimSpace(w); w != "" {
+				c.stopwords[strings.ToLower(w)] = true
+			}
+		}
+	}
+}
+
+// WithAmbiguous sets how phrases with several types are labeled (default AmbiguousUnknown).
+func WithAmbiguous(p AmbiguousPolicy) Option { return func(c *config) { c.ambiguous = p } }
+
+// WithTopK sets how many frequent and ambiguous phrases a Report lists (default 20).
+func WithTopK(k int) Option { return func(c *config) { c.topK = k } }
+
+// ReadStopwords reads a stopword list, one word per line; blank lines are skipped.
+func ReadStopwords(path string) ([]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("stopwords: %w", err)
+	}
+	defer f.Close()
+	words, err := readLines(f)
+	if err != nil {
+		return nil, fmt.Errorf("stopwords %s: %w", path, err)
+	}
+	return words, nil
+}
+
+func readLines(r io.Reader) ([]string, error) {
+	var words []string
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64*1024), maxLine)
+	for sc.Scan() {
+		if w := strings.TrimSpace(sc.Text()); w != "" {
+			words = append(words, w)
+		}
+	}
+	return words, sc.Err()
+}
+
+// isStopPhrase reports whether every token of a phrase is a stopword.
+func (c config) isStopPhrase(tokens []string) bool {
+	if len(c.stopwords) == 0 {
+		return false
+	}
+	for _, t := range tokens {
+		if !c.stopwords[strings.ToLower(t)] {
+			return false
+		}
+	}
+	return true
+}
+
+// hasStopword reports whether any token of a phrase is a stopword.
+func (c config) hasStopword(tokens []string) bool {
+	for _, t := range tokens {
+		if c.stopwords[strings.ToLower(t)] {
+			return true
+		}
+	}
+	return false
+}
