@@ -24,3 +24,13 @@ func (c *Corpus) NumTokens() int {
 	}
 	return n
 }
+
+// UnknownType is the entity type of spans that are known to be entities but
+// whose type is not: matches of an untyped gazetteer ("entity-like phrase")
+// or of a phrase with several equally likely types in distant labeling. They
+// are written as ordinary tags of this type ("B-?", "I-?", "S-?", ...), so
+// every format and scheme carries them with their boundaries. Training should
+// not learn "?" as a type: it may drop these tokens from its loss, or use
+// them only where the type does not matter (an entity-vs-outside decision).
+// Scoring against gold labels should read them as O.
+const UnknownType = "?"
