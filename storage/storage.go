@@ -3,15 +3,25 @@
 // Every artifact a pipeline produces (corpora, gazetteers, embeddings,
 // checkpoints, predictions, reports) is written through a Store. Drivers
 // register themselves by URL scheme, the way database/sql drivers do, so that
-// configuration picks the backend with a URL:
+// configuration picks the backend with a URL (see Open):
 //
-//	file:///var/lib/nerflow          local directory (the embedded default)
+//	file://.nerflow/store            local directory (the embedded default)
+//	file:///var/lib/nerflow          the same, with an absolute path
 //	s3://bucket/prefix?endpoint=...  MinIO or any S3 server
 //
-// Objects are immutable once published: Put writes to a staging location and
-// publishes atomically, so a reader never sees a partial object. Every object
-// carries the SHA-256 digest of its content; Get verifies it while streaming
-// and reports ErrDigestMismatch at the end of a corrupted object.
+// Programs import the drivers they want, usually all of them at once with
+// a blank import of github.com/nerflow/nerflow/storage/all.
+//
+// Objects are published atomically: Put streams to a staging location and
+// publishes when the stream ends, so a reader sees the previous object or the
+// new one, never a partial one, and a Put that fails or is cancelled leaves
+// nothing behind. Every object carries the SHA-256 digest of its content; Get
+// verifies it while streaming and reports ErrDigestMismatch at the end of a
+// corrupted object.
+//
+// On top of the Store interface this package has helpers that work with any
+// driver (PutBytes, GetBytes, PutJSON, GetJSON); package storage/artifact
+// adds manifests, which group stored files into one artifact.
 package storage
 
 import (
@@ -23,7 +33,11 @@ import (
 
 // Errors returned by every driver; test them with errors.Is.
 var (
-	ErrNotFound       = errors.New("storage: object not found")
+	ErrNotFound = errors.New("storage: object not found")
+	// ErrDigestMismatch reports stored bytes that fail their integrity
+	// check: content that does not hash to the recorded digest or has the
+	// wrong length, or a record of the digest that cannot be read. Put
+	// returns it too when the content does not match WithDigest.
 	ErrDigestMismatch = errors.New("storage: digest mismatch")
 	ErrInvalidKey     = errors.New("storage: invalid key")
 )
@@ -35,23 +49,33 @@ type ObjectInfo struct {
 	Digest  string    `json:"digest"` // "sha256:<hex>" of the content
 	ModTime time.Time `json:"mod_time"`
 	// Metadata is small user metadata stored with the object (for example
-	// the content type); keys are lower-case.
+	// the content type); keys are lower-case. See WithMetadata.
 	Metadata map[string]string `json:"metadata,omitempty"`
 }
 
 // Store is implemented by each storage driver. Keys are slash-separated
 // relative paths ("runs/abc/manifest.json"); see ValidateKey.
+//
+// A portable set of keys never uses one key as a "directory" of another
+// ("a/b" and "a/b/c" together): object stores allow it, but the filesystem
+// driver cannot hold both and fails the second Put.
 type Store interface {
 	// Put streams r into key and publishes it atomically when r is
-	// exhausted. An existing object under key is replaced.
+	// exhausted. An existing object under key is replaced. If r fails, ctx
+	// is cancelled or the content does not match WithDigest, nothing is
+	// published and a previous object under key is left untouched.
 	Put(ctx context.Context, key string, r io.Reader, opts ...PutOption) (ObjectInfo, error)
 	// Get opens key for reading. The reader verifies the digest as it is
 	// consumed: its Read returns ErrDigestMismatch instead of io.EOF when
-	// the bytes do not match the recorded digest.
+	// the bytes do not match the recorded digest. A reader closed before
+	// EOF has verified nothing. Cancelling ctx ends the reader's stream.
 	Get(ctx context.Context, key string) (io.ReadCloser, ObjectInfo, error)
 	// Stat returns the object's info without reading it.
 	Stat(ctx context.Context, key string) (ObjectInfo, error)
 	// List returns the objects whose keys start with prefix, sorted by key.
+	// The prefix is a plain string prefix: "runs/a" matches "runs/a/x"
+	// and "runs/ab"; end it with "/" to list one "directory". The empty
+	// prefix lists every object.
 	List(ctx context.Context, prefix string) ([]ObjectInfo, error)
 	// Delete removes key; deleting a missing key is not an error.
 	Delete(ctx context.Context, key string) error
