@@ -40,7 +40,10 @@ func (s Scheme) Spans(tags []string) ([]Span, error) {
 			spans = append(spans, Span{Start: open, End: i, Label: prev.Type})
 			open = -1
 		}
-		if cur.Prefix != 'O' && (open < 0 || chunkStarts(prev, cur)) {
+		// conlleval's startOfChunk needs no separate test: wherever it
+		// holds after a tag inside an entity, endOfChunk holds too, so a
+		// non-O tag starts an entity exactly when none is open here.
+		if cur.Prefix != 'O' && open < 0 {
 			open = i
 		}
 		prev = cur
@@ -58,18 +61,6 @@ func chunkEnds(prev, cur Tag) bool {
 	case prev.Prefix == 'E' || prev.Prefix == 'S':
 		return true
 	case cur.Prefix == 'O' || cur.Prefix == 'B' || cur.Prefix == 'S':
-		return true
-	}
-	return prev.Type != cur.Type
-}
-
-// chunkStarts reports whether an entity starts at cur, which is not O
-// (conlleval's startOfChunk).
-func chunkStarts(prev, cur Tag) bool {
-	switch {
-	case cur.Prefix == 'B' || cur.Prefix == 'S':
-		return true
-	case prev.Prefix == 'O' || prev.Prefix == 'E' || prev.Prefix == 'S':
 		return true
 	}
 	return prev.Type != cur.Type

@@ -1,0 +1,38 @@
+package eval
+
+import (
+	"fmt"
+	"io"
+)
+
+// WriteTable prints the report as a table of percentages: one row per
+// entity type, then the micro average, then the token counts.
+func (r Report) WriteTable(w io.Writer) error {
+	names := r.TypeNames()
+	width := len("micro avg")
+	for _, n := range names {
+		width = max(width, len(n))
+	}
+	ew := &errWriter{w: w}
+	ew.printf("%-*s  %9s  %7s  %7s  %7s  %9s  %7s\n", width, "type", "precision", "recall", "f1", "support", "predicted", "correct")
+	row := func(name string, s Score) {
+		ew.printf("%-*s  %9.2f  %7.2f  %7.2f  %7d  %9d  %7d\n", width, name, 100*s.Precision, 100*s.Recall, 100*s.F1, s.Support, s.Predicted, s.Correct)
+	}
+	for _, n := range names {
+		row(n, r.Types[n])
+	}
+	row("micro avg", r.Micro)
+	ew.printf("\n%d sentences, %d tokens, token accuracy %.2f%% (scheme %s)\n", r.Sentences, r.Tokens, 100*r.TokenAccuracy, r.Scheme)
+	return ew.err
+}
+
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) printf(format string, args ...any) {
+	if e.err == nil {
+		_, e.err = fmt.Fprintf(e.w, format, args...)
+	}
+}
