@@ -193,8 +193,9 @@ type decoder interface {
 //	}
 //	if err := sc.Err(); err != nil { ... }
 type Scanner struct {
-	name string
-	dec  decoder
+	name  string
+	dec   decoder
+	close func()
 	sent Sentence
 	line int
 	n    int
@@ -243,9 +244,38 @@ func (sc *Scanner) Line() int { return sc.line }
 // Err returns the first error met, nil at a clean end of input.
 func (sc *Scanner) Err() error { return sc.err }
 
+// Close releases the file of a scanner made by ScanFile; it does nothing for
+// one made by NewScanner.
+func (sc *Scanner) Close() {
+	if sc.close != nil {
+		sc.close()
+		sc.close = nil
+	}
+}
+
+// ScanFile opens a corpus file for scanning, in the format given by
+// WithFormat or else detected from its extension; .gz files are
+// decompressed. Close the scanner when done.
+func ScanFile(path string, opts ...Option) (*Scanner, error) {
+	f, err := formatFor(path, opts)
+	if err != nil {
+		return nil, err
+	}
+	r, closer, err := openFile(path)
+	if err != nil {
+		return nil, err
+	}
+	sc := NewScanner(r, path, f, opts...)
+	sc.close = closer
+	return sc, nil
+}
+
 // Read reads a whole corpus from r in format f.
 func Read(r io.Reader, name string, f Format, opts ...Option) (*Corpus, error) {
-	sc := NewScanner(r, name, f, opts...)
+	return collect(NewScanner(r, name, f, opts...))
+}
+
+func collect(sc *Scanner) (*Corpus, error) {
 	c := &Corpus{}
 	for sc.Scan() {
 		c.Sentences = append(c.Sentences, sc.Sentence())
@@ -259,16 +289,12 @@ func Read(r io.Reader, name string, f Format, opts ...Option) (*Corpus, error) {
 // ReadFile reads a corpus file in the format given by WithFormat or else
 // detected from its extension; .gz files are decompressed.
 func ReadFile(path string, opts ...Option) (*Corpus, error) {
-	f, err := formatFor(path, opts)
+	sc, err := ScanFile(path, opts...)
 	if err != nil {
 		return nil, err
 	}
-	r, closer, err := openFile(path)
-	if err != nil {
-		return nil, err
-	}
-	defer closer()
-	return Read(r, path, f, opts...)
+	defer sc.Close()
+	return collect(sc)
 }
 
 // ReadTextLabels reads a text file and, when labelsPath is not empty, its
