@@ -196,10 +196,10 @@ type Scanner struct {
 	name  string
 	dec   decoder
 	close func()
-	sent Sentence
-	line int
-	n    int
-	err  error
+	sent  Sentence
+	line  int
+	n     int
+	err   error
 }
 
 // NewScanner reads r, called name in error messages, in format f.
