@@ -238,3 +238,44 @@ func assertEmpty(t *testing.T, root string) {
 		t.Errorf("left in the store directory: %s", e.Name())
 	}
 }
+
+// BenchmarkFS compares the store with plain durable file writes (write,
+// fsync, close) and plain reads of the same files.
+func BenchmarkFS(b *testing.B) {
+	s, err := fsstore.Open(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	refDir := b.TempDir()
+	ref := storagetest.Reference{
+		Put: func(_ context.Context, key string, data []byte) error {
+			path := filepath.Join(refDir, filepath.FromSlash(key))
+			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+				return err
+			}
+			f, err := os.Create(path)
+			if err != nil {
+				return err
+			}
+			if _, err := f.Write(data); err != nil {
+				f.Close()
+				return err
+			}
+			if err := f.Sync(); err != nil {
+				f.Close()
+				return err
+			}
+			return f.Close()
+		},
+		Get: func(_ context.Context, key string, buf *bytes.Buffer) error {
+			f, err := os.Open(filepath.Join(refDir, filepath.FromSlash(key)))
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			_, err = buf.ReadFrom(f)
+			return err
+		},
+	}
+	storagetest.Bench(b, s, ref, 8<<20)
+}

@@ -211,3 +211,35 @@ func randomHex() string {
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
 }
+
+// BenchmarkS3 compares the store with raw minio-go PutObject (size known,
+// no metadata) and GetObject calls on the same server.
+func BenchmarkS3(b *testing.B) {
+	env := testenv.S3(b)
+	ctx := context.Background()
+	prefix := "bench-" + randomHex()
+	s, err := s3store.Open(ctx, s3store.Config{
+		Endpoint: env.Endpoint, AccessKey: env.AccessKey, SecretKey: env.SecretKey,
+		Bucket: testBucket, Prefix: prefix,
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	client := s.Client()
+	ref := storagetest.Reference{
+		Put: func(ctx context.Context, key string, data []byte) error {
+			_, err := client.PutObject(ctx, testBucket, prefix+"-ref/"+key, bytes.NewReader(data), int64(len(data)), minio.PutObjectOptions{})
+			return err
+		},
+		Get: func(ctx context.Context, key string, buf *bytes.Buffer) error {
+			obj, err := client.GetObject(ctx, testBucket, prefix+"-ref/"+key, minio.GetObjectOptions{})
+			if err != nil {
+				return err
+			}
+			defer obj.Close()
+			_, err = buf.ReadFrom(obj)
+			return err
+		},
+	}
+	storagetest.Bench(b, s, ref, 8<<20)
+}
