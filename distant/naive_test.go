@@ -15,10 +15,10 @@ type naiveMatcher struct {
 }
 
 func newNaive(m *Matcher) *naiveMatcher {
-	n := &naiveMatcher{m: m, dict: make(map[string]int32, len(m.text)), maxLen: m.stats.MaxTokens}
-	for k, key := range m.text {
+	n := &naiveMatcher{m: m, dict: make(map[string]int32, m.NumPhrases()), maxLen: m.stats.MaxTokens}
+	for k := range m.NumPhrases() {
 		// Cloned so that the map's memory is its own in the benchmark.
-		n.dict[strings.Clone(key)] = int32(k)
+		n.dict[strings.Clone(m.key(k))] = int32(k)
 	}
 	return n
 }
