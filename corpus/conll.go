@@ -48,16 +48,16 @@ func (d *conllDecoder) next() (Sentence, int, error) {
 			}
 			continue
 		}
-		token, tag, tagged, err := d.columns(fields)
-		if err != nil {
-			return Sentence{}, 0, err
-		}
-		if token == DocStart {
+		if d.isDocStart(fields) {
 			d.docNext = true
 			if len(s.Tokens) > 0 {
 				break // the marker ends the sentence even without a blank line
 			}
 			continue
+		}
+		token, tag, tagged, err := d.columns(fields)
+		if err != nil {
+			return Sentence{}, 0, err
 		}
 		if len(s.Tokens) == 0 {
 			s.DocStart, d.docNext = d.docNext, false
@@ -81,6 +81,16 @@ func (d *conllDecoder) next() (Sentence, int, error) {
 		return Sentence{}, 0, d.l.wrapAt(lines[i], err)
 	}
 	return s, lines[0], nil
+}
+
+// isDocStart recognizes a document separator line by its first column, where
+// CoNLL files write it, or by the token column.
+func (d *conllDecoder) isDocStart(fields []string) bool {
+	if fields[0] == DocStart {
+		return true
+	}
+	tok, ok := column(d.o.tokenCol, len(fields))
+	return ok && fields[tok] == DocStart
 }
 
 // columns picks the token and tag out of a line's fields.

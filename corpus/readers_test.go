@@ -69,6 +69,11 @@ text
 	if err != nil || strings.Join(c.Sentences[1].Tags, " ") != "B-NP I-NP" {
 		t.Errorf("Columns(0,-2): %+v, %v", c, err)
 	}
+	// A token column other than the first still sees document separators.
+	c, err = Read(strings.NewReader("-DOCSTART- -X- -X- O\n\n1 EU B-ORG\n2 rejects O\n"), "x.conll", FormatCoNLL, Columns(1, -1))
+	if err != nil || !c.Sentences[0].DocStart || strings.Join(c.Sentences[0].Tokens, " ") != "EU rejects" {
+		t.Errorf("Columns(1,-1): %+v, %v", c, err)
+	}
 	// Tab-separated with comments.
 	c, err = Read(strings.NewReader("# id = 1\nNew\tB-LOC\nYork\tI-LOC\n"), "x.tsv", FormatCoNLL, CommentPrefix("# "))
 	if err != nil || strings.Join(c.Sentences[0].Tokens, " ") != "New York" {
