@@ -79,9 +79,10 @@ type Matcher struct {
 	text    string
 	textEnd []int32
 	label   []int32 // >= 0: index into types; labelUnknown; labelAmbiguous
-	ties  map[int32][]string
-	types []string
-	stats BuildStats
+	ties    map[int32][]string
+	types   []string
+	stats   BuildStats
+	loads   []LoadReport // of the gazetteers compiled, for reports
 }
 
 const (
@@ -124,6 +125,7 @@ func NewMatcher(gazetteers []*Gazetteer, opts ...Option) (*Matcher, error) {
 	var seqs [][]int32
 	var normed []string
 	for _, g := range gazetteers {
+		m.loads = append(m.loads, g.Report)
 		for _, e := range g.Entries {
 			normed = normed[:0]
 			for _, t := range e.Tokens {

@@ -1,0 +1,228 @@
+package distant
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/nerflow/nerflow/corpus"
+	"github.com/nerflow/nerflow/eval"
+)
+
+// Labeler writes distant labels sentence by sentence and accumulates the
+// Report, so that a corpus can be labeled while it streams. It is not safe
+// for concurrent use.
+type Labeler struct {
+	m      *Matcher
+	scheme corpus.Scheme
+	sc     *Scanner
+	spans  []corpus.Span
+
+	sentences, tokens, matched int
+	typedTokens, unknownTokens int
+	ioMerges                   int
+	matches                    map[string]int
+	unknown, ambiguous         int
+	phraseCount                map[int]int
+
+	gold       *eval.Scorer
+	goldMarks  int // unknown or ambiguous spans on gold sentences
+	goldExact  int // ... that have exactly the boundaries of a gold entity
+	goldSource string
+}
+
+// NewLabeler returns a Labeler that writes tags in scheme (IO, BIO, IOB1 or
+// BIOES). In IO, adjacent matches of one type merge into one entity, as the
+// scheme cannot separate them; the report counts such merges.
+func (m *Matcher) NewLabeler(scheme corpus.Scheme) (*Labeler, error) {
+	if _, err := scheme.Tags(nil, 0); err != nil {
+		return nil, fmt.Errorf("distant: %w", err)
+	}
+	return &Labeler{
+		m:           m,
+		scheme:      scheme,
+		sc:          m.Scanner(),
+		matches:     map[string]int{},
+		phraseCount: map[int]int{},
+	}, nil
+}
+
+// spansOf turns matches into spans: typed matches keep their type, unknown
+// ones get corpus.UnknownType, and ambiguous ones follow the policy.
+func (l *Labeler) spansOf(ms []Match, keepUnknown bool) []corpus.Span {
+	l.spans = l.spans[:0]
+	for _, mt := range ms {
+		label := mt.Type
+		switch {
+		case mt.Kind == Typed:
+		case mt.Kind == Ambiguous && l.m.cfg.ambiguous == AmbiguousOutside:
+			continue
+		case !keepUnknown:
+			continue
+		default:
+			label = corpus.UnknownType
+		}
+		l.spans = append(l.spans, corpus.Span{Start: mt.Start, End: mt.End, Label: label})
+	}
+	return l.spans
+}
+
+func (l *Labeler) tags(spans []corpus.Span, n int) ([]string, error) {
+	return l.scheme.Tags(spans, n, corpus.MergeAdjacent())
+}
+
+// Label returns the distant tags of a sentence and counts them in the report.
+func (l *Labeler) Label(tokens []string) ([]string, error) {
+	ms := l.sc.Match(tokens)
+	spans := l.spansOf(ms, true)
+	tags, err := l.tags(spans, len(tokens))
+	if err != nil {
+		return nil, fmt.Errorf("distant: %w", err) // not reached: matches never overlap
+	}
+	l.sentences++
+	l.tokens += len(tokens)
+	if len(ms) > 0 {
+		l.matched++
+	}
+	for _, mt := range ms {
+		l.phraseCount[mt.Phrase]++
+		switch mt.Kind {
+		case Typed:
+			l.matches[mt.Type]++
+			l.typedTokens += mt.End - mt.Start
+		case Unknown:
+			l.unknown++
+			l.unknownTokens += mt.End - mt.Start
+		case Ambiguous:
+			l.ambiguous++
+			if l.m.cfg.ambiguous == AmbiguousUnknown {
+				l.unknownTokens += mt.End - mt.Start
+			}
+		}
+	}
+	if l.scheme == corpus.IO {
+		for i := 1; i < len(spans); i++ {
+			if spans[i].Start == spans[i-1].End && spans[i].Label == spans[i-1].Label {
+				l.ioMerges++
+			}
+		}
+	}
+	return tags, nil
+}
+
+// Score labels a gold sentence and scores its distant tags against the
+// gold tags (conlleval semantics, any tag scheme). Spans of unknown type
+// count as O: they predict no type. Gold sentences are scored apart from
+// the corpus statistics, so they may be a separate, held-out set.
+func (l *Labeler) Score(gold corpus.Sentence) error {
+	if gold.Tags == nil {
+		return fmt.Errorf("gold sentence has no tags")
+	}
+	if len(gold.Tags) != len(gold.Tokens) {
+		return fmt.Errorf("gold sentence has %d tokens but %d tags", len(gold.Tokens), len(gold.Tags))
+	}
+	if l.gold == nil {
+		l.gold = eval.NewScorer(corpus.AnyScheme)
+	}
+	ms := l.sc.Match(gold.Tokens)
+	pred, err := l.tags(l.spansOf(ms, false), len(gold.Tokens))
+	if err != nil {
+		return fmt.Errorf("distant: %w", err)
+	}
+	if err := l.gold.Add(gold.Tags, pred); err != nil {
+		return err
+	}
+	goldSpans, err := corpus.AnyScheme.Spans(gold.Tags)
+	if err != nil {
+		return err // not reached: Add parsed the same tags
+	}
+	for _, sp := range l.spansOf(ms, true) {
+		if sp.Label != corpus.UnknownType {
+			continue
+		}
+		l.goldMarks++
+		if slices.ContainsFunc(goldSpans, func(g corpus.Span) bool { return g.Start == sp.Start && g.End == sp.End }) {
+			l.goldExact++
+		}
+	}
+	return nil
+}
+
+// SetGoldSource names the gold data in the report.
+func (l *Labeler) SetGoldSource(name string) { l.goldSource = name }
+
+// Report returns the statistics of everything labeled and scored so far.
+func (l *Labeler) Report() Report {
+	m := l.m
+	r := Report{
+		Scheme:             l.scheme.String(),
+		Case:               m.cfg.caseMode.String(),
+		UnicodeForm:        m.cfg.form.String(),
+		AmbiguousAs:        m.cfg.ambiguous.String(),
+		Sentences:          l.sentences,
+		Tokens:             l.tokens,
+		SentencesWithMatch: l.matched,
+		Matches:            maps.Clone(l.matches),
+		UnknownMatches:     l.unknown,
+		AmbiguousMatches:   l.ambiguous,
+		TypedTokens:        l.typedTokens,
+		UnknownTokens:      l.unknownTokens,
+		IOMerges:           l.ioMerges,
+		Matcher:            m.stats,
+		Gazetteers:         slices.Clone(m.loads),
+	}
+	if l.tokens > 0 {
+		r.Coverage = float64(l.typedTokens) / float64(l.tokens)
+		r.UnknownCoverage = float64(l.unknownTokens) / float64(l.tokens)
+	}
+	if l.sentences > 0 {
+		r.SentenceCoverage = float64(l.matched) / float64(l.sentences)
+	}
+
+	type counted struct{ phrase, n int }
+	var all []counted
+	for p, n := range l.phraseCount {
+		all = append(all, counted{p, n})
+	}
+	slices.SortFunc(all, func(a, b counted) int {
+		return cmp.Or(cmp.Compare(b.n, a.n), cmp.Compare(m.key(a.phrase), m.key(b.phrase)))
+	})
+	for _, c := range all {
+		p := m.Phrase(c.phrase)
+		pc := PhraseCount{Phrase: p.Text, Kind: p.Kind.String(), Type: p.Type, Types: p.Types, Count: c.n}
+		if len(r.TopPhrases) < m.cfg.topK {
+			r.TopPhrases = append(r.TopPhrases, pc)
+		}
+		if p.Kind == Ambiguous && len(r.AmbiguousPhrases) < m.cfg.topK {
+			r.AmbiguousPhrases = append(r.AmbiguousPhrases, pc)
+		}
+	}
+	if l.gold != nil {
+		r.Gold = &GoldReport{
+			Source:       l.goldSource,
+			Report:       l.gold.Report(),
+			UnknownSpans: l.goldMarks,
+			UnknownExact: l.goldExact,
+		}
+	}
+	return r
+}
+
+// Label labels every sentence of c and returns the labeled copy (tokens
+// shared with c, tags new, any earlier tags replaced) with its report.
+func Label(m *Matcher, c *corpus.Corpus, scheme corpus.Scheme) (*corpus.Corpus, Report, error) {
+	l, err := m.NewLabeler(scheme)
+	if err != nil {
+		return nil, Report{}, err
+	}
+	out := &corpus.Corpus{Sentences: make([]corpus.Sentence, len(c.Sentences))}
+	for i, s := range c.Sentences {
+		tags, err := l.Label(s.Tokens)
+		if err != nil {
+			return nil, Report{}, fmt.Errorf("sentence %d: %w", i+1, err)
+		}
+		out.Sentences[i] = corpus.Sentence{Tokens: s.Tokens, Tags: tags, DocStart: s.DocStart}
+	}
+	return out, l.Report(), nil
+}

@@ -1,0 +1,147 @@
+package distant
+
+import (
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/nerflow/nerflow/eval"
+)
+
+// Report describes a distant labeling run: what was loaded, what matched,
+// how much of the corpus the labels cover, and, with gold data, how good
+// the labels are.
+type Report struct {
+	Scheme      string `json:"scheme"`
+	Case        string `json:"case"`
+	UnicodeForm string `json:"unicode_form"`
+	AmbiguousAs string `json:"ambiguous_as"`
+
+	Gazetteers []LoadReport `json:"gazetteers"`
+	Matcher    BuildStats   `json:"matcher"`
+
+	Sentences          int `json:"sentences"`
+	Tokens             int `json:"tokens"`
+	SentencesWithMatch int `json:"sentences_with_match"`
+	// Matches counts typed matches per entity type.
+	Matches          map[string]int `json:"matches"`
+	UnknownMatches   int            `json:"unknown_matches"`
+	AmbiguousMatches int            `json:"ambiguous_matches"`
+	TypedTokens      int            `json:"typed_tokens"`
+	// UnknownTokens are labeled with the unknown type: untyped matches, and
+	// ambiguous ones when they are labeled unknown.
+	UnknownTokens int `json:"unknown_tokens"`
+	// Coverage is TypedTokens/Tokens, UnknownCoverage UnknownTokens/Tokens
+	// and SentenceCoverage SentencesWithMatch/Sentences.
+	Coverage         float64 `json:"coverage"`
+	UnknownCoverage  float64 `json:"unknown_coverage"`
+	SentenceCoverage float64 `json:"sentence_coverage"`
+	// IOMerges counts adjacent matches of one type that the IO scheme had
+	// to write as one entity.
+	IOMerges int `json:"io_merges,omitempty"`
+
+	TopPhrases       []PhraseCount `json:"top_phrases"`
+	AmbiguousPhrases []PhraseCount `json:"ambiguous_phrases"`
+
+	Gold *GoldReport `json:"gold,omitempty"`
+}
+
+// PhraseCount is a phrase with its number of matches.
+type PhraseCount struct {
+	Phrase string   `json:"phrase"`
+	Kind   string   `json:"kind"`
+	Type   string   `json:"type,omitempty"`
+	Types  []string `json:"types,omitempty"` // the tied types of an ambiguous phrase
+	Count  int      `json:"count"`
+}
+
+// GoldReport scores distant labels against gold labels.
+type GoldReport struct {
+	Source string `json:"source,omitempty"`
+	// Report is the conlleval-style score of the typed distant labels;
+	// spans of unknown type count as O.
+	Report eval.Report `json:"scores"`
+	// UnknownSpans counts spans labeled with the unknown type on the gold
+	// sentences, and UnknownExact those of them whose boundaries are
+	// exactly those of a gold entity: how much an untyped gazetteer adds.
+	UnknownSpans int `json:"unknown_spans"`
+	UnknownExact int `json:"unknown_exact"`
+}
+
+// WriteText prints the report for people.
+func (r Report) WriteText(w io.Writer) error {
+	p := &printer{w: w}
+	p.printf("distant labels: %d sentences, %d tokens; scheme %s, case %s, unicode %s, ambiguous as %s\n",
+		r.Sentences, r.Tokens, r.Scheme, r.Case, r.UnicodeForm, r.AmbiguousAs)
+
+	p.printf("\ngazetteers:\n")
+	for _, g := range r.Gazetteers {
+		var types []string
+		for _, t := range slices.Sorted(maps.Keys(g.Types)) {
+			types = append(types, fmt.Sprintf("%s %d", typeOrUntyped(t), g.Types[t]))
+		}
+		p.printf("  %s (%s, priority %d): %d entries (%s); %d duplicates, %d type conflicts, %d empty, %d without tokens\n",
+			g.Source, g.Format, g.Priority, g.Entries, strings.Join(types, ", "),
+			g.Duplicates.Count, g.Conflicts.Count, g.Empty.Count, g.NoTokens.Count)
+	}
+	s := r.Matcher
+	p.printf("matcher: %d phrases (case variants included), %d ambiguous, %d stopword-only entries left out, %d tokens in vocabulary, %d states, longest phrase %d tokens\n",
+		s.Phrases, s.Ambiguous, s.StopwordPhrases, s.Vocabulary, s.Nodes, s.MaxTokens)
+
+	p.printf("\nmatches:\n")
+	for _, t := range slices.Sorted(maps.Keys(r.Matches)) {
+		p.printf("  %-12s %8d\n", t, r.Matches[t])
+	}
+	p.printf("  %-12s %8d\n  %-12s %8d\n", "(unknown)", r.UnknownMatches, "(ambiguous)", r.AmbiguousMatches)
+	p.printf("coverage: %.2f%% of tokens typed, %.2f%% of unknown type; %.2f%% of sentences have a match\n",
+		100*r.Coverage, 100*r.UnknownCoverage, 100*r.SentenceCoverage)
+	if r.IOMerges > 0 {
+		p.printf("IO scheme: %d pairs of adjacent same-type matches written as one entity\n", r.IOMerges)
+	}
+
+	phrases := func(title string, list []PhraseCount) {
+		if len(list) == 0 {
+			return
+		}
+		p.printf("\n%s:\n", title)
+		for _, pc := range list {
+			label := pc.Type
+			switch pc.Kind {
+			case Unknown.String():
+				label = "(unknown)"
+			case Ambiguous.String():
+				label = strings.Join(pc.Types, "|")
+			}
+			p.printf("  %8d  %-20s %s\n", pc.Count, label, pc.Phrase)
+		}
+	}
+	phrases("most frequent phrases", r.TopPhrases)
+	phrases("ambiguous phrases", r.AmbiguousPhrases)
+
+	if g := r.Gold; g != nil {
+		p.printf("\nagainst gold labels")
+		if g.Source != "" {
+			p.printf(" (%s)", g.Source)
+		}
+		p.printf(", unknown-type spans read as O:\n")
+		if p.err == nil {
+			p.err = g.Report.WriteTable(w)
+		}
+		p.printf("unknown-type spans on the gold sentences: %d, of which %d have exactly a gold entity's boundaries\n",
+			g.UnknownSpans, g.UnknownExact)
+	}
+	return p.err
+}
+
+type printer struct {
+	w   io.Writer
+	err error
+}
+
+func (p *printer) printf(format string, args ...any) {
+	if p.err == nil {
+		_, p.err = fmt.Fprintf(p.w, format, args...)
+	}
+}
