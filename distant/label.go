@@ -212,6 +212,11 @@ func (l *Labeler) Report() Report {
 // Label labels every sentence of c and returns the labeled copy (tokens
 // shared with c, tags new, any earlier tags replaced) with its report.
 func Label(m *Matcher, c *corpus.Corpus, scheme corpus.Scheme) (*corpus.Corpus, Report, error) {
+	return labelAndScore(m, c, nil, scheme)
+}
+
+// labelAndScore labels c and, when gold is not nil, scores gold.
+func labelAndScore(m *Matcher, c, gold *corpus.Corpus, scheme corpus.Scheme) (*corpus.Corpus, Report, error) {
 	l, err := m.NewLabeler(scheme)
 	if err != nil {
 		return nil, Report{}, err
@@ -223,6 +228,13 @@ func Label(m *Matcher, c *corpus.Corpus, scheme corpus.Scheme) (*corpus.Corpus, 
 			return nil, Report{}, fmt.Errorf("sentence %d: %w", i+1, err)
 		}
 		out.Sentences[i] = corpus.Sentence{Tokens: s.Tokens, Tags: tags, DocStart: s.DocStart}
+	}
+	if gold != nil {
+		for i, s := range gold.Sentences {
+			if err := l.Score(s); err != nil {
+				return nil, Report{}, fmt.Errorf("gold sentence %d: %w", i+1, err)
+			}
+		}
 	}
 	return out, l.Report(), nil
 }

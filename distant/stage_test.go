@@ -1,0 +1,103 @@
+package distant
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/nerflow/nerflow/corpus"
+	"github.com/nerflow/nerflow/stages"
+	"github.com/nerflow/nerflow/storage/fsstore"
+)
+
+func TestStage(t *testing.T) {
+	ctx := context.Background()
+	st, err := fsstore.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	imp := func(path, kind string) stages.Artifact {
+		a, err := stages.Import(ctx, st, "datasets", path, kind)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	text := imp(write("raw.conll", "lithium\ncarbonate\ntoxicity\n\nno\nentity\nhere\n\nthe\nlithium\n"), "corpus")
+	gold := imp(write("gold.conll", "lithium B-Chemical\ntoxicity B-Disease\n"), "corpus")
+	core := imp("testdata/core.txt", "gazetteer")
+	chem := imp(write("chem.txt", "lithium\nthe\n"), "gazetteer") // "the" is a stopword
+	stop := imp(write("stop.txt", "the\n"), "stopwords")
+
+	s, ok := stages.Lookup(StageName)
+	if !ok {
+		t.Fatal("stage not registered")
+	}
+	// chem.txt's untyped "lithium" becomes a Chemical of higher priority,
+	// which settles core.txt's Chemical/Disease tie.
+	params, err := s.ResolveParams(map[string]any{
+		"scheme": "bioes", "priorities": []any{0, 1}, "types": []any{"", "Chemical"}, "corpus_format": "conll",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	outs, err := stages.Exec(ctx, s, stages.Env{
+		Store: st, Params: params, OutputPrefix: "runs/1/distant",
+		Inputs: map[string][]stages.Artifact{
+			"corpus": {text}, "gazetteers": {core, chem}, "gold": {gold}, "stopwords": {stop},
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := stages.NewInput(ctx, st, outs["labeled"])
+	b, err := in.ReadFile("labeled.conll")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := corpus.Read(strings.NewReader(string(b)), "labeled.conll", corpus.FormatCoNLL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := [][]string{{"B-Chemical", "E-Chemical", "S-Disease"}, {"O", "O", "O"}, {"O", "S-Chemical"}}
+	if got := tagsOf(c); !reflect.DeepEqual(got, want) {
+		t.Errorf("tags %q, want %q", got, want)
+	}
+	if outs["labeled"].Meta["scheme"] != "bioes" {
+		t.Errorf("meta %v", outs["labeled"].Meta)
+	}
+	var r Report
+	if err := stages.NewInput(ctx, st, outs["report"]).ReadJSON("report.json", &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.Sentences != 3 || r.Matches["Chemical"] != 2 || r.Matches["Disease"] != 1 || r.AmbiguousMatches != 0 {
+		t.Errorf("report %+v", r)
+	}
+	if r.Gold == nil || r.Gold.Report.Micro.F1 != 1 || r.Gold.Report.Micro.Support != 2 {
+		t.Errorf("gold %+v", r.Gold)
+	}
+	if len(r.Gazetteers) != 2 || r.Gazetteers[1].Priority != 1 || r.Gazetteers[1].Types["Chemical"] != 2 {
+		t.Errorf("gazetteers %+v", r.Gazetteers)
+	}
+
+	// A malformed gazetteer fails the node for good, naming file and line.
+	bad := imp(write("bad.txt", "Chemical\tx\nnot typed\n"), "gazetteer")
+	_, err = stages.Exec(ctx, s, stages.Env{
+		Store: st, Params: params, OutputPrefix: "runs/2/distant",
+		Inputs: map[string][]stages.Artifact{"corpus": {text}, "gazetteers": {bad}},
+	})
+	if err == nil || !stages.IsPermanent(err) || !strings.Contains(err.Error(), "bad.txt:2: no tab") {
+		t.Errorf("bad gazetteer: %v", err)
+	}
+}
