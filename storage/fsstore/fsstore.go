@@ -23,7 +23,8 @@
 // object's own directory (same directory, so same filesystem, so rename is
 // atomic), hashing as it writes, then appends the trailer, fsyncs the file,
 // renames it over the key and fsyncs the directory. A failed or cancelled
-// Put removes its staging file. Staging names start with
+// Put removes its staging file; one interrupted by a crash leaves it behind,
+// invisible, for RemoveStale. Staging names start with
 // storage.ReservedPrefix, which no key segment may, so they never collide
 // with or show up as objects. Delete removes directories it leaves empty.
 //
@@ -47,6 +48,7 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/nerflow/nerflow/storage"
 )
@@ -454,6 +456,43 @@ func (s *Store) delete(ctx context.Context, key string) error {
 	}
 	s.prune(dir)
 	return nil
+}
+
+// RemoveStale removes staging files older than age: those of Puts whose
+// process died before publishing or cleaning up. They are invisible to List
+// and Get and only take space. age must exceed the longest Put in progress,
+// whose staging file it would otherwise take; an hour is ample. It returns
+// how many files it removed.
+func (s *Store) RemoveStale(ctx context.Context, age time.Duration) (int, error) {
+	cutoff := time.Now().Add(-age)
+	removed := 0
+	err := filepath.WalkDir(s.root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if isMissing(err) {
+				return nil
+			}
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if d.IsDir() || !strings.HasPrefix(d.Name(), tempPrefix) {
+			return nil
+		}
+		fi, err := d.Info()
+		if err != nil || fi.ModTime().After(cutoff) {
+			return nil
+		}
+		if err := os.Remove(path); err == nil {
+			removed++
+			s.prune(filepath.Dir(path))
+		}
+		return nil
+	})
+	if err != nil {
+		return removed, fmt.Errorf("fsstore: removing stale staging files: %w", err)
+	}
+	return removed, nil
 }
 
 // Close implements storage.Store; a filesystem store holds no resources.

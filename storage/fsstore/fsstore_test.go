@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nerflow/nerflow/storage"
 	"github.com/nerflow/nerflow/storage/fsstore"
@@ -278,4 +279,44 @@ func BenchmarkFS(b *testing.B) {
 		},
 	}
 	storagetest.Bench(b, s, ref, 8<<20)
+}
+
+func TestRemoveStale(t *testing.T) {
+	ctx := context.Background()
+	s, err := fsstore.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := storage.PutBytes(ctx, s, "a/keep", []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	// What a Put killed mid-stream leaves: a staging file, in its own
+	// directory here, and a recent one that may belong to a live Put.
+	stale := filepath.Join(s.Root(), "b", "c", ".nerflow-tmp-dead")
+	fresh := filepath.Join(s.Root(), "a", ".nerflow-tmp-live")
+	for _, p := range []string{stale, fresh} {
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("partial"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old := time.Now().Add(-2 * time.Hour)
+	if err := os.Chtimes(stale, old, old); err != nil {
+		t.Fatal(err)
+	}
+	n, err := s.RemoveStale(ctx, time.Hour)
+	if err != nil || n != 1 {
+		t.Fatalf("RemoveStale = %d, %v; want 1 file removed", n, err)
+	}
+	if _, err := os.Stat(filepath.Join(s.Root(), "b")); !os.IsNotExist(err) {
+		t.Errorf("the emptied directories remain: %v", err)
+	}
+	if _, err := os.Stat(fresh); err != nil {
+		t.Errorf("a recent staging file was removed: %v", err)
+	}
+	if got, _, err := storage.GetBytes(ctx, s, "a/keep"); err != nil || string(got) != "x" {
+		t.Errorf("object after RemoveStale: %q, %v", got, err)
+	}
 }
