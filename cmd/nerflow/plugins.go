@@ -1,0 +1,7 @@
+package main
+
+// The plug-ins compiled into this binary, the way Caddy lists its modules:
+// each import registers storage drivers or pipeline stages by name in init.
+import (
+	_ "github.com/nerflow/nerflow/storage/all"
+)
