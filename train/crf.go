@@ -1,0 +1,175 @@
+package train
+
+import (
+	"math"
+
+	"github.com/sugarme/gotch"
+	"github.com/sugarme/gotch/ts"
+)
+
+// A linear-chain CRF scores a tag path y of a sentence with emissions e as
+//
+//	score(y) = start[y_1] + sum_t e_t[y_t] + sum_t trans[y_{t-1}, y_t] + end[y_T]
+//
+// and p(y) = exp(score(y)) / Z. Training minimizes -log p(gold) = log Z -
+// score(gold). Where the gold tag of a token is only partly known (an
+// entity of unknown type, an ignored token), the gold path becomes the set
+// of paths allowed by the labels and score(gold) their log-sum-exp: the
+// same forward algorithm run on emissions with disallowed tags masked out.
+
+// notAllowed masks a tag out of a constrained forward pass. It is finite
+// so that no -inf - -inf = NaN can appear; exp(-1e9) is 0 in float32.
+const notAllowed = -1e9
+
+// crfLogPartition returns sum over the sentences of b of log Z, for
+// emissions [b.n, K] in b's packed layout, by the forward algorithm:
+//
+//	alpha_1 = start + e_1,  alpha_t[j] = logsumexp_i(alpha_{t-1}[i] + trans[i, j]) + e_t[j]
+//	log Z = logsumexp_j(alpha_T[j] + end[j])
+//
+// In packed layout the sentences running at step t are the first
+// batchSizes[t], so alpha shrinks from the end as sentences finish, and
+// each finished sentence's log Z is taken when it leaves.
+func crfLogPartition(g *graph, emissions, trans, start, end *ts.Tensor, b *batch) *ts.Tensor {
+	step := func(t int) *ts.Tensor {
+		return g.t(emissions.Narrow(0, int64(b.offsets[t]), b.batchSizes[t], false))
+	}
+	transT := g.t(trans.Unsqueeze(0, false)) // [1, K, K]
+	finish := func(alpha *ts.Tensor) *ts.Tensor {
+		return g.t(g.t(alpha.Add(end, false)).Logsumexp([]int64{1}, false, false))
+	}
+	var done []*ts.Tensor
+	alpha := g.t(step(0).Add(start, false))
+	for t := 1; t < len(b.batchSizes); t++ {
+		bs, prev := b.batchSizes[t], b.batchSizes[t-1]
+		if bs < prev {
+			done = append(done, finish(g.t(alpha.Narrow(0, bs, prev-bs, false))))
+			alpha = g.t(alpha.Narrow(0, 0, bs, false))
+		}
+		scores := g.t(g.t(alpha.Unsqueeze(2, false)).Add(transT, false)) // [bs, K(from), K(to)]
+		alpha = g.t(g.t(scores.Logsumexp([]int64{1}, false, false)).Add(step(t), false))
+	}
+	done = append(done, finish(alpha))
+	all := g.t(ts.Cat(done, 0))
+	return g.t(all.Sum(gotch.Float, false))
+}
+
+// crfNLL returns sum over the sentences of b of -log p(gold), where
+// allowed ([b.n*K], 0 or notAllowed) says which tags each token's label
+// allows.
+func crfNLL(g *graph, emissions, trans, start, end *ts.Tensor, b *batch, allowed []float32, k int) *ts.Tensor {
+	logZ := crfLogPartition(g, emissions, trans, start, end, b)
+	masked := g.t(emissions.Add(g.floats(allowed, int64(b.n), int64(k)), false))
+	logGold := crfLogPartition(g, masked, trans, start, end, b)
+	return g.t(logZ.Sub(logGold, false))
+}
+
+// crfWeights are a CRF's transition scores on the host, for decoding.
+type crfWeights struct {
+	k                 int
+	trans, start, end []float32 // trans[i*k+j]: from tag i to tag j
+}
+
+// viterbi returns the highest-scoring tag path for emissions em (one row of
+// k scores per token).
+func (c *crfWeights) viterbi(em [][]float32) []int {
+	n, k := len(em), c.k
+	if n == 0 {
+		return nil
+	}
+	score := make([]float64, k)
+	for j := range k {
+		score[j] = float64(c.start[j] + em[0][j])
+	}
+	back := make([][]int, n)
+	next := make([]float64, k)
+	for t := 1; t < n; t++ {
+		back[t] = make([]int, k)
+		for j := range k {
+			best, arg := math.Inf(-1), 0
+			for i := range k {
+				if s := score[i] + float64(c.trans[i*k+j]); s > best {
+					best, arg = s, i
+				}
+			}
+			next[j] = best + float64(em[t][j])
+			back[t][j] = arg
+		}
+		score, next = next, score
+	}
+	best, arg := math.Inf(-1), 0
+	for j := range k {
+		if s := score[j] + float64(c.end[j]); s > best {
+			best, arg = s, j
+		}
+	}
+	path := make([]int, n)
+	path[n-1] = arg
+	for t := n - 1; t > 0; t-- {
+		path[t-1] = back[t][path[t]]
+	}
+	return path
+}
+
+// marginals returns p(y_t = j) for every token t and tag j, by the
+// forward-backward algorithm in log space.
+func (c *crfWeights) marginals(em [][]float32) [][]float32 {
+	n, k := len(em), c.k
+	if n == 0 {
+		return nil
+	}
+	alpha := make([][]float64, n)
+	beta := make([][]float64, n)
+	for t := range n {
+		alpha[t] = make([]float64, k)
+		beta[t] = make([]float64, k)
+	}
+	terms := make([]float64, k)
+	for j := range k {
+		alpha[0][j] = float64(c.start[j] + em[0][j])
+		beta[n-1][j] = float64(c.end[j])
+	}
+	for t := 1; t < n; t++ {
+		for j := range k {
+			for i := range k {
+				terms[i] = alpha[t-1][i] + float64(c.trans[i*k+j])
+			}
+			alpha[t][j] = logSumExp(terms) + float64(em[t][j])
+		}
+	}
+	for t := n - 2; t >= 0; t-- {
+		for i := range k {
+			for j := range k {
+				terms[j] = float64(c.trans[i*k+j]) + float64(em[t+1][j]) + beta[t+1][j]
+			}
+			beta[t][i] = logSumExp(terms)
+		}
+	}
+	for j := range k {
+		terms[j] = alpha[n-1][j] + beta[n-1][j]
+	}
+	logZ := logSumExp(terms)
+	out := make([][]float32, n)
+	for t := range n {
+		out[t] = make([]float32, k)
+		for j := range k {
+			out[t][j] = float32(math.Exp(alpha[t][j] + beta[t][j] - logZ))
+		}
+	}
+	return out
+}
+
+func logSumExp(xs []float64) float64 {
+	m := math.Inf(-1)
+	for _, x := range xs {
+		m = max(m, x)
+	}
+	if math.IsInf(m, -1) {
+		return m
+	}
+	s := 0.0
+	for _, x := range xs {
+		s += math.Exp(x - m)
+	}
+	return m + math.Log(s)
+}

@@ -1,0 +1,95 @@
+package train
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/sugarme/gotch"
+	"github.com/sugarme/gotch/ts"
+)
+
+// The losses below take logits [n, C] and per-row targets and weights held
+// in Go memory, and return the weighted mean over rows as a scalar tensor:
+//
+//	loss = sum_i w_i l_i / sum_i w_i
+//
+// Rows of weight 0 (ignored tokens, removed noisy labels) may carry any
+// valid target. When every weight is 0 they return nil: there is nothing to
+// learn from, and the caller leaves the term out.
+
+// crossEntropy is l_i = -log softmax(z_i)[y_i].
+func crossEntropy(g *graph, logits *ts.Tensor, targets []int64, weights []float32) *ts.Tensor {
+	return generalizedCrossEntropy(g, logits, targets, weights, 0)
+}
+
+// generalizedCrossEntropy is Zhang and Sabuncu's (2018) noise-robust loss
+// l_i = (1 - p_i^q) / q with p_i = softmax(z_i)[y_i]. q = 0 is the limit,
+// cross entropy; q = 1 is the mean absolute error. Its gradient is cross
+// entropy's scaled by p_i^q, so confidently wrong (likely mislabeled) tokens
+// weigh less.
+func generalizedCrossEntropy(g *graph, logits *ts.Tensor, targets []int64, weights []float32, q float64) *ts.Tensor {
+	total := sum(weights)
+	if total == 0 {
+		return nil
+	}
+	n := int64(len(targets))
+	logp := g.t(logits.LogSoftmax(1, gotch.Float, false))
+	picked := g.t(logp.Gather(1, g.ints(targets, n, 1), false, false)) // [n, 1] log p_i
+	picked = g.t(picked.View([]int64{n}, false))
+	w := g.floats(weights, n)
+	if q == 0 {
+		s := g.t(g.t(picked.Mul(w, false)).Sum(gotch.Float, false))
+		return g.t(s.MulScalar(ts.FloatScalar(-1/total), false))
+	}
+	// 1 - p^q = -expm1(q log p), exact also for small q.
+	em1 := g.t(g.t(picked.MulScalar(ts.FloatScalar(q), false)).Expm1(false))
+	s := g.t(g.t(em1.Mul(w, false)).Sum(gotch.Float, false))
+	return g.t(s.MulScalar(ts.FloatScalar(-1/(q*total)), false))
+}
+
+// klDivergence is l_i = KL(s_i || softmax(z_i)) = sum_c s_ic (log s_ic -
+// log p_ic), for soft targets s laid out row by row ([n*C], rows summing to
+// 1).
+func klDivergence(g *graph, logits *ts.Tensor, soft []float32, weights []float32) *ts.Tensor {
+	total := sum(weights)
+	if total == 0 {
+		return nil
+	}
+	n := int64(len(weights))
+	if len(soft)%len(weights) != 0 {
+		panic(torchError{fmt.Errorf("klDivergence: %d soft target values for %d rows", len(soft), n)})
+	}
+	classes := int64(len(soft) / len(weights))
+	// The entropy part sum_i w_i sum_c s_ic log s_ic is a constant.
+	ws := make([]float32, len(soft))
+	entropy := 0.0
+	for i, s := range soft {
+		w := weights[i/int(classes)]
+		ws[i] = w * s
+		if s > 0 {
+			entropy += float64(w) * float64(s) * math.Log(float64(s))
+		}
+	}
+	logp := g.t(logits.LogSoftmax(1, gotch.Float, false))
+	cross := g.t(g.t(logp.Mul(g.floats(ws, n, classes), false)).Sum(gotch.Float, false))
+	kl := g.t(cross.MulScalar(ts.FloatScalar(-1/total), false))
+	return g.t(kl.AddScalar(ts.FloatScalar(entropy/total), false))
+}
+
+// binaryLogits turns one logit per row, z ([n, 1]), into the two-class
+// logits [0, z], whose softmax is [1 - sigmoid(z), sigmoid(z)]: the
+// entity-vs-O head then uses the same losses as the type head.
+func binaryLogits(g *graph, z *ts.Tensor) *ts.Tensor {
+	shape, err := z.Size()
+	g.check(err)
+	zeros := g.t(ts.Zeros(shape, gotch.Float, g.device))
+	return g.t(ts.Cat([]*ts.Tensor{zeros, z}, 1))
+}
+
+func sum(xs []float32) float64 {
+	s := 0.0
+	for _, x := range xs {
+		s += float64(x)
+	}
+	return s
+}

@@ -1,0 +1,299 @@
+package train
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+
+	"github.com/sugarme/gotch"
+	"github.com/sugarme/gotch/nn"
+	"github.com/sugarme/gotch/ts"
+
+	"github.com/nerflow/nerflow/corpus"
+	"github.com/nerflow/nerflow/embeddings"
+)
+
+// Head names.
+const (
+	// TokenHead is RoSTER's token classifier: a linear "entity vs not"
+	// score and a linear softmax over the entity tags, combined into one
+	// distribution over the tags (O = not entity).
+	TokenHead = "token"
+	// CRFHead is a linear-chain CRF over linear emission scores, decoded
+	// with Viterbi.
+	CRFHead = "crf"
+)
+
+// Config is the architecture of a tagger:
+//
+//	word vector ⊕ character CNN ⊕ casing vector -> dropout -> BiLSTM
+//	(Layers, Hidden per direction) -> dropout -> head
+type Config struct {
+	Scheme      string  `json:"scheme"` // io, bio or bioes
+	Head        string  `json:"head"`   // TokenHead or CRFHead
+	WordDim     int     `json:"word_dim"`
+	CharDim     int     `json:"char_dim"`
+	CharFilters int     `json:"char_filters"`
+	CharKernel  int     `json:"char_kernel"` // odd
+	MaxWordLen  int     `json:"max_word_len"`
+	CasingDim   int     `json:"casing_dim"` // 0: no casing features
+	Hidden      int     `json:"hidden"`
+	Layers      int     `json:"layers"`
+	Dropout     float64 `json:"dropout"`
+}
+
+// DefaultConfig is a BiLSTM-CNN tagger in the spirit of Ma and Hovy (2016)
+// with RoSTER's token head and the IO scheme.
+func DefaultConfig() Config {
+	return Config{
+		Scheme: "io", Head: TokenHead,
+		WordDim: 100, CharDim: 30, CharFilters: 50, CharKernel: 3, MaxWordLen: 25, CasingDim: 8,
+		Hidden: 200, Layers: 1, Dropout: 0.5,
+	}
+}
+
+func (c Config) validate() error {
+	var errs []error
+	if c.Head != TokenHead && c.Head != CRFHead {
+		errs = append(errs, fmt.Errorf("head %q: want %s or %s", c.Head, TokenHead, CRFHead))
+	}
+	for name, v := range map[string]int{"word_dim": c.WordDim, "char_dim": c.CharDim, "char_filters": c.CharFilters, "max_word_len": c.MaxWordLen, "hidden": c.Hidden, "layers": c.Layers} {
+		if v < 1 {
+			errs = append(errs, fmt.Errorf("%s is %d, want at least 1", name, v))
+		}
+	}
+	if c.CharKernel < 1 || c.CharKernel%2 == 0 {
+		errs = append(errs, fmt.Errorf("char_kernel is %d, want an odd number", c.CharKernel))
+	}
+	if c.CasingDim < 0 {
+		errs = append(errs, fmt.Errorf("casing_dim is %d", c.CasingDim))
+	}
+	if c.Dropout < 0 || c.Dropout >= 1 {
+		errs = append(errs, fmt.Errorf("dropout is %v, want [0, 1)", c.Dropout))
+	}
+	return errors.Join(errs...)
+}
+
+// Tagger is a neural sequence tagger. Its weights live in a gotch VarStore
+// on one device; every method that computes must run on a goroutine locked
+// to its OS thread (libtorch keeps grad mode per thread): the trainer and
+// Predict lock it themselves.
+type Tagger struct {
+	Config Config
+	Vocab  *Vocab
+	Labels *Labels
+
+	device gotch.Device
+	vs     *nn.VarStore
+
+	wordEmb, charEmb, caseEmb *ts.Tensor
+	convW, convB              *ts.Tensor
+	lstm                      [][]*ts.Tensor // per layer: the 8 weights of a bidirectional LSTM, as libtorch orders them
+
+	// Token head.
+	typeW, typeB, binW, binB *ts.Tensor
+	// CRF head.
+	emitW, emitB, trans, start, end *ts.Tensor
+}
+
+// NewTagger builds a tagger with freshly initialized weights, drawn from
+// seed: the same seed gives the same weights on every machine. Word vectors
+// with a pretrained counterpart in table start from it.
+func NewTagger(cfg Config, vocab *Vocab, labels *Labels, table *embeddings.Table, seed uint64, device gotch.Device) (*Tagger, error) {
+	if table != nil {
+		cfg.WordDim = table.Dim
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("tagger config: %w", err)
+	}
+	if table != nil && vocab.Pretrained > table.Len() {
+		return nil, fmt.Errorf("vocabulary has %d pretrained words, the table %d", vocab.Pretrained, table.Len())
+	}
+	m := &Tagger{Config: cfg, Vocab: vocab, Labels: labels, device: device, vs: nn.NewVarStore(device)}
+	init := &initializer{rng: rand.New(rand.NewPCG(seed, 0x5eed)), root: m.vs.Root(), device: device}
+	err := run(func() { m.build(init, table) })
+	if err != nil {
+		m.Close()
+		return nil, err
+	}
+	return m, nil
+}
+
+// Close frees the tagger's weights.
+func (m *Tagger) Close() {
+	if m.vs != nil {
+		m.vs.Destroy()
+		m.vs = nil
+	}
+}
+
+// Device is where the tagger computes.
+func (m *Tagger) Device() gotch.Device { return m.device }
+
+func (m *Tagger) build(p *initializer, table *embeddings.Table) {
+	c := m.Config
+	words := p.uniformData(len(m.Vocab.Words)*c.WordDim, math.Sqrt(3/float64(c.WordDim)))
+	if table != nil {
+		// Vocabulary words 1..Pretrained are the table's words in order.
+		copy(words[c.WordDim:], table.Vectors[:m.Vocab.Pretrained*c.WordDim])
+	}
+	m.wordEmb = p.param("word_emb", words, len(m.Vocab.Words), c.WordDim)
+	m.charEmb = p.uniform("char_emb", math.Sqrt(3/float64(c.CharDim)), len(m.Vocab.Chars), c.CharDim)
+	if c.CasingDim > 0 {
+		m.caseEmb = p.uniform("casing_emb", math.Sqrt(3/float64(c.CasingDim)), numCasings, c.CasingDim)
+	}
+	fanIn := float64(c.CharDim * c.CharKernel)
+	m.convW = p.uniform("char_conv_w", 1/math.Sqrt(fanIn), c.CharFilters, c.CharDim, c.CharKernel)
+	m.convB = p.uniform("char_conv_b", 1/math.Sqrt(fanIn), c.CharFilters)
+
+	in := c.WordDim + c.CharFilters + c.CasingDim
+	bound := 1 / math.Sqrt(float64(c.Hidden))
+	gates := 4 * c.Hidden
+	for l := range c.Layers {
+		var ws []*ts.Tensor
+		for _, dir := range []string{"", "_reverse"} {
+			ws = append(ws,
+				p.uniform(fmt.Sprintf("lstm_w_ih_l%d%s", l, dir), bound, gates, in),
+				p.uniform(fmt.Sprintf("lstm_w_hh_l%d%s", l, dir), bound, gates, c.Hidden),
+				p.uniform(fmt.Sprintf("lstm_b_ih_l%d%s", l, dir), bound, gates),
+				p.uniform(fmt.Sprintf("lstm_b_hh_l%d%s", l, dir), bound, gates))
+		}
+		m.lstm = append(m.lstm, ws)
+		in = 2 * c.Hidden
+	}
+
+	out := 1 / math.Sqrt(float64(in))
+	k := m.Labels.NumTags()
+	switch c.Head {
+	case TokenHead:
+		m.typeW = p.uniform("type_w", out, k-1, in)
+		m.typeB = p.uniform("type_b", out, k-1)
+		m.binW = p.uniform("entity_w", out, 1, in)
+		m.binB = p.uniform("entity_b", out, 1)
+	case CRFHead:
+		m.emitW = p.uniform("emit_w", out, k, in)
+		m.emitB = p.uniform("emit_b", out, k)
+		m.trans = p.uniform("crf_trans", 0.1, k, k)
+		m.start = p.uniform("crf_start", 0.1, k)
+		m.end = p.uniform("crf_end", 0.1, k)
+	}
+}
+
+// initializer creates parameters from a seeded Go generator, so that
+// initial weights depend on the seed only (not on libtorch's global
+// generator, which concurrent trainers in one worker would share).
+type initializer struct {
+	rng    *rand.Rand
+	root   *nn.Path
+	device gotch.Device
+}
+
+func (p *initializer) uniformData(n int, bound float64) []float32 {
+	data := make([]float32, n)
+	for i := range data {
+		data[i] = float32((2*p.rng.Float64() - 1) * bound)
+	}
+	return data
+}
+
+func (p *initializer) uniform(name string, bound float64, shape ...int) *ts.Tensor {
+	n := 1
+	for _, d := range shape {
+		n *= d
+	}
+	return p.param(name, p.uniformData(n, bound), shape...)
+}
+
+func (p *initializer) param(name string, data []float32, shape ...int) *ts.Tensor {
+	dims := make([]int64, len(shape))
+	for i, d := range shape {
+		dims[i] = int64(d)
+	}
+	g := newGraph(p.device)
+	defer g.free()
+	x := g.t(ts.OfSlice(data))
+	x = g.t(x.View(dims, false))
+	if p.device != gotch.CPU {
+		x = g.t(x.To(p.device, false))
+	}
+	v, err := p.root.Add(name, x, true)
+	g.check(err)
+	return v
+}
+
+// forward runs the encoder on a batch and returns the BiLSTM's output,
+// [tokens, 2*Hidden] in packed order. With train, dropout masks are drawn
+// from rng.
+func (m *Tagger) forward(g *graph, b *batch, train bool, rng *rand.Rand) *ts.Tensor {
+	c := m.Config
+	n := int64(b.n)
+	words := g.t(ts.Embedding(m.wordEmb, g.ints(b.words, n), -1, false, false))
+
+	chars := g.ints(b.chars, n*int64(b.charLen))
+	ce := g.t(ts.Embedding(m.charEmb, chars, -1, false, false))              // [n*L, Ec]
+	ce = g.t(ce.View([]int64{n, int64(b.charLen), int64(c.CharDim)}, false)) // [n, L, Ec]
+	ce = g.t(ce.Transpose(1, 2, false))                                      // [n, Ec, L]
+	pad := int64(c.CharKernel / 2)
+	conv := g.t(ts.Conv1d(ce, m.convW, m.convB, []int64{1}, []int64{pad}, []int64{1}, 1)) // [n, F, L]
+	conv = g.t(conv.Add(g.floats(b.charMask, n, 1, int64(b.charLen)), false))             // padding never wins the max
+	charFeat := g.t(conv.Amax([]int64{2}, false, false))                                  // [n, F]
+
+	parts := []*ts.Tensor{words, charFeat}
+	if m.caseEmb != nil {
+		parts = append(parts, g.t(ts.Embedding(m.caseEmb, g.ints(b.casing, n), -1, false, false)))
+	}
+	x := g.t(ts.Cat(parts, 1))
+	if train {
+		x = g.dropout(x, c.Dropout, rng)
+	}
+
+	batchSizes := g.cpuInts(b.batchSizes)
+	bsz := b.batchSizes[0]
+	for l, ws := range m.lstm {
+		if l > 0 && train {
+			x = g.dropout(x, c.Dropout, rng)
+		}
+		h0 := g.t(ts.Zeros([]int64{2, bsz, int64(c.Hidden)}, gotch.Float, m.device))
+		out, _, _ := g.t3(ts.LstmData(x, batchSizes, []*ts.Tensor{h0, h0}, ws, true, 1, 0, train, true))
+		x = out
+	}
+	if train {
+		x = g.dropout(x, c.Dropout, rng)
+	}
+	return x
+}
+
+// dropout zeroes each element of x with probability p and scales the rest
+// by 1/(1-p), with a mask drawn from rng.
+func (g *graph) dropout(x *ts.Tensor, p float64, rng *rand.Rand) *ts.Tensor {
+	if p == 0 {
+		return x
+	}
+	shape, err := x.Size()
+	g.check(err)
+	n := int64(1)
+	for _, d := range shape {
+		n *= d
+	}
+	mask := make([]float32, n)
+	keep := float32(1 / (1 - p))
+	for i := range mask {
+		if rng.Float64() >= p {
+			mask[i] = keep
+		}
+	}
+	return g.t(x.Mul(g.floats(mask, shape...), false))
+}
+
+// numTypes returns the number of entity tags (classes other than O).
+func (m *Tagger) numTypes() int { return m.Labels.NumTags() - 1 }
+
+// schemeOf parses a config's scheme name.
+func schemeOf(name string) (corpus.Scheme, error) {
+	s, err := corpus.ParseScheme(name)
+	if err != nil {
+		return 0, err
+	}
+	return s, nil
+}

@@ -1,0 +1,160 @@
+package train
+
+import (
+	"fmt"
+
+	"github.com/sugarme/gotch"
+	"github.com/sugarme/gotch/ts"
+)
+
+// noiseWeights are the 0/1 loss weights of noisy-label removal (RoSTER,
+// Meng et al. 2021, section 3.2), one pair per training token. Disabled,
+// every weight is 1.
+type noiseWeights struct {
+	w []tokenWeights // per example; nil when disabled
+}
+
+func newNoiseWeights(exs []example, enabled bool) *noiseWeights {
+	n := &noiseWeights{}
+	if !enabled {
+		return n
+	}
+	n.w = make([]tokenWeights, len(exs))
+	for i := range exs {
+		n.w[i] = tokenWeights{entity: ones(exs[i].len()), typ: ones(exs[i].len())}
+	}
+	return n
+}
+
+func ones(n int) []float32 {
+	out := make([]float32, n)
+	for i := range out {
+		out[i] = 1
+	}
+	return out
+}
+
+// of returns the weights per example, nil when disabled.
+func (n *noiseWeights) of() []tokenWeights { return n.w }
+
+// removed counts the tokens whose entity and type weights are 0.
+func (n *noiseWeights) removed() (entity, typ int) {
+	for _, w := range n.w {
+		for t := range w.entity {
+			if w.entity[t] == 0 {
+				entity++
+			}
+			if w.typ[t] == 0 {
+				typ++
+			}
+		}
+	}
+	return entity, typ
+}
+
+// pack flattens the weights to bytes for a checkpoint.
+func (n *noiseWeights) pack() (entity, typ []byte) {
+	for _, w := range n.w {
+		for t := range w.entity {
+			entity = append(entity, byte(w.entity[t]))
+			typ = append(typ, byte(w.typ[t]))
+		}
+	}
+	return entity, typ
+}
+
+// unpack restores what pack returned.
+func (n *noiseWeights) unpack(entity, typ []byte) error {
+	total := 0
+	for _, w := range n.w {
+		total += len(w.entity)
+	}
+	if len(entity) != total || len(typ) != total {
+		return fmt.Errorf("noisy-label weights for %d and %d tokens, the training set has %d", len(entity), len(typ), total)
+	}
+	i := 0
+	for _, w := range n.w {
+		for t := range w.entity {
+			w.entity[t], w.typ[t] = float32(entity[i]), float32(typ[i])
+			i++
+		}
+	}
+	return nil
+}
+
+// removeNoisyLabels recomputes the weights from the current model, as
+// RoSTER does every UpdateInterval batches:
+//
+//   - the type loss of an entity token is switched off when the model gives
+//     its distant type a probability (softmax over the types) of tau or less;
+//   - the entity-vs-O loss of an O token is switched off when the model
+//     gives O a probability of tau or less (entity tokens always count:
+//     distant labels miss entities far more often than they invent them);
+//   - a tag whose tokens would lose more than 90% of their type losses keeps
+//     them all, so that no type disappears from training.
+func (t *Trainer) removeNoisyLabels(exs []example, weights *noiseWeights) error {
+	m, tau := t.model, float32(t.cfg.Tau)
+	types := m.numTypes()
+	counts := make([]int, types) // per entity tag: tokens, and tokens removed
+	dropped := make([]int, types)
+	for _, ids := range lengthBatches(exs, 64) {
+		b := newBatch(exs, ids)
+		g := newGraph(m.device)
+		err := run(func() {
+			noGrad(func() {
+				pTypes, pEntity := m.tokenScores(g, m.forward(g, b, false, nil))
+				for i, id := range b.ids {
+					w := weights.w[id]
+					for tok, y := range exs[id].targets {
+						p := b.pos(i, tok)
+						w.entity[tok], w.typ[tok] = 1, 1
+						switch {
+						case y == 0:
+							if 1-pEntity[p] <= tau {
+								w.entity[tok] = 0
+							}
+						case y > 0:
+							counts[y-1]++
+							if pTypes[p*types+int(y-1)] <= tau {
+								w.typ[tok] = 0
+								dropped[y-1]++
+							}
+						}
+					}
+				}
+			})
+		})
+		g.free()
+		if err != nil {
+			return err
+		}
+	}
+	for c := range types {
+		if counts[c] > 0 && float64(dropped[c]) > 0.9*float64(counts[c]) {
+			t.log.Info("noisy-label removal spares a tag", "tag", m.Labels.Tags[c+1], "would_remove", dropped[c], "of", counts[c])
+			for id := range exs {
+				for tok, y := range exs[id].targets {
+					if int(y) == c+1 {
+						weights.w[id].typ[tok] = 1
+					}
+				}
+			}
+		}
+	}
+	entity, typ := weights.removed()
+	t.log.Debug("noisy-label removal", "entity_removed", entity, "type_removed", typ)
+	return nil
+}
+
+// tokenScores returns the token head's type distributions ([n*(K-1)],
+// softmax over the entity tags) and entity probabilities ([n]).
+func (m *Tagger) tokenScores(g *graph, h *ts.Tensor) (pTypes, pEntity []float32) {
+	typ, entity := m.tokenHeadOutputs(g, h)
+	pTypes = float32s(g.t(typ.Softmax(1, gotch.Float, false)))
+	pe := float32s(g.t(entity.Softmax(1, gotch.Float, false)))
+	pEntity = make([]float32, len(pe)/2)
+	for i := range pEntity {
+		pEntity[i] = pe[2*i+1]
+	}
+	return pTypes, pEntity
+}

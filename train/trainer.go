@@ -1,0 +1,471 @@
+package train
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime"
+	"time"
+
+	"github.com/nerflow/nerflow/corpus"
+	"github.com/nerflow/nerflow/eval"
+)
+
+// TrainConfig are the hyperparameters of a training run.
+type TrainConfig struct {
+	// Loss is LossCE or LossGCE for the token head, LossCRF for the CRF.
+	Loss string `json:"loss"`
+	// Q is the exponent of generalized cross entropy.
+	Q float64 `json:"q"`
+	// UpdateInterval is the number of batches between two noisy-label
+	// removal passes (0: no removal). Tau is the probability under which a
+	// token's distant label counts as noise.
+	UpdateInterval int     `json:"update_interval"`
+	Tau            float64 `json:"tau"`
+	// DropO is the fraction of O tokens left out of the loss, drawn once
+	// per run (distant labels miss many entities, so an O is weak evidence).
+	DropO float64 `json:"drop_o"`
+
+	Epochs       int     `json:"epochs"`
+	BatchSize    int     `json:"batch_size"`
+	LearningRate float64 `json:"learning_rate"`
+	// Warmup is the fraction of all steps spent warming the learning rate
+	// up linearly; it then decays linearly to 0.
+	Warmup      float64 `json:"warmup"`
+	MaxGradNorm float64 `json:"max_grad_norm"` // 0: no clipping
+	// Patience stops training after that many epochs without a better dev
+	// F1 (0: never; the best epoch's weights are kept either way when there
+	// is a dev set).
+	Patience int    `json:"patience"`
+	Seed     uint64 `json:"seed"`
+}
+
+// DefaultTrainConfig is supervised training with cross entropy.
+func DefaultTrainConfig() TrainConfig {
+	return TrainConfig{
+		Loss: LossCE, Q: 0.7, Tau: 0.7,
+		Epochs: 10, BatchSize: 32, LearningRate: 1e-3, Warmup: 0.1, MaxGradNorm: 5, Seed: 1,
+	}
+}
+
+func (c TrainConfig) validate(head string) error {
+	var errs []error
+	if err := checkLoss(c.Loss, head, c.Q); err != nil {
+		errs = append(errs, err)
+	}
+	if c.UpdateInterval < 0 {
+		errs = append(errs, fmt.Errorf("update interval %d", c.UpdateInterval))
+	}
+	if c.UpdateInterval > 0 && head != TokenHead {
+		errs = append(errs, errors.New("noisy-label removal needs the token head"))
+	}
+	if c.UpdateInterval > 0 && (c.Tau <= 0 || c.Tau >= 1) {
+		errs = append(errs, fmt.Errorf("tau %v, want (0, 1)", c.Tau))
+	}
+	if c.DropO < 0 || c.DropO >= 1 {
+		errs = append(errs, fmt.Errorf("drop_o %v, want [0, 1)", c.DropO))
+	}
+	if c.Epochs < 1 || c.BatchSize < 1 || c.LearningRate <= 0 {
+		errs = append(errs, fmt.Errorf("epochs %d, batch size %d, learning rate %v: all must be positive", c.Epochs, c.BatchSize, c.LearningRate))
+	}
+	if c.Warmup < 0 || c.Warmup > 1 || c.MaxGradNorm < 0 || c.Patience < 0 {
+		errs = append(errs, fmt.Errorf("warmup %v, max grad norm %v, patience %d out of range", c.Warmup, c.MaxGradNorm, c.Patience))
+	}
+	return errors.Join(errs...)
+}
+
+// Progress is a live report of a training run.
+type Progress struct {
+	Epoch, Epochs int // 1-based
+	Step, Steps   int // optimizer steps so far, and in the whole run
+	Loss          float64
+	TokensPerSec  float64
+}
+
+// EpochReport is what one epoch achieved.
+type EpochReport struct {
+	Epoch        int     `json:"epoch"`
+	TrainLoss    float64 `json:"train_loss"` // mean over the epoch's batches
+	DevF1        float64 `json:"dev_f1"`     // entity micro F1, when there is a dev set
+	TokensPerSec float64 `json:"tokens_per_sec"`
+	// Removed counts the tokens whose entity and type losses noisy-label
+	// removal switched off at the end of the epoch.
+	RemovedEntity int `json:"removed_entity,omitempty"`
+	RemovedType   int `json:"removed_type,omitempty"`
+}
+
+// Result summarizes a training run.
+type Result struct {
+	Epochs    []EpochReport `json:"epochs"`
+	BestEpoch int           `json:"best_epoch"` // 0 without a dev set
+	BestDevF1 float64       `json:"best_dev_f1"`
+	Steps     int           `json:"steps"`
+	// Resumed is the number of epochs restored from a checkpoint.
+	Resumed int `json:"resumed"`
+}
+
+// Trainer fits a Tagger.
+type Trainer struct {
+	model *Tagger
+	cfg   TrainConfig
+	log   *slog.Logger
+	// progress, if set, receives a report after every batch.
+	progress func(Progress)
+	// checkpoint, if set, is called after every epoch with a directory
+	// holding everything needed to resume (see Resume).
+	checkpoint func(dir string, epoch int) error
+	resumeDir  string
+	workDir    string
+}
+
+// TrainerOption configures a Trainer.
+type TrainerOption func(*Trainer)
+
+// WithLogger logs epochs and noisy-label removal to l.
+func WithLogger(l *slog.Logger) TrainerOption { return func(t *Trainer) { t.log = l } }
+
+// WithProgress reports every batch to f.
+func WithProgress(f func(Progress)) TrainerOption { return func(t *Trainer) { t.progress = f } }
+
+// WithCheckpoints calls save after every epoch with a directory holding the
+// run's state (weights, optimizer moments, noisy-label weights, history);
+// save must copy what it keeps before returning. workDir is where the
+// trainer writes it.
+func WithCheckpoints(workDir string, save func(dir string, epoch int) error) TrainerOption {
+	return func(t *Trainer) { t.workDir, t.checkpoint = workDir, save }
+}
+
+// Resume continues the run from a directory a checkpoint callback was
+// given (or a copy of it), if it holds a state; an empty or missing
+// directory starts afresh.
+func Resume(dir string) TrainerOption { return func(t *Trainer) { t.resumeDir = dir } }
+
+// NewTrainer prepares a run of model with cfg.
+func NewTrainer(model *Tagger, cfg TrainConfig, opts ...TrainerOption) (*Trainer, error) {
+	if err := cfg.validate(model.Config.Head); err != nil {
+		return nil, fmt.Errorf("training config: %w", err)
+	}
+	t := &Trainer{model: model, cfg: cfg, log: slog.New(slog.DiscardHandler)}
+	for _, o := range opts {
+		o(t)
+	}
+	return t, nil
+}
+
+// Random streams of a run, each its own PCG sequence of the seed, so that
+// each depends on the seed alone (and an epoch's on the epoch alone: a run
+// resumed at an epoch boundary draws what the uninterrupted run would).
+const (
+	streamDropO   = 1
+	streamBatches = 1000 // + epoch
+	streamDropout = 2000 // + epoch
+)
+
+func (t *Trainer) rng(stream uint64) *rand.Rand {
+	return rand.New(rand.NewPCG(t.cfg.Seed, stream))
+}
+
+// runState is what a checkpoint records besides weights and moments.
+type runState struct {
+	Epoch      int           `json:"epoch"` // epochs finished
+	Step       int           `json:"step"`
+	History    []EpochReport `json:"history"`
+	BestEpoch  int           `json:"best_epoch"`
+	BestDevF1  float64       `json:"best_dev_f1"`
+	SinceBest  int           `json:"since_best"`
+	KeepEntity []byte        `json:"keep_entity,omitempty"` // noisy-label weights, token by token
+	KeepType   []byte        `json:"keep_type,omitempty"`
+}
+
+const (
+	stateFile     = "state.json"
+	optimizerFile = "optimizer.pt"
+	bestFile      = "best.pt"
+)
+
+// Run trains on trainSet, whose sentences must all carry tags (any scheme;
+// they are converted to the tagger's, and tags of corpus.UnknownType count
+// as entities of unknown type). With a non-nil dev set, every epoch is
+// scored on it (entity micro F1), the best epoch's weights are kept, and
+// Patience applies. Run locks the calling goroutine to its OS thread.
+func (t *Trainer) Run(ctx context.Context, trainSet, dev *corpus.Corpus) (*Result, error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	m, cfg := t.model, t.cfg
+
+	exs, err := m.encodeCorpus(trainSet, true)
+	if err != nil {
+		return nil, fmt.Errorf("training set: %w", err)
+	}
+	var devGold [][]string
+	var devExs []example
+	if dev != nil {
+		if devExs, err = m.encodeCorpus(dev, false); err != nil {
+			return nil, fmt.Errorf("dev set: %w", err)
+		}
+		for i, s := range dev.Sentences {
+			if len(s.Tags) != len(s.Tokens) {
+				return nil, fmt.Errorf("dev set: sentence %d: %d tokens but %d tags", i+1, len(s.Tokens), len(s.Tags))
+			}
+			devGold = append(devGold, s.Tags)
+		}
+	}
+	dropOutside(exs, cfg.DropO, t.rng(streamDropO))
+	weights := newNoiseWeights(exs, cfg.UpdateInterval > 0)
+
+	opt, err := newAdam(m, cfg.MaxGradNorm)
+	if err != nil {
+		return nil, err
+	}
+	defer opt.close()
+
+	st := runState{}
+	res := &Result{}
+	if t.resumeDir != "" {
+		ok, err := t.restore(opt, &st, weights)
+		if err != nil {
+			return nil, fmt.Errorf("resuming: %w", err)
+		}
+		if ok {
+			res.Resumed = st.Epoch
+			t.log.Info("resumed training", "epochs_done", st.Epoch, "step", st.Step)
+		}
+	}
+
+	batchesPerEpoch := len(bucketBatches(exs, cfg.BatchSize, t.rng(streamBatches)))
+	if batchesPerEpoch == 0 {
+		return nil, errors.New("training set has no tokens")
+	}
+	totalSteps := batchesPerEpoch * cfg.Epochs
+	warmup := int(math.Round(cfg.Warmup * float64(totalSteps)))
+
+	for epoch := st.Epoch + 1; epoch <= cfg.Epochs && (cfg.Patience == 0 || dev == nil || st.SinceBest < cfg.Patience); epoch++ {
+		rep, err := t.epoch(ctx, epoch, exs, weights, opt, &st, totalSteps, warmup)
+		if err != nil {
+			return nil, err
+		}
+		if dev != nil {
+			rep.DevF1, err = t.score(devExs, devGold)
+			if err != nil {
+				return nil, fmt.Errorf("epoch %d: dev set: %w", epoch, err)
+			}
+			if epoch == 1 || rep.DevF1 > st.BestDevF1 {
+				st.BestEpoch, st.BestDevF1, st.SinceBest = epoch, rep.DevF1, 0
+				if err := t.saveBest(); err != nil {
+					return nil, err
+				}
+			} else {
+				st.SinceBest++
+			}
+		}
+		st.Epoch = epoch
+		st.History = append(st.History, rep)
+		t.log.Info("epoch done", "epoch", epoch, "loss", rep.TrainLoss, "dev_f1", rep.DevF1, "tokens_per_sec", math.Round(rep.TokensPerSec),
+			"removed_entity", rep.RemovedEntity, "removed_type", rep.RemovedType)
+		if err := t.saveCheckpoint(opt, &st, weights); err != nil {
+			return nil, err
+		}
+	}
+	if dev != nil && st.BestEpoch > 0 && st.BestEpoch != st.Epoch {
+		if err := m.loadWeights(filepath.Join(t.stateDir(), bestFile)); err != nil {
+			return nil, fmt.Errorf("restoring the best epoch's weights: %w", err)
+		}
+	}
+	res.Epochs, res.BestEpoch, res.BestDevF1, res.Steps = st.History, st.BestEpoch, st.BestDevF1, st.Step
+	return res, nil
+}
+
+// epoch runs one pass over the training set.
+func (t *Trainer) epoch(ctx context.Context, epoch int, exs []example, weights *noiseWeights, opt *adam, st *runState, totalSteps, warmup int) (EpochReport, error) {
+	m, cfg := t.model, t.cfg
+	batches := bucketBatches(exs, cfg.BatchSize, t.rng(streamBatches+uint64(epoch)))
+	dropout := t.rng(streamDropout + uint64(epoch))
+	rep := EpochReport{Epoch: epoch}
+	start := time.Now()
+	var tokens, losses int
+	var lossSum float64
+	for _, ids := range batches {
+		if err := ctx.Err(); err != nil {
+			return rep, err
+		}
+		if cfg.UpdateInterval > 0 && (st.Step+1)%cfg.UpdateInterval == 0 {
+			if err := t.removeNoisyLabels(exs, weights); err != nil {
+				return rep, fmt.Errorf("epoch %d: noisy-label removal: %w", epoch, err)
+			}
+		}
+		b := newBatch(exs, ids)
+		g := newGraph(m.device)
+		var lossVal float64
+		learned := false
+		err := run(func() {
+			loss := m.loss(g, m.forward(g, b, true, dropout), b, exs, weights.of(), cfg.Loss, cfg.Q)
+			if loss == nil {
+				return // nothing to learn: every token ignored or removed
+			}
+			opt.zeroGrad(g)
+			g.check(loss.Backward())
+			opt.update(g, learningRate(cfg.LearningRate, st.Step, warmup, totalSteps))
+			lossVal, learned = scalar(loss), true
+		})
+		g.free()
+		if err != nil {
+			return rep, fmt.Errorf("epoch %d, step %d: %w", epoch, st.Step+1, err)
+		}
+		if math.IsNaN(lossVal) || math.IsInf(lossVal, 0) {
+			return rep, fmt.Errorf("epoch %d, step %d: the loss diverged (%v)", epoch, st.Step+1, lossVal)
+		}
+		st.Step++
+		tokens += b.n
+		if learned {
+			lossSum += lossVal
+			losses++
+		}
+		if t.progress != nil {
+			t.progress(Progress{Epoch: epoch, Epochs: cfg.Epochs, Step: st.Step, Steps: totalSteps, Loss: lossVal,
+				TokensPerSec: float64(tokens) / time.Since(start).Seconds()})
+		}
+	}
+	if losses > 0 {
+		rep.TrainLoss = lossSum / float64(losses)
+	}
+	rep.TokensPerSec = float64(tokens) / time.Since(start).Seconds()
+	rep.RemovedEntity, rep.RemovedType = weights.removed()
+	return rep, nil
+}
+
+// score returns the entity micro F1 of the tagger on encoded examples with
+// gold tags (in any scheme).
+func (t *Trainer) score(exs []example, gold [][]string) (float64, error) {
+	preds, err := t.model.predictExamples(exs, 64)
+	if err != nil {
+		return 0, err
+	}
+	pred := make([][]string, len(preds))
+	for i, p := range preds {
+		pred[i] = p.Tags
+	}
+	rep, err := eval.Evaluate(gold, pred, corpus.AnyScheme)
+	if err != nil {
+		return 0, err
+	}
+	return rep.Micro.F1, nil
+}
+
+// dropOutside marks each O token as ignored with probability p, as RoSTER
+// does once before training on distant labels.
+func dropOutside(exs []example, p float64, rng *rand.Rand) {
+	if p == 0 {
+		return
+	}
+	for i := range exs {
+		for t, y := range exs[i].targets {
+			if y == 0 && rng.Float64() < p {
+				exs[i].targets[t] = ignored
+			}
+		}
+	}
+}
+
+// stateDir is where the trainer keeps its state files.
+func (t *Trainer) stateDir() string {
+	if t.workDir != "" {
+		return t.workDir
+	}
+	if t.resumeDir != "" {
+		return t.resumeDir
+	}
+	dir, err := os.MkdirTemp("", "nerflow-train-")
+	if err != nil {
+		dir = os.TempDir()
+	}
+	t.workDir = dir
+	return dir
+}
+
+func (t *Trainer) saveBest() error {
+	if err := os.MkdirAll(t.stateDir(), 0o755); err != nil {
+		return err
+	}
+	return t.model.saveWeights(filepath.Join(t.stateDir(), bestFile))
+}
+
+// saveCheckpoint writes the run's state and hands it to the checkpoint
+// callback.
+func (t *Trainer) saveCheckpoint(opt *adam, st *runState, weights *noiseWeights) error {
+	if t.checkpoint == nil {
+		return nil
+	}
+	dir := t.stateDir()
+	if err := t.model.Save(dir); err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	if err := saveTensors(opt.state(), filepath.Join(dir, optimizerFile)); err != nil {
+		return fmt.Errorf("checkpoint: optimizer: %w", err)
+	}
+	st.KeepEntity, st.KeepType = weights.pack()
+	b, err := json.Marshal(st)
+	if err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, stateFile), b, 0o644); err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	if err := t.checkpoint(dir, st.Epoch); err != nil {
+		return fmt.Errorf("checkpoint after epoch %d: %w", st.Epoch, err)
+	}
+	return nil
+}
+
+// restore loads a checkpoint's state; false when resumeDir holds none.
+func (t *Trainer) restore(opt *adam, st *runState, weights *noiseWeights) (bool, error) {
+	b, err := os.ReadFile(filepath.Join(t.resumeDir, stateFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if err := json.Unmarshal(b, st); err != nil {
+		return false, fmt.Errorf("%s: %w", stateFile, err)
+	}
+	if err := t.model.loadWeights(filepath.Join(t.resumeDir, WeightsFile)); err != nil {
+		return false, err
+	}
+	moments, err := loadTensors(filepath.Join(t.resumeDir, optimizerFile), t.model.device)
+	if err != nil {
+		return false, fmt.Errorf("%s: %w", optimizerFile, err)
+	}
+	defer dropAll(moments)
+	if err := opt.restore(moments, st.Step); err != nil {
+		return false, fmt.Errorf("%s: %w", optimizerFile, err)
+	}
+	if err := weights.unpack(st.KeepEntity, st.KeepType); err != nil {
+		return false, fmt.Errorf("%s: %w", stateFile, err)
+	}
+	switch best := filepath.Join(t.resumeDir, bestFile); {
+	case t.workDir == "":
+		t.workDir = t.resumeDir
+	case t.workDir != t.resumeDir && st.BestEpoch > 0:
+		if err := os.MkdirAll(t.workDir, 0o755); err != nil {
+			return false, err
+		}
+		if err := copyFile(best, filepath.Join(t.workDir, bestFile)); err != nil {
+			return false, fmt.Errorf("best epoch's weights: %w", err)
+		}
+	}
+	return true, nil
+}
+
+func copyFile(src, dst string) error {
+	b, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(dst, b, 0o644)
+}

@@ -1,0 +1,229 @@
+package train
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/sugarme/gotch"
+
+	"github.com/nerflow/nerflow/corpus"
+)
+
+// fixture is a tiny labeled corpus: "token/TAG" words, O when untagged.
+var fixture = []string{
+	"John/B-PER Smith/I-PER lives in Paris/B-LOC .",
+	"Mary/B-PER visited Berlin/B-LOC yesterday .",
+	"The mayor of Rome/B-LOC met Anna/B-PER Weber/I-PER .",
+	"Peter/B-PER flew to London/B-LOC on Monday .",
+	"In Madrid/B-LOC , Carlos/B-PER Ruiz/I-PER won .",
+	"Berlin/B-LOC and Paris/B-LOC are cities .",
+	"Anna/B-PER likes Rome/B-LOC .",
+	"Smith/B-PER said nothing .",
+	"It rained in London/B-LOC .",
+	"Carlos/B-PER met John/B-PER in Madrid/B-LOC .",
+}
+
+func fixtureCorpus(lines []string) *corpus.Corpus {
+	c := &corpus.Corpus{}
+	for _, line := range lines {
+		var s corpus.Sentence
+		for _, w := range strings.Fields(line) {
+			tok, tag, ok := strings.Cut(w, "/")
+			if !ok {
+				tag = "O"
+			}
+			s.Tokens = append(s.Tokens, tok)
+			s.Tags = append(s.Tags, tag)
+		}
+		c.Sentences = append(c.Sentences, s)
+	}
+	return c
+}
+
+func tinyConfig(head, scheme string) Config {
+	return Config{Scheme: scheme, Head: head, WordDim: 12, CharDim: 6, CharFilters: 8, CharKernel: 3, MaxWordLen: 12,
+		CasingDim: 4, Hidden: 10, Layers: 1, Dropout: 0.1}
+}
+
+func newTiny(t *testing.T, c *corpus.Corpus, cfg Config, seed uint64) *Tagger {
+	t.Helper()
+	scheme, err := corpus.ParseScheme(cfg.Scheme)
+	if err != nil {
+		t.Fatal(err)
+	}
+	labels, err := NewLabels(scheme, []string{"PER", "LOC"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := NewTagger(cfg, NewVocab(c, nil, MinWordCount(1)), labels, nil, seed, gotch.CPU)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.Close)
+	return m
+}
+
+func tinyTrainConfig(loss string) TrainConfig {
+	cfg := DefaultTrainConfig()
+	cfg.Loss, cfg.Epochs, cfg.BatchSize, cfg.LearningRate, cfg.Seed = loss, 8, 4, 0.02, 7
+	return cfg
+}
+
+// TestTrainingLowersLossAndRoundTrips is the gotch smoke test: a tiny
+// BiLSTM tagger trained for a few steps on the CPU lowers its loss, and
+// saving and loading its weights reproduces its predictions exactly.
+func TestTrainingLowersLossAndRoundTrips(t *testing.T) {
+	c := fixtureCorpus(fixture)
+	for _, tc := range []struct{ head, scheme, loss string }{
+		{TokenHead, "io", LossCE},
+		{TokenHead, "io", LossGCE},
+		{CRFHead, "bio", LossCRF},
+		{CRFHead, "bioes", LossCRF},
+	} {
+		t.Run(tc.head+"-"+tc.scheme+"-"+tc.loss, func(t *testing.T) {
+			m := newTiny(t, c, tinyConfig(tc.head, tc.scheme), 1)
+			tr, err := NewTrainer(m, tinyTrainConfig(tc.loss))
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := tr.Run(context.Background(), c, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			first, last := res.Epochs[0].TrainLoss, res.Epochs[len(res.Epochs)-1].TrainLoss
+			if !(last < 0.6*first) {
+				t.Fatalf("loss went from %.4f to %.4f, want it down by 40%%", first, last)
+			}
+			before, err := m.Predict(c, 3)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dir := t.TempDir()
+			if err := m.Save(dir); err != nil {
+				t.Fatal(err)
+			}
+			loaded, err := Load(dir, gotch.CPU)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer loaded.Close()
+			after, err := loaded.Predict(c, 3)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range before {
+				if !slices.Equal(before[i].Tags, after[i].Tags) {
+					t.Fatalf("sentence %d: tags %v before saving, %v after loading", i+1, before[i].Tags, after[i].Tags)
+				}
+				for tok := range before[i].Probs {
+					if !slices.Equal(before[i].Probs[tok], after[i].Probs[tok]) {
+						t.Fatalf("sentence %d token %d: probabilities differ after loading", i+1, tok+1)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestTrainingIsReproducible: the same seed gives the same weights, on a
+// goroutine of its own each time (as a worker runs trainings).
+func TestTrainingIsReproducible(t *testing.T) {
+	c := fixtureCorpus(fixture)
+	weightsAfter := func(seed uint64) []float32 {
+		m := newTiny(t, c, tinyConfig(TokenHead, "io"), seed)
+		cfg := tinyTrainConfig(LossGCE)
+		cfg.Epochs, cfg.DropO, cfg.UpdateInterval = 2, 0.3, 2
+		tr, err := NewTrainer(m, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error)
+		go func() {
+			_, err := tr.Run(context.Background(), c, nil)
+			done <- err
+		}()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		var all []float32
+		for _, w := range m.namedWeights() {
+			all = append(all, float32s(w.Tensor)...)
+		}
+		return all
+	}
+	a, b, other := weightsAfter(3), weightsAfter(3), weightsAfter(4)
+	if !slices.Equal(a, b) {
+		t.Fatal("two runs with seed 3 ended with different weights")
+	}
+	if slices.Equal(a, other) {
+		t.Fatal("seeds 3 and 4 ended with the same weights")
+	}
+}
+
+// TestResumeContinuesExactly: a run stopped after its second epoch and
+// resumed from the checkpoint ends with the weights of an uninterrupted run.
+func TestResumeContinuesExactly(t *testing.T) {
+	c := fixtureCorpus(fixture)
+	cfg := tinyTrainConfig(LossGCE)
+	cfg.Epochs, cfg.UpdateInterval, cfg.DropO = 4, 3, 0.2
+	dev := fixtureCorpus(fixture[:4])
+
+	whole := newTiny(t, c, tinyConfig(TokenHead, "io"), 5)
+	tr, _ := NewTrainer(whole, cfg)
+	wantRes, err := tr.Run(context.Background(), c, dev)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// The interrupted run: a checkpoint callback that keeps a copy of the
+	// state after epoch 2 and then fails, as a dying worker would.
+	saved := t.TempDir()
+	first := newTiny(t, c, tinyConfig(TokenHead, "io"), 5)
+	tr, _ = NewTrainer(first, cfg, WithCheckpoints(t.TempDir(), func(dir string, epoch int) error {
+		if epoch < 2 {
+			return nil
+		}
+		return copyDir(dir, saved)
+	}))
+	ctx, cancel := context.WithCancel(context.Background())
+	tr.progress = func(p Progress) {
+		if p.Epoch == 3 {
+			cancel()
+		}
+	}
+	if _, err := tr.Run(ctx, c, dev); err == nil {
+		t.Fatal("the interrupted run did not stop")
+	}
+
+	resumed := newTiny(t, c, tinyConfig(TokenHead, "io"), 99) // weights come from the checkpoint
+	tr, _ = NewTrainer(resumed, cfg, Resume(saved))
+	res, err := tr.Run(context.Background(), c, dev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Resumed != 2 || len(res.Epochs) != 4 || res.Steps != wantRes.Steps || res.BestEpoch != wantRes.BestEpoch {
+		t.Fatalf("resumed run: %+v, uninterrupted: %+v", res, wantRes)
+	}
+	for i, w := range whole.namedWeights() {
+		if !slices.Equal(float32s(w.Tensor), float32s(resumed.namedWeights()[i].Tensor)) {
+			t.Fatalf("weight %s differs between the resumed and the uninterrupted run", w.Name)
+		}
+	}
+}
+
+func copyDir(src, dst string) error {
+	entries, err := os.ReadDir(src)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if err := copyFile(filepath.Join(src, e.Name()), filepath.Join(dst, e.Name())); err != nil {
+			return err
+		}
+	}
+	return nil
+}

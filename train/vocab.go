@@ -1,0 +1,183 @@
+package train
+
+import (
+	"cmp"
+	"slices"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/nerflow/nerflow/corpus"
+	"github.com/nerflow/nerflow/embeddings"
+)
+
+// Reserved ids.
+const (
+	unkWord = 0 // every word without a vector of its own
+	padChar = 0 // fills the character rows of short words
+	unkChar = 1 // characters not seen in training
+)
+
+// Vocab maps tokens to the tagger's inputs: a word id, character ids and a
+// casing class.
+//
+// Word ids follow the lookup policy of package embeddings: a token's
+// lower-case Key is looked up first (pretrained vectors and frequent training
+// words), then its digit Shape; anything else is the unknown word. Words
+// 1..Pretrained start from the pretrained vectors; the others are training
+// words that have none and start random.
+type Vocab struct {
+	Words      []string `json:"words"`
+	Pretrained int      `json:"pretrained"`
+	Chars      []string `json:"chars"` // one rune each; Chars[0] and Chars[1] are the pad and unknown markers
+	words      map[string]int
+	chars      map[rune]int
+}
+
+// VocabOption adjusts NewVocab.
+type VocabOption func(*vocabConfig)
+
+type vocabConfig struct {
+	minCount int
+}
+
+// MinWordCount is how often a training word without a pretrained vector must
+// occur to get a vector of its own (default 2): rarer words stay unknown, so
+// that the unknown vector is trained on words the tagger has not seen.
+func MinWordCount(n int) VocabOption { return func(c *vocabConfig) { c.minCount = n } }
+
+// NewVocab builds the vocabulary of a tagger trained on train with the
+// pretrained vectors table (nil for none).
+func NewVocab(train *corpus.Corpus, table *embeddings.Table, opts ...VocabOption) *Vocab {
+	cfg := vocabConfig{minCount: 2}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	v := &Vocab{Words: []string{"<unk>"}, Chars: []string{"<pad>", "<unk>"}}
+	if table != nil {
+		v.Words = append(v.Words, table.Words...)
+	}
+	v.Pretrained = len(v.Words) - 1
+	v.index()
+
+	wordCounts := map[string]int{}
+	charCounts := map[rune]int{}
+	for _, s := range train.Sentences {
+		for _, tok := range s.Tokens {
+			if _, ok := v.words[embeddings.Key(tok)]; !ok {
+				wordCounts[embeddings.Shape(tok)]++
+			}
+			for _, r := range tok {
+				charCounts[r]++
+			}
+		}
+	}
+	for _, w := range sortedByCount(wordCounts) {
+		if _, ok := v.words[w]; !ok && wordCounts[w] >= cfg.minCount {
+			v.Words = append(v.Words, w)
+		}
+	}
+	for _, r := range sortedByCount(charCounts) {
+		v.Chars = append(v.Chars, string(r))
+	}
+	v.index()
+	return v
+}
+
+// sortedByCount orders keys by decreasing count, ties by key, so that a
+// vocabulary does not depend on map order.
+func sortedByCount[K cmp.Ordered](counts map[K]int) []K {
+	keys := make([]K, 0, len(counts))
+	for k := range counts {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b K) int {
+		if c := cmp.Compare(counts[b], counts[a]); c != 0 {
+			return c
+		}
+		return cmp.Compare(a, b)
+	})
+	return keys
+}
+
+// index rebuilds the lookup maps (after NewVocab or decoding).
+func (v *Vocab) index() {
+	v.words = make(map[string]int, len(v.Words))
+	for i, w := range v.Words {
+		v.words[w] = i
+	}
+	v.chars = make(map[rune]int, len(v.Chars))
+	for i, c := range v.Chars[2:] {
+		r, _ := utf8.DecodeRuneInString(c)
+		v.chars[r] = i + 2
+	}
+}
+
+// Word returns the word id of a token.
+func (v *Vocab) Word(token string) int {
+	if i, ok := v.words[embeddings.Key(token)]; ok && i > 0 {
+		return i
+	}
+	if i, ok := v.words[embeddings.Shape(token)]; ok && i > 0 {
+		return i
+	}
+	return unkWord
+}
+
+// Char returns the id of a character.
+func (v *Vocab) Char(r rune) int {
+	if i, ok := v.chars[r]; ok {
+		return i
+	}
+	return unkChar
+}
+
+// Casing classes: what the lower-case word vectors cannot see.
+const (
+	caseLower = iota
+	caseUpper
+	caseTitle
+	caseMixed
+	caseNumeric       // digits only
+	caseMostlyNumeric // more than half digits
+	caseHasDigit
+	casePunct // no letter, no digit
+	numCasings
+)
+
+// casing classifies a token by the case of its letters and its digits.
+func casing(token string) int {
+	var letters, uppers, digits, n int
+	firstUpper := false
+	for i, r := range []rune(token) {
+		n++
+		switch {
+		case unicode.IsDigit(r):
+			digits++
+		case unicode.IsLetter(r):
+			letters++
+			if unicode.IsUpper(r) {
+				uppers++
+				if i == 0 {
+					firstUpper = true
+				}
+			}
+		}
+	}
+	switch {
+	case digits == n:
+		return caseNumeric
+	case 2*digits > n:
+		return caseMostlyNumeric
+	case digits > 0:
+		return caseHasDigit
+	case letters == 0:
+		return casePunct
+	case uppers == 0:
+		return caseLower
+	case uppers == letters:
+		return caseUpper
+	case firstUpper && uppers == 1:
+		return caseTitle
+	}
+	return caseMixed
+}
