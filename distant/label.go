@@ -112,8 +112,8 @@ func (l *Labeler) Label(tokens []string) ([]string, error) {
 }
 
 // Score labels a gold sentence and scores its distant tags against the
-// gold tags (conlleval semantics, any tag scheme). Spans of unknown type
-// count as O: they predict no type. Gold sentences are scored apart from
+// gold tags (conlleval semantics, gold tags in any scheme). Spans of unknown
+// type count as O: they predict no type. Gold sentences are scored apart from
 // the corpus statistics, so they may be a separate, held-out set.
 func (l *Labeler) Score(gold corpus.Sentence) error {
 	if gold.Tags == nil {
@@ -123,19 +123,30 @@ func (l *Labeler) Score(gold corpus.Sentence) error {
 		return fmt.Errorf("gold sentence has %d tokens but %d tags", len(gold.Tokens), len(gold.Tags))
 	}
 	if l.gold == nil {
-		l.gold = eval.NewScorer(corpus.AnyScheme)
+		l.gold = eval.NewScorer(corpus.BIO)
+	}
+	// Both sides are rewritten in BIO, so that token accuracy compares like
+	// with like whatever the schemes; entities are read from the tags as
+	// written (IO labels keep their merged entities).
+	goldSpans, err := corpus.AnyScheme.Spans(gold.Tags)
+	if err != nil {
+		return fmt.Errorf("gold %w", err)
+	}
+	goldBIO, err := corpus.BIO.Tags(goldSpans, len(gold.Tags))
+	if err != nil {
+		return fmt.Errorf("gold %w", err) // not reached: Spans yields valid spans
 	}
 	ms := l.sc.Match(gold.Tokens)
-	pred, err := l.tags(l.spansOf(ms, false), len(gold.Tokens))
+	written, err := l.tags(l.spansOf(ms, false), len(gold.Tokens))
 	if err != nil {
 		return fmt.Errorf("distant: %w", err)
 	}
-	if err := l.gold.Add(gold.Tags, pred); err != nil {
-		return err
-	}
-	goldSpans, err := corpus.AnyScheme.Spans(gold.Tags)
+	pred, err := corpus.Convert(written, l.scheme, corpus.BIO)
 	if err != nil {
-		return err // not reached: Add parsed the same tags
+		return fmt.Errorf("distant: %w", err) // not reached: we wrote them
+	}
+	if err := l.gold.Add(goldBIO, pred); err != nil {
+		return err
 	}
 	for _, sp := range l.spansOf(ms, true) {
 		if sp.Label != corpus.UnknownType {
