@@ -72,7 +72,7 @@ type BuildStats struct {
 type Matcher struct {
 	cfg   config
 	norm  normalizer
-	vocab map[string]tokenRef
+	vocab *vocabTable
 	ac    *automaton
 	// Phrase data, indexed by key. The keys' texts are packed in one
 	// string: a million small strings would cost more in headers than text.
@@ -118,8 +118,20 @@ func (c *candidate) offer(typ string, rank int64) {
 // still ties is Ambiguous.
 func NewMatcher(gazetteers []*Gazetteer, opts ...Option) (*Matcher, error) {
 	c := newConfig(opts)
-	m := &Matcher{cfg: c, norm: c.normalizer(), vocab: map[string]tokenRef{}, ties: map[int32][]string{}}
+	m := &Matcher{cfg: c, norm: c.normalizer(), ties: map[int32][]string{}}
 	keys := map[string]int32{}
+	// Tokens are interned to ids while phrases are read.
+	ids := map[string]int32{}
+	var texts []string
+	intern := func(t string) int32 {
+		id, ok := ids[t]
+		if !ok {
+			id = int32(len(texts))
+			ids[t] = id
+			texts = append(texts, t)
+		}
+		return id
+	}
 	var text strings.Builder
 	var cands []candidate
 	var seqs [][]int32
@@ -148,11 +160,11 @@ func NewMatcher(gazetteers []*Gazetteer, opts ...Option) (*Matcher, error) {
 					k = int32(len(cands))
 					keys[key] = k
 					cands = append(cands, candidate{})
-					ids := make([]int32, len(variant))
+					seq := make([]int32, len(variant))
 					for j, t := range variant {
-						ids[j] = m.intern(t)
+						seq[j] = intern(t)
 					}
-					seqs = append(seqs, ids)
+					seqs = append(seqs, seq)
 					text.WriteString(key)
 					m.textEnd = append(m.textEnd, int32(text.Len()))
 					m.stats.MaxTokens = max(m.stats.MaxTokens, len(variant))
@@ -168,19 +180,16 @@ func NewMatcher(gazetteers []*Gazetteer, opts ...Option) (*Matcher, error) {
 	if text.Len() > 1<<31-1 {
 		return nil, fmt.Errorf("distant: %d bytes of phrases exceed the matcher's capacity", text.Len())
 	}
-	keys = nil
+	keys, ids = nil, nil
 	m.text = text.String()
 
-	b := newACBuilder(len(m.vocab))
+	b := newACBuilder(len(texts))
 	for k, ids := range seqs {
 		b.insert(ids, int32(k))
 	}
 	seqs = nil
 	m.ac = b.build()
-	for t, ref := range m.vocab {
-		ref.root = m.ac.rootNext[ref.id]
-		m.vocab[t] = ref
-	}
+	m.vocab = newVocabTable(texts, m.ac.rootNext)
 
 	typeIndex := map[string]int32{}
 	m.label = make([]int32, len(cands))
@@ -205,7 +214,7 @@ func NewMatcher(gazetteers []*Gazetteer, opts ...Option) (*Matcher, error) {
 		}
 	}
 	m.stats.Phrases = len(cands)
-	m.stats.Vocabulary = len(m.vocab)
+	m.stats.Vocabulary = len(texts)
 	m.stats.Nodes = m.ac.size()
 	return m, nil
 }
@@ -234,15 +243,6 @@ func (m *Matcher) variants(toks []string) [][]string {
 		add(strings.ToLower)
 	}
 	return out
-}
-
-func (m *Matcher) intern(t string) int32 {
-	ref, ok := m.vocab[t]
-	if !ok {
-		ref.id = int32(len(m.vocab))
-		m.vocab[t] = ref
-	}
-	return ref.id
 }
 
 // key returns phrase i's key: its normalized tokens joined by keySep.
@@ -336,10 +336,7 @@ func (s *Scanner) lookup(tok string) tokenRef {
 
 // find looks a corpus token up in the vocabulary.
 func (m *Matcher) find(tok string) tokenRef {
-	if ref, ok := m.vocab[m.norm.token(tok)]; ok {
-		return ref
-	}
-	return unknownToken
+	return m.vocab.lookup(m.norm.token(tok))
 }
 
 // Match returns the phrase occurrences in a sentence, ordered by position.
