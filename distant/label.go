@@ -48,19 +48,17 @@ func (m *Matcher) NewLabeler(scheme corpus.Scheme) (*Labeler, error) {
 	}, nil
 }
 
-// spansOf turns matches into spans: typed matches keep their type, unknown
-// ones get corpus.UnknownType, and ambiguous ones follow the policy.
+// spansOf turns matches into spans: typed matches keep their type, and the
+// others get corpus.UnknownType or are left out, as configured (always left
+// out without keepUnknown).
 func (l *Labeler) spansOf(ms []Match, keepUnknown bool) []corpus.Span {
 	l.spans = l.spans[:0]
 	for _, mt := range ms {
 		label := mt.Type
-		switch {
-		case mt.Kind == Typed:
-		case mt.Kind == Ambiguous && l.m.cfg.ambiguous == AmbiguousOutside:
-			continue
-		case !keepUnknown:
-			continue
-		default:
+		if mt.Kind != Typed {
+			if !keepUnknown || l.m.cfg.policy(mt.Kind) == AsOutside {
+				continue
+			}
 			label = corpus.UnknownType
 		}
 		l.spans = append(l.spans, corpus.Span{Start: mt.Start, End: mt.End, Label: label})
@@ -93,12 +91,11 @@ func (l *Labeler) Label(tokens []string) ([]string, error) {
 			l.typedTokens += mt.End - mt.Start
 		case Unknown:
 			l.unknown++
-			l.unknownTokens += mt.End - mt.Start
 		case Ambiguous:
 			l.ambiguous++
-			if l.m.cfg.ambiguous == AmbiguousUnknown {
-				l.unknownTokens += mt.End - mt.Start
-			}
+		}
+		if mt.Kind != Typed && l.m.cfg.policy(mt.Kind) == AsUnknown {
+			l.unknownTokens += mt.End - mt.Start
 		}
 	}
 	if l.scheme == corpus.IO {
@@ -171,6 +168,7 @@ func (l *Labeler) Report() Report {
 		Case:               m.cfg.caseMode.String(),
 		UnicodeForm:        m.cfg.form.String(),
 		AmbiguousAs:        m.cfg.ambiguous.String(),
+		UntypedAs:          m.cfg.untyped.String(),
 		Sentences:          l.sentences,
 		Tokens:             l.tokens,
 		SentencesWithMatch: l.matched,

@@ -116,7 +116,7 @@ func TestLabelReport(t *testing.T) {
 }
 
 func TestLabelAmbiguousAsOutside(t *testing.T) {
-	m := fixtureMatcher(t, WithAmbiguous(AmbiguousOutside))
+	m := fixtureMatcher(t, WithAmbiguous(AsOutside))
 	out, r, err := Label(m, sentences("lithium carbonate lithium carbonate after lithium"), corpus.IO)
 	if err != nil {
 		t.Fatal(err)
@@ -187,5 +187,21 @@ func TestLabelScoreAgainstGold(t *testing.T) {
 		if !strings.Contains(buf.String(), want) {
 			t.Errorf("report text lacks %q:\n%s", want, buf.String())
 		}
+	}
+}
+
+func TestLabelUntypedAsOutside(t *testing.T) {
+	m := fixtureMatcher(t, WithUntyped(AsOutside))
+	out, r, err := Label(m, labelCorpus, corpus.BIO)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// "tricuspid regurgitation" is untyped: O; "lithium" is still ambiguous.
+	want := []string{"O", "O", "O", "B-?"}
+	if got := out.Sentences[1].Tags; !reflect.DeepEqual(got, want) {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	if r.UnknownMatches != 1 || r.UnknownTokens != 1 || r.UntypedAs != "o" || r.AmbiguousAs != "unknown" {
+		t.Errorf("unknown matches %d tokens %d, untyped as %s, ambiguous as %s", r.UnknownMatches, r.UnknownTokens, r.UntypedAs, r.AmbiguousAs)
 	}
 }

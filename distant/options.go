@@ -8,32 +8,32 @@ import (
 	"strings"
 )
 
-// AmbiguousPolicy says how a match of a phrase with several equally ranked
-// types is labeled.
-type AmbiguousPolicy int
+// Uncertain says how a match that names no single type is labeled: the
+// match of an untyped phrase, or of a phrase whose types tie.
+type Uncertain int
 
 const (
-	// AmbiguousUnknown labels the span as an entity of unknown type: its
-	// boundaries are kept but training ignores its type.
-	AmbiguousUnknown AmbiguousPolicy = iota
-	// AmbiguousOutside labels the span O. It still blocks shorter matches
-	// inside it, so a part of an ambiguous name is never labeled on its own.
-	AmbiguousOutside
+	// AsUnknown labels the span with corpus.UnknownType: its boundaries are
+	// kept, and training ignores its type.
+	AsUnknown Uncertain = iota
+	// AsOutside labels the span O. It still blocks shorter matches inside
+	// it, so a part of a longer name is never labeled on its own.
+	AsOutside
 )
 
-// ParseAmbiguousPolicy parses "unknown" or "o".
-func ParseAmbiguousPolicy(s string) (AmbiguousPolicy, error) {
+// ParseUncertain parses "unknown" or "o".
+func ParseUncertain(s string) (Uncertain, error) {
 	switch strings.ToLower(s) {
 	case "unknown", "?":
-		return AmbiguousUnknown, nil
+		return AsUnknown, nil
 	case "o", "outside":
-		return AmbiguousOutside, nil
+		return AsOutside, nil
 	}
-	return 0, fmt.Errorf("unknown ambiguous policy %q (want unknown or o)", s)
+	return 0, fmt.Errorf("unknown label %q for uncertain matches (want unknown or o)", s)
 }
 
-func (p AmbiguousPolicy) String() string {
-	if p == AmbiguousOutside {
+func (u Uncertain) String() string {
+	if u == AsOutside {
 		return "o"
 	}
 	return "unknown"
@@ -46,7 +46,8 @@ type config struct {
 	caseMode  CaseMode
 	form      UnicodeForm
 	stopwords map[string]bool // lower-cased
-	ambiguous AmbiguousPolicy
+	ambiguous Uncertain
+	untyped   Uncertain
 	topK      int
 }
 
@@ -86,8 +87,22 @@ func WithStopwords(words []string) Option {
 	}
 }
 
-// WithAmbiguous sets how phrases with several types are labeled (default AmbiguousUnknown).
-func WithAmbiguous(p AmbiguousPolicy) Option { return func(c *config) { c.ambiguous = p } }
+// WithAmbiguous sets how matches of phrases with tied types are labeled
+// (default AsUnknown).
+func WithAmbiguous(u Uncertain) Option { return func(c *config) { c.ambiguous = u } }
+
+// WithUntyped sets how matches of untyped phrases are labeled (default
+// AsUnknown). AsOutside makes an untyped gazetteer a list of phrases that
+// only keep typed matches out of longer names.
+func WithUntyped(u Uncertain) Option { return func(c *config) { c.untyped = u } }
+
+// policy returns how a match of kind k that is not Typed is labeled.
+func (c config) policy(k MatchKind) Uncertain {
+	if k == Ambiguous {
+		return c.ambiguous
+	}
+	return c.untyped
+}
 
 // WithTopK sets how many frequent and ambiguous phrases a Report lists (default 20).
 func WithTopK(k int) Option { return func(c *config) { c.topK = k } }

@@ -18,6 +18,7 @@ type Report struct {
 	Case        string `json:"case"`
 	UnicodeForm string `json:"unicode_form"`
 	AmbiguousAs string `json:"ambiguous_as"`
+	UntypedAs   string `json:"untyped_as"`
 
 	Gazetteers []LoadReport `json:"gazetteers"`
 	Matcher    BuildStats   `json:"matcher"`
@@ -30,8 +31,8 @@ type Report struct {
 	UnknownMatches   int            `json:"unknown_matches"`
 	AmbiguousMatches int            `json:"ambiguous_matches"`
 	TypedTokens      int            `json:"typed_tokens"`
-	// UnknownTokens are labeled with the unknown type: untyped matches, and
-	// ambiguous ones when they are labeled unknown.
+	// UnknownTokens are labeled with the unknown type: untyped and
+	// ambiguous matches, unless configured to be O.
 	UnknownTokens int `json:"unknown_tokens"`
 	// Coverage is TypedTokens/Tokens, UnknownCoverage UnknownTokens/Tokens
 	// and SentenceCoverage SentencesWithMatch/Sentences.
@@ -73,8 +74,8 @@ type GoldReport struct {
 // WriteText prints the report for people.
 func (r Report) WriteText(w io.Writer) error {
 	p := &printer{w: w}
-	p.printf("distant labels: %d sentences, %d tokens; scheme %s, case %s, unicode %s, ambiguous as %s\n",
-		r.Sentences, r.Tokens, r.Scheme, r.Case, r.UnicodeForm, r.AmbiguousAs)
+	p.printf("distant labels: %d sentences, %d tokens; scheme %s, case %s, unicode %s, untyped as %s, ambiguous as %s\n",
+		r.Sentences, r.Tokens, r.Scheme, r.Case, r.UnicodeForm, r.UntypedAs, r.AmbiguousAs)
 
 	p.printf("\ngazetteers:\n")
 	for _, g := range r.Gazetteers {

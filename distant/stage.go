@@ -25,6 +25,7 @@ func init() {
 			stages.StringParam("case", "exact", "letter case matching: exact, fold, or variants (as written, UPPER, lower)", stages.OneOf("exact", "fold", "variants")),
 			stages.StringParam("unicode", "none", "Unicode normalization of phrases and tokens", stages.OneOf("none", "nfc", "nfkc")),
 			stages.StringParam("ambiguous", "unknown", "label of phrases with tied types: unknown (\"?\") or o", stages.OneOf("unknown", "o")),
+			stages.StringParam("untyped", "unknown", "label of untyped phrases: unknown (\"?\") or o", stages.OneOf("unknown", "o")),
 			stages.StringParam("tokenizer", "whitespace", "how gazetteer phrases are split into tokens", stages.OneOf("whitespace", "punct")),
 			stages.IntListParam("priorities", nil, "priority of each gazetteer input, in order (missing ones are 0); higher wins type conflicts"),
 			stages.StringListParam("types", nil, "type given to the untyped phrases of each gazetteer input, in order (empty: unknown type)"),
@@ -53,7 +54,7 @@ func runStage(c *stages.Context) error {
 	if err != nil {
 		return stages.Permanent(err)
 	}
-	opts, err := ParseOptions(p.String("case"), p.String("unicode"), p.String("ambiguous"), p.String("tokenizer"))
+	opts, err := ParseOptions(p.String("case"), p.String("unicode"), p.String("untyped"), p.String("ambiguous"), p.String("tokenizer"))
 	if err != nil {
 		return stages.Permanent(err)
 	}
@@ -179,7 +180,7 @@ func readCorpus(in *stages.Input, format string) (*corpus.Corpus, error) {
 
 // ParseOptions turns the textual settings of the command and the stage
 // into options.
-func ParseOptions(caseMode, unicodeForm, ambiguous, tokenizer string) ([]Option, error) {
+func ParseOptions(caseMode, unicodeForm, untyped, ambiguous, tokenizer string) ([]Option, error) {
 	cm, err := ParseCaseMode(caseMode)
 	if err != nil {
 		return nil, err
@@ -188,13 +189,17 @@ func ParseOptions(caseMode, unicodeForm, ambiguous, tokenizer string) ([]Option,
 	if err != nil {
 		return nil, err
 	}
-	ap, err := ParseAmbiguousPolicy(ambiguous)
+	ut, err := ParseUncertain(untyped)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("untyped: %w", err)
+	}
+	am, err := ParseUncertain(ambiguous)
+	if err != nil {
+		return nil, fmt.Errorf("ambiguous: %w", err)
 	}
 	tk, err := ParseTokenizer(tokenizer)
 	if err != nil {
 		return nil, err
 	}
-	return []Option{WithCase(cm), WithUnicodeForm(uf), WithAmbiguous(ap), WithTokenizer(tk)}, nil
+	return []Option{WithCase(cm), WithUnicodeForm(uf), WithUntyped(ut), WithAmbiguous(am), WithTokenizer(tk)}, nil
 }

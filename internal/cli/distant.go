@@ -15,14 +15,15 @@ import (
 )
 
 type distantFlags struct {
-	corpus, corpusFormat            string
-	gazetteers                      []string
-	out, outFormat, outLabels       string
-	gold, goldFormat, goldLabels    string
-	scheme, caseMode, unicode       string
-	ambiguous, tokenizer, stopwords string
-	top                             int
-	reportPath                      string
+	corpus, corpusFormat          string
+	gazetteers                    []string
+	out, outFormat, outLabels     string
+	gold, goldFormat, goldLabels  string
+	scheme, caseMode, unicode     string
+	untyped, ambiguous, tokenizer string
+	stopwords                     string
+	top                           int
+	reportPath                    string
 }
 
 func init() {
@@ -45,7 +46,7 @@ path after commas: priority=N (a higher priority wins when gazetteers give a
 phrase different types; default 0), type=T (the type of untyped phrases) and
 format=typed|untyped|jsonl|csv. Matches of untyped phrases, and of phrases
 whose types tie, are tagged with the unknown type "?" (training ignores its
-type); --ambiguous o tags tied phrases O instead.
+type); --untyped o and --ambiguous o tag them O instead.
 
 --gold FILE labels the gold file's sentences with the same matcher and
 scores the distant labels against the gold tags (conlleval semantics; "?"
@@ -80,6 +81,7 @@ sentences, such as AutoNER's raw_text.txt, is read with --corpus-format conll.`,
 		fl.StringVar(&f.scheme, "scheme", "bio", "tag scheme of the labels: io, bio (iob2), iob1 or bioes (iobes)")
 		fl.StringVar(&f.caseMode, "case", "exact", "letter case: exact, fold (ignore case) or variants (as written, UPPER or lower; no lower form for phrases with a stopword)")
 		fl.StringVar(&f.unicode, "unicode", "none", "Unicode normalization of phrases and tokens: none, nfc or nfkc")
+		fl.StringVar(&f.untyped, "untyped", "unknown", `label of untyped phrases: unknown ("?") or o (they then only keep typed matches out of longer names)`)
 		fl.StringVar(&f.ambiguous, "ambiguous", "unknown", `label of phrases whose types tie: unknown ("?") or o`)
 		fl.StringVar(&f.tokenizer, "tokenizer", "whitespace", "how gazetteer phrases are split: whitespace, or punct (punctuation marks are tokens)")
 		fl.StringVar(&f.stopwords, "stopwords", "", "file of stopwords, one per line: phrases made only of them are not matched")
@@ -99,7 +101,7 @@ func runDistant(out io.Writer, log *slog.Logger, f distantFlags) error {
 	if err != nil {
 		return err
 	}
-	opts, err := distant.ParseOptions(f.caseMode, f.unicode, f.ambiguous, f.tokenizer)
+	opts, err := distant.ParseOptions(f.caseMode, f.unicode, f.untyped, f.ambiguous, f.tokenizer)
 	if err != nil {
 		return err
 	}
