@@ -112,6 +112,45 @@ func (c *candidate) offer(typ string, rank int64) {
 	}
 }
 
+// phraseTable gathers the distinct token sequences of all gazetteers, with
+// what the gazetteers say about each, while NewMatcher reads them.
+type phraseTable struct {
+	keys    map[string]int32 // phrase key -> phrase
+	ids     map[string]int32 // token -> id
+	tokens  []string         // token by id
+	cands   []candidate      // by phrase
+	seqs    [][]int32        // token ids by phrase
+	text    strings.Builder  // phrase keys, packed
+	textEnd []int32
+	longest int
+}
+
+// add records that a gazetteer entry names the phrase toks with typ at rank.
+func (pt *phraseTable) add(toks []string, typ string, rank int64) {
+	key := strings.Join(toks, keySep)
+	k, ok := pt.keys[key]
+	if !ok {
+		k = int32(len(pt.cands))
+		pt.keys[key] = k
+		pt.cands = append(pt.cands, candidate{})
+		seq := make([]int32, len(toks))
+		for i, t := range toks {
+			id, ok := pt.ids[t]
+			if !ok {
+				id = int32(len(pt.tokens))
+				pt.ids[t] = id
+				pt.tokens = append(pt.tokens, t)
+			}
+			seq[i] = id
+		}
+		pt.seqs = append(pt.seqs, seq)
+		pt.text.WriteString(key)
+		pt.textEnd = append(pt.textEnd, int32(pt.text.Len()))
+		pt.longest = max(pt.longest, len(toks))
+	}
+	pt.cands[k].offer(typ, rank)
+}
+
 // NewMatcher compiles gazetteers into a Matcher. When gazetteers disagree on
 // a phrase's type, the higher Gazetteer.Priority wins; within a priority, a
 // phrase as written beats a case variant of another (CaseVariants); what
@@ -119,22 +158,7 @@ func (c *candidate) offer(typ string, rank int64) {
 func NewMatcher(gazetteers []*Gazetteer, opts ...Option) (*Matcher, error) {
 	c := newConfig(opts)
 	m := &Matcher{cfg: c, norm: c.normalizer(), ties: map[int32][]string{}}
-	keys := map[string]int32{}
-	// Tokens are interned to ids while phrases are read.
-	ids := map[string]int32{}
-	var texts []string
-	intern := func(t string) int32 {
-		id, ok := ids[t]
-		if !ok {
-			id = int32(len(texts))
-			ids[t] = id
-			texts = append(texts, t)
-		}
-		return id
-	}
-	var text strings.Builder
-	var cands []candidate
-	var seqs [][]int32
+	pt := &phraseTable{keys: map[string]int32{}, ids: map[string]int32{}}
 	var normed []string
 	for _, g := range gazetteers {
 		m.loads = append(m.loads, g.Report)
@@ -154,43 +178,35 @@ func NewMatcher(gazetteers []*Gazetteer, opts ...Option) (*Matcher, error) {
 				continue
 			}
 			for i, variant := range m.variants(normed) {
-				key := strings.Join(variant, keySep)
-				k, ok := keys[key]
-				if !ok {
-					k = int32(len(cands))
-					keys[key] = k
-					cands = append(cands, candidate{})
-					seq := make([]int32, len(variant))
-					for j, t := range variant {
-						seq[j] = intern(t)
-					}
-					seqs = append(seqs, seq)
-					text.WriteString(key)
-					m.textEnd = append(m.textEnd, int32(text.Len()))
-					m.stats.MaxTokens = max(m.stats.MaxTokens, len(variant))
-				}
-				exact := int64(0)
+				rank := int64(g.Priority) * 2
 				if i == 0 {
-					exact = 1
+					rank++ // the phrase as written
 				}
-				cands[k].offer(e.Type, int64(g.Priority)*2+exact)
+				pt.add(variant, e.Type, rank)
 			}
 		}
 	}
-	if text.Len() > 1<<31-1 {
-		return nil, fmt.Errorf("distant: %d bytes of phrases exceed the matcher's capacity", text.Len())
+	if pt.text.Len() > 1<<31-1 {
+		return nil, fmt.Errorf("distant: %d bytes of phrases exceed the matcher's capacity", pt.text.Len())
 	}
-	keys, ids = nil, nil
-	m.text = text.String()
+	m.text, m.textEnd = pt.text.String(), pt.textEnd
 
-	b := newACBuilder(len(texts))
-	for k, ids := range seqs {
-		b.insert(ids, int32(k))
+	b := newACBuilder(len(pt.tokens))
+	for k, seq := range pt.seqs {
+		b.insert(seq, int32(k))
 	}
-	seqs = nil
 	m.ac = b.build()
-	m.vocab = newVocabTable(texts, m.ac.rootNext)
+	m.vocab = newVocabTable(pt.tokens, m.ac.rootNext)
+	m.resolve(pt.cands)
+	m.stats.Phrases = len(pt.cands)
+	m.stats.Vocabulary = len(pt.tokens)
+	m.stats.Nodes = m.ac.size()
+	m.stats.MaxTokens = pt.longest
+	return m, nil
+}
 
+// resolve settles each phrase's label from its candidate types.
+func (m *Matcher) resolve(cands []candidate) {
 	typeIndex := map[string]int32{}
 	m.label = make([]int32, len(cands))
 	for k, cd := range cands {
@@ -213,10 +229,6 @@ func NewMatcher(gazetteers []*Gazetteer, opts ...Option) (*Matcher, error) {
 			m.label[k] = i
 		}
 	}
-	m.stats.Phrases = len(cands)
-	m.stats.Vocabulary = len(texts)
-	m.stats.Nodes = m.ac.size()
-	return m, nil
 }
 
 // variants returns the token sequences under which a normalized phrase is
