@@ -1,0 +1,308 @@
+// Package engine runs pipeline graphs as DAGs of asynq tasks.
+//
+// asynq has no notion of dependencies; this package adds them. A run is a
+// graph (package spec) plus its state in Redis: one state per node, a
+// counter of unfinished parents per node, and the run's own state. Ready
+// nodes are enqueued as asynq tasks with TaskID "RUN/NODE" on the node's
+// queue (cpu or gpu). A worker executing a node computes the node key from
+// the stage, its parameters and its input digests; if the store holds
+// outputs for the key the node is cached, otherwise the stage runs. Then a
+// Lua script marks the node finished exactly once and releases the children
+// whose parents are all finished; enqueuing them is idempotent thanks to the
+// task ids, so a handler that runs twice (or dies halfway) is harmless.
+// Failed attempts are retried by asynq; when the retries are exhausted the
+// node fails, the run fails and nodes not started are cancelled.
+//
+// The same code serves a cluster (real Redis, workers in other processes,
+// `nerflow submit`) and embedded mode (in-process miniredis and workers,
+// `nerflow run`, see Embedded).
+package engine
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/nerflow/nerflow/pipeline/spec"
+	"github.com/nerflow/nerflow/stages"
+	"github.com/nerflow/nerflow/storage"
+)
+
+// TaskType is the asynq task type of node executions.
+const TaskType = "nerflow:node"
+
+// Engine submits, observes and controls runs, and executes nodes (see
+// Worker). It is safe for concurrent use.
+type Engine struct {
+	rdb       redis.UniversalClient
+	client    *asynq.Client
+	inspector *asynq.Inspector
+	store     storage.Store
+	log       *slog.Logger
+	ns        string
+	retention time.Duration
+	maxNode   time.Duration
+
+	mu     sync.Mutex
+	graphs map[string]*runInfo // run id -> graph and datasets (immutable per run)
+}
+
+// Option configures an Engine.
+type Option func(*Engine)
+
+// WithLogger sets the logger (default slog.Default()).
+func WithLogger(l *slog.Logger) Option { return func(e *Engine) { e.log = l } }
+
+// WithNamespace prefixes every Redis key of the engine and the names of its
+// asynq queues (default "nerflow": queues "nerflow:cpu" and "nerflow:gpu").
+// Engines in different namespaces share a Redis server without seeing each
+// other's runs or tasks.
+func WithNamespace(ns string) Option { return func(e *Engine) { e.ns = ns } }
+
+// WithRetention sets how long asynq keeps finished tasks (default 24h).
+// Kept task ids are what makes a repeated enqueue of a finished node a
+// no-op, so it should outlast any handler that could run twice.
+func WithRetention(d time.Duration) Option { return func(e *Engine) { e.retention = d } }
+
+// WithMaxNodeDuration bounds one attempt of a node whose stage declares no
+// timeout (default 7 days). asynq gives every task a timeout (30 minutes
+// unless told otherwise); liveness of long attempts comes from asynq's
+// lease, renewed every few seconds while the worker is alive, not from this.
+func WithMaxNodeDuration(d time.Duration) Option { return func(e *Engine) { e.maxNode = d } }
+
+// New returns an engine over a Redis client and an artifact store. The
+// caller keeps ownership of both.
+func New(rdb redis.UniversalClient, store storage.Store, opts ...Option) *Engine {
+	e := &Engine{
+		rdb: rdb, store: store, log: slog.Default(), ns: "nerflow",
+		retention: 24 * time.Hour, maxNode: 7 * 24 * time.Hour,
+		graphs: map[string]*runInfo{},
+	}
+	for _, o := range opts {
+		o(e)
+	}
+	e.client = asynq.NewClientFromRedisClient(rdb)
+	e.inspector = asynq.NewInspectorFromRedisClient(rdb)
+	return e
+}
+
+// Close releases the asynq client and inspector (not the Redis client or
+// the store).
+func (e *Engine) Close() error {
+	return errors.Join(e.client.Close(), e.inspector.Close())
+}
+
+// Store is the engine's artifact store.
+func (e *Engine) Store() storage.Store { return e.store }
+
+// runInfo is what a run keeps immutable: its graph and imported datasets.
+type runInfo struct {
+	graph    *spec.Graph
+	datasets map[string]stages.Artifact
+}
+
+// SubmitOptions describes a submission.
+type SubmitOptions struct {
+	// Spec is the spec's text, kept in the run manifest for the record.
+	Spec []byte
+	// SpecFile names where it came from.
+	SpecFile string
+	// Overrides are the --set values applied to it.
+	Overrides []string
+}
+
+// Submit creates a run of graph g and enqueues its roots. External datasets
+// are imported into the store first (local paths are read by this process,
+// so submit from a machine that has them). It returns the run id.
+func (e *Engine) Submit(ctx context.Context, g *spec.Graph, opts SubmitOptions) (string, error) {
+	datasets := map[string]stages.Artifact{}
+	for _, ds := range g.Datasets() {
+		a, err := importDataset(ctx, e.store, ds)
+		if err != nil {
+			return "", err
+		}
+		datasets[ds] = a
+	}
+	id := newRunID()
+	graphJSON, err := json.Marshal(g)
+	if err != nil {
+		return "", fmt.Errorf("encoding graph: %w", err)
+	}
+	dsJSON, _ := json.Marshal(datasets)
+	now := time.Now().UTC()
+	k := runKeys(e.ns, id)
+	_, err = e.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.HSet(ctx, k.meta(), map[string]any{
+			"id": id, "name": g.Name, "state": Running, "created_at": now.Format(time.RFC3339Nano),
+			"graph": graphJSON, "datasets": dsJSON, "unfinished": len(g.Nodes),
+			"spec": opts.Spec, "spec_file": opts.SpecFile, "overrides": mustJSON(opts.Overrides),
+		})
+		states := make(map[string]any, len(g.Nodes))
+		waiting := make(map[string]any, len(g.Nodes))
+		for _, n := range g.Nodes {
+			states[n.ID] = Pending
+			if len(n.Parents) == 0 {
+				states[n.ID] = Queued
+			}
+			waiting[n.ID] = len(n.Parents)
+		}
+		p.HSet(ctx, k.states(), states)
+		p.HSet(ctx, k.waiting(), waiting)
+		p.ZAdd(ctx, runsIndex(e.ns), redis.Z{Score: float64(now.UnixMilli()), Member: id})
+		return nil
+	})
+	if err != nil {
+		return "", fmt.Errorf("creating run: %w", err)
+	}
+	e.mu.Lock()
+	e.graphs[id] = &runInfo{graph: g, datasets: datasets}
+	e.mu.Unlock()
+	if err := e.writeManifest(ctx, id); err != nil {
+		e.log.Warn("writing run manifest", "run", id, "err", err)
+	}
+	for _, n := range g.Roots() {
+		if err := e.enqueue(ctx, id, n); err != nil {
+			return id, err
+		}
+	}
+	e.log.Info("run submitted", "run", id, "name", g.Name, "nodes", len(g.Nodes), "datasets", len(datasets))
+	return id, nil
+}
+
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+func newRunID() string {
+	var b [3]byte
+	_, _ = rand.Read(b[:])
+	return time.Now().UTC().Format("20060102-150405") + "-" + hex.EncodeToString(b[:])
+}
+
+type payload struct {
+	Run  string `json:"run"`
+	Node string `json:"node"`
+}
+
+// enqueue puts node n of run on its queue. An existing task with the same
+// id means it is already enqueued (or was executed): not an error.
+func (e *Engine) enqueue(ctx context.Context, run string, n *spec.Node) error {
+	timeout := n.Timeout
+	if timeout <= 0 {
+		timeout = e.maxNode
+	}
+	b, _ := json.Marshal(payload{Run: run, Node: n.ID})
+	t := asynq.NewTask(TaskType, b,
+		asynq.TaskID(taskID(run, n.ID)), asynq.Queue(e.queue(n.Queue)), asynq.MaxRetry(n.MaxRetries),
+		asynq.Timeout(timeout), asynq.Retention(e.retention))
+	_, err := e.client.EnqueueContext(ctx, t)
+	if errors.Is(err, asynq.ErrTaskIDConflict) {
+		// Callers enqueue only nodes in state queued, which no live task
+		// has consumed yet. A task under the id that is finished (completed
+		// or archived) is therefore left over from an earlier attempt of
+		// the run (before a retry): replace it. A live one is this node's.
+		info, ierr := e.inspector.GetTaskInfo(e.queue(n.Queue), taskID(run, n.ID))
+		if ierr != nil || (info.State != asynq.TaskStateCompleted && info.State != asynq.TaskStateArchived) {
+			return nil
+		}
+		if err := e.inspector.DeleteTask(e.queue(n.Queue), info.ID); err != nil && !errors.Is(err, asynq.ErrTaskNotFound) {
+			return fmt.Errorf("replacing finished task %s: %w", info.ID, err)
+		}
+		_, err = e.client.EnqueueContext(ctx, t)
+		if errors.Is(err, asynq.ErrTaskIDConflict) {
+			return nil
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("enqueuing %s/%s: %w", run, n.ID, err)
+	}
+	return nil
+}
+
+// clearTask removes the asynq task of node n of run, waiting (up to
+// timeout) for it to leave the active state: the handler that failed a run
+// returns to asynq only after recording the failure.
+func (e *Engine) clearTask(ctx context.Context, run string, n *spec.Node, timeout time.Duration) error {
+	q, id := e.queue(n.Queue), taskID(run, n.ID)
+	deadline := time.Now().Add(timeout)
+	for {
+		info, err := e.inspector.GetTaskInfo(q, id)
+		if errors.Is(err, asynq.ErrTaskNotFound) || errors.Is(err, asynq.ErrQueueNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if info.State != asynq.TaskStateActive {
+			err := e.inspector.DeleteTask(q, id)
+			if err == nil || errors.Is(err, asynq.ErrTaskNotFound) {
+				return nil
+			}
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("task %s is still running", id)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// queue is the asynq queue of spec queue q.
+func (e *Engine) queue(q string) string { return e.ns + ":" + q }
+
+// info returns the run's graph and datasets, loading them once per run.
+func (e *Engine) info(ctx context.Context, run string) (*runInfo, error) {
+	e.mu.Lock()
+	ri := e.graphs[run]
+	e.mu.Unlock()
+	if ri != nil {
+		return ri, nil
+	}
+	vals, err := e.rdb.HMGet(ctx, runKeys(e.ns, run).meta(), "graph", "datasets").Result()
+	if err != nil {
+		return nil, fmt.Errorf("loading run %s: %w", run, err)
+	}
+	gs, _ := vals[0].(string)
+	if gs == "" {
+		return nil, fmt.Errorf("run %s: %w", run, ErrNoRun)
+	}
+	g, err := spec.UnmarshalGraph([]byte(gs))
+	if err != nil {
+		return nil, fmt.Errorf("run %s: %w", run, err)
+	}
+	ri = &runInfo{graph: g, datasets: map[string]stages.Artifact{}}
+	if ds, _ := vals[1].(string); ds != "" {
+		if err := json.Unmarshal([]byte(ds), &ri.datasets); err != nil {
+			return nil, fmt.Errorf("run %s: datasets: %w", run, err)
+		}
+	}
+	e.mu.Lock()
+	e.graphs[run] = ri
+	e.mu.Unlock()
+	return ri, nil
+}
+
+// ErrNoRun is returned for a run id that neither Redis nor the store knows.
+var ErrNoRun = errors.New("no such run")
+
+func nowString() string { return time.Now().UTC().Format(time.RFC3339Nano) }
+
+func atoi(s string) int { n, _ := strconv.Atoi(s); return n }

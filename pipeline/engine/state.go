@@ -1,0 +1,211 @@
+package engine
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/nerflow/nerflow/pipeline/spec"
+	"github.com/nerflow/nerflow/stages"
+)
+
+// Node and run states.
+const (
+	Pending   = "pending"   // waiting for parents
+	Queued    = "queued"    // enqueued, not started
+	Running   = "running"   // a worker executes it
+	Done      = "done"      // executed, outputs committed
+	Cached    = "cached"    // outputs found under its key, not executed
+	Failed    = "failed"    // retries exhausted or a permanent error
+	Cancelled = "cancelled" // the run failed or was cancelled first
+
+	Succeeded = "succeeded" // run state: every node done or cached
+)
+
+// Finished reports whether a node state is final for the run it is in.
+func Finished(state string) bool {
+	switch state {
+	case Done, Cached, Failed, Cancelled:
+		return true
+	}
+	return false
+}
+
+// NodeKey is a node's cache identity: the SHA-256 of its stage name and
+// version, its canonical parameters and the digests of its inputs in port
+// order. Equal keys mean equal outputs, since stages are deterministic.
+func NodeKey(n *spec.Node, inputs map[string][]stages.Artifact) string {
+	type keyed struct {
+		Stage   string              `json:"stage"`
+		Version int                 `json:"version"`
+		Params  json.RawMessage     `json:"params"`
+		Inputs  map[string][]string `json:"inputs"`
+	}
+	k := keyed{Stage: n.Stage, Version: n.Version, Params: n.Params, Inputs: map[string][]string{}}
+	for port, arts := range inputs {
+		for _, a := range arts {
+			k.Inputs[port] = append(k.Inputs[port], a.Digest)
+		}
+	}
+	b, err := json.Marshal(k) // map keys sorted
+	if err != nil {
+		panic(fmt.Sprintf("engine: node key: %v", err))
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// Short abbreviates a node key or digest for display.
+func Short(key string) string {
+	if len(key) > 12 {
+		return key[:12]
+	}
+	return key
+}
+
+// Store layout. Node records are the cache: "nodes/<key>.json" exists once
+// the node's outputs are committed. Each attempt writes its files under its
+// own prefix, so that two attempts of one node (a worker presumed dead but
+// alive, a resubmission racing a run) never overwrite each other's files;
+// the record names the attempt that won.
+func nodeRecordKey(key string) string         { return "nodes/" + key + ".json" }
+func attemptPrefix(key, attempt string) string { return "artifacts/" + key + "/" + attempt }
+func checkpointPrefix(key string) string       { return "checkpoints/" + key }
+func manifestKey(run string) string            { return "runs/" + run + "/manifest.json" }
+
+const datasetPrefix = "datasets"
+
+// NodeRecord is what the store keeps for a committed node.
+type NodeRecord struct {
+	Key      string                     `json:"key"`
+	Stage    string                     `json:"stage"`
+	Version  int                        `json:"version"`
+	Params   json.RawMessage            `json:"params"`
+	Inputs   map[string][]string        `json:"inputs"` // port -> input digests
+	Outputs  map[string]stages.Artifact `json:"outputs"`
+	Run      string                     `json:"run"`
+	Node     string                     `json:"node"`
+	Started  time.Time                  `json:"started"`
+	Finished time.Time                  `json:"finished"`
+}
+
+// Redis layout. Every key of a run carries the run id in braces, a hash tag,
+// so that the Lua scripts touching several keys of one run also work on a
+// Redis Cluster.
+type keys struct{ ns, run string }
+
+func (k keys) meta() string                { return k.ns + ":{" + k.run + "}:run" }
+func (k keys) states() string              { return k.ns + ":{" + k.run + "}:state" }
+func (k keys) waiting() string             { return k.ns + ":{" + k.run + "}:waiting" }
+func (k keys) node(id string) string       { return k.ns + ":{" + k.run + "}:node:" + id }
+func runsIndex(ns string) string           { return ns + ":runs" }
+func taskID(run, node string) string       { return run + "/" + node }
+func runKeys(ns, run string) keys          { return keys{ns: ns, run: run} }
+func (k keys) all(nodes []string) []string { return append([]string{k.meta(), k.states(), k.waiting()}, k.nodeKeys(nodes)...) }
+
+func (k keys) nodeKeys(nodes []string) []string {
+	out := make([]string, len(nodes))
+	for i, n := range nodes {
+		out[i] = k.node(n)
+	}
+	return out
+}
+
+// completeScript marks a node done (or cached) exactly once and releases the
+// children whose parents are now all finished. Whether it is the first call
+// or a repeat (a handler that ran twice), it returns the children in state
+// queued, which the caller enqueues: task ids make that idempotent, so a
+// handler that died between this script and the enqueue loses nothing.
+//
+// KEYS: states, waiting, meta. ARGV: node, final state, now, children...
+// Returns {transition, children to enqueue}; transition is 0 for a repeat,
+// 1 for the first completion, 2 when it also finished the run.
+var completeScript = redis.NewScript(`
+local st = redis.call('HGET', KEYS[1], ARGV[1])
+local transition = 0
+if st ~= 'done' and st ~= 'cached' then
+  redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+  transition = 1
+  if redis.call('HGET', KEYS[3], 'state') == 'running' then
+    for i = 4, #ARGV do
+      local n = redis.call('HINCRBY', KEYS[2], ARGV[i], -1)
+      if n == 0 and redis.call('HGET', KEYS[1], ARGV[i]) == 'pending' then
+        redis.call('HSET', KEYS[1], ARGV[i], 'queued')
+      end
+    end
+    if redis.call('HINCRBY', KEYS[3], 'unfinished', -1) == 0 then
+      redis.call('HSET', KEYS[3], 'state', 'succeeded', 'finished_at', ARGV[3])
+      transition = 2
+    end
+  end
+end
+local ready = {}
+if redis.call('HGET', KEYS[3], 'state') == 'running' then
+  for i = 4, #ARGV do
+    if redis.call('HGET', KEYS[1], ARGV[i]) == 'queued' then
+      table.insert(ready, ARGV[i])
+    end
+  end
+end
+return {transition, ready}
+`)
+
+// startScript moves a node to running if its run is running and the node is
+// queued (or running: a retry after a failed attempt or a dead worker).
+// KEYS: states, meta. ARGV: node. Returns the state the handler acts on:
+// "running", the node's final state, or the run's state when it is over.
+var startScript = redis.NewScript(`
+local st = redis.call('HGET', KEYS[1], ARGV[1])
+if st == 'done' or st == 'cached' then return st end
+local rs = redis.call('HGET', KEYS[2], 'state')
+if rs ~= 'running' then
+  if st ~= 'failed' then redis.call('HSET', KEYS[1], ARGV[1], 'cancelled') end
+  return rs or 'missing'
+end
+if st == 'queued' or st == 'running' then
+  redis.call('HSET', KEYS[1], ARGV[1], 'running')
+  return 'running'
+end
+return st or 'missing'
+`)
+
+// failScript marks a node failed and, if its run was running, fails the run
+// and cancels every node that has not started. Nodes already running are
+// left to finish: their outputs are cached for a retry.
+// KEYS: states, meta. ARGV: node, now, error. Returns 1 if it failed the run.
+var failScript = redis.NewScript(`
+local st = redis.call('HGET', KEYS[1], ARGV[1])
+if st == 'done' or st == 'cached' then return 0 end
+redis.call('HSET', KEYS[1], ARGV[1], 'failed')
+if redis.call('HGET', KEYS[2], 'state') ~= 'running' then return 0 end
+redis.call('HSET', KEYS[2], 'state', 'failed', 'finished_at', ARGV[2], 'error', ARGV[3])
+local all = redis.call('HGETALL', KEYS[1])
+for i = 1, #all, 2 do
+  if all[i+1] == 'pending' or all[i+1] == 'queued' then
+    redis.call('HSET', KEYS[1], all[i], 'cancelled')
+  end
+end
+return 1
+`)
+
+// cancelScript cancels a running run: every unfinished node becomes
+// cancelled; it returns the nodes that were running, for the caller to
+// interrupt.
+// KEYS: states, meta. ARGV: now, reason.
+var cancelScript = redis.NewScript(`
+if redis.call('HGET', KEYS[2], 'state') ~= 'running' then return false end
+redis.call('HSET', KEYS[2], 'state', 'cancelled', 'finished_at', ARGV[1], 'error', ARGV[2])
+local running = {}
+local all = redis.call('HGETALL', KEYS[1])
+for i = 1, #all, 2 do
+  if all[i+1] == 'pending' or all[i+1] == 'queued' or all[i+1] == 'running' then
+    redis.call('HSET', KEYS[1], all[i], 'cancelled')
+    if all[i+1] == 'running' then table.insert(running, all[i]) end
+  end
+end
+return running
+`)

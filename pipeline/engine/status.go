@@ -1,0 +1,434 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/nerflow/nerflow/pipeline/spec"
+	"github.com/nerflow/nerflow/stages"
+	"github.com/nerflow/nerflow/storage"
+)
+
+// RunStatus is a run's state: live from Redis, or from the run manifest in
+// the store once Redis has forgotten it (embedded runs, expired state). The
+// manifest is this struct plus the spec and graph.
+type RunStatus struct {
+	ID         string       `json:"id"`
+	Name       string       `json:"name"`
+	State      string       `json:"state"`
+	Error      string       `json:"error,omitempty"`
+	CreatedAt  time.Time    `json:"created_at"`
+	FinishedAt *time.Time   `json:"finished_at,omitempty"`
+	Nodes      []NodeStatus `json:"nodes"`
+	// Source says where this status came from: "redis" or "manifest".
+	Source string `json:"source"`
+}
+
+// NodeStatus is one node's state.
+type NodeStatus struct {
+	ID         string                     `json:"id"`
+	Stage      string                     `json:"stage"`
+	Queue      string                     `json:"queue"`
+	State      string                     `json:"state"`
+	Key        string                     `json:"key,omitempty"`
+	Attempt    int                        `json:"attempt,omitempty"`
+	Worker     string                     `json:"worker,omitempty"`
+	StartedAt  *time.Time                 `json:"started_at,omitempty"`
+	FinishedAt *time.Time                 `json:"finished_at,omitempty"`
+	Error      string                     `json:"error,omitempty"`
+	Progress   *stages.ProgressUpdate     `json:"progress,omitempty"`
+	Outputs    map[string]stages.Artifact `json:"outputs,omitempty"`
+}
+
+// Duration is how long the node ran (so far, if it is running).
+func (n NodeStatus) Duration() time.Duration {
+	if n.StartedAt == nil {
+		return 0
+	}
+	end := time.Now()
+	if n.FinishedAt != nil && Finished(n.State) {
+		end = *n.FinishedAt
+	}
+	if end.Before(*n.StartedAt) {
+		return 0
+	}
+	return end.Sub(*n.StartedAt)
+}
+
+// Node returns the status of node id.
+func (r *RunStatus) Node(id string) (*NodeStatus, bool) {
+	for i := range r.Nodes {
+		if r.Nodes[i].ID == id {
+			return &r.Nodes[i], true
+		}
+	}
+	return nil, false
+}
+
+// Counts tallies nodes by state.
+func (r *RunStatus) Counts() map[string]int {
+	c := map[string]int{}
+	for _, n := range r.Nodes {
+		c[n.State]++
+	}
+	return c
+}
+
+// Manifest is what the store keeps for a run under runs/<id>/manifest.json.
+type Manifest struct {
+	RunStatus
+	Spec      string                     `json:"spec,omitempty"`
+	SpecFile  string                     `json:"spec_file,omitempty"`
+	Overrides []string                   `json:"overrides,omitempty"`
+	Graph     *spec.Graph                `json:"graph"`
+	Datasets  map[string]stages.Artifact `json:"datasets,omitempty"`
+}
+
+// Status returns the state of run id, from Redis when it is there and from
+// the run manifest otherwise.
+func (e *Engine) Status(ctx context.Context, id string) (*RunStatus, error) {
+	st, err := e.liveStatus(ctx, id)
+	if errors.Is(err, ErrNoRun) {
+		m, merr := e.Manifest(ctx, id)
+		if merr != nil {
+			return nil, merr
+		}
+		st := m.RunStatus
+		st.Source = "manifest"
+		return &st, nil
+	}
+	return st, err
+}
+
+func (e *Engine) liveStatus(ctx context.Context, id string) (*RunStatus, error) {
+	k := runKeys(e.ns, id)
+	meta, err := e.rdb.HMGet(ctx, k.meta(), "name", "state", "error", "created_at", "finished_at").Result()
+	if err != nil {
+		return nil, fmt.Errorf("reading run %s: %w", id, err)
+	}
+	if meta[1] == nil {
+		return nil, fmt.Errorf("run %s: %w", id, ErrNoRun)
+	}
+	ri, err := e.info(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	str := func(v any) string { s, _ := v.(string); return s }
+	st := &RunStatus{ID: id, Name: str(meta[0]), State: str(meta[1]), Error: str(meta[2]), Source: "redis"}
+	st.CreatedAt, _ = time.Parse(time.RFC3339Nano, str(meta[3]))
+	st.FinishedAt = parseTime(str(meta[4]))
+	states, err := e.rdb.HGetAll(ctx, k.states()).Result()
+	if err != nil {
+		return nil, fmt.Errorf("reading run %s: %w", id, err)
+	}
+	cmds := make([]*redis.MapStringStringCmd, len(ri.graph.Nodes))
+	_, err = e.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, n := range ri.graph.Nodes {
+			cmds[i] = p.HGetAll(ctx, k.node(n.ID))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading run %s: %w", id, err)
+	}
+	for i, n := range ri.graph.Nodes {
+		h := cmds[i].Val()
+		ns := NodeStatus{ID: n.ID, Stage: n.Stage, Queue: n.Queue, State: states[n.ID], Key: h["key"],
+			Attempt: atoi(h["attempt"]), Worker: h["worker"], Error: h["error"],
+			StartedAt: parseTime(h["started_at"]), FinishedAt: parseTime(h["finished_at"])}
+		if p := h["progress"]; p != "" {
+			var pu stages.ProgressUpdate
+			if json.Unmarshal([]byte(p), &pu) == nil {
+				ns.Progress = &pu
+			}
+		}
+		if o := h["outputs"]; o != "" {
+			_ = json.Unmarshal([]byte(o), &ns.Outputs)
+		}
+		st.Nodes = append(st.Nodes, ns)
+	}
+	return st, nil
+}
+
+func parseTime(s string) *time.Time {
+	if s == "" {
+		return nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return nil
+	}
+	return &t
+}
+
+// Manifest reads run id's manifest from the store.
+func (e *Engine) Manifest(ctx context.Context, id string) (*Manifest, error) {
+	rc, _, err := e.store.Get(ctx, manifestKey(id))
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil, fmt.Errorf("run %s: %w", id, ErrNoRun)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading manifest of run %s: %w", id, err)
+	}
+	defer rc.Close()
+	var m Manifest
+	if err := json.NewDecoder(rc).Decode(&m); err != nil {
+		return nil, fmt.Errorf("reading manifest of run %s: %w", id, err)
+	}
+	return &m, nil
+}
+
+// writeManifest stores the run's current state as its manifest.
+func (e *Engine) writeManifest(ctx context.Context, id string) error {
+	st, err := e.liveStatus(ctx, id)
+	if err != nil {
+		return err
+	}
+	ri, err := e.info(ctx, id)
+	if err != nil {
+		return err
+	}
+	extra, err := e.rdb.HMGet(ctx, runKeys(e.ns, id).meta(), "spec", "spec_file", "overrides").Result()
+	if err != nil {
+		return err
+	}
+	m := Manifest{RunStatus: *st, Graph: ri.graph, Datasets: ri.datasets}
+	m.Source = ""
+	m.Spec, _ = extra[0].(string)
+	m.SpecFile, _ = extra[1].(string)
+	if o, _ := extra[2].(string); o != "" {
+		_ = json.Unmarshal([]byte(o), &m.Overrides)
+	}
+	b, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = e.store.Put(ctx, manifestKey(id), bytes.NewReader(b), storage.WithContentType("application/json"))
+	return err
+}
+
+// RunSummary is one line of Runs.
+type RunSummary struct {
+	ID         string     `json:"id"`
+	Name       string     `json:"name"`
+	State      string     `json:"state"`
+	CreatedAt  time.Time  `json:"created_at"`
+	FinishedAt *time.Time `json:"finished_at,omitempty"`
+	Source     string     `json:"source"`
+}
+
+// Runs lists the runs Redis knows and those with a manifest in the store,
+// newest first.
+func (e *Engine) Runs(ctx context.Context, limit int) ([]RunSummary, error) {
+	seen := map[string]bool{}
+	var out []RunSummary
+	ids, err := e.rdb.ZRevRange(ctx, runsIndex(e.ns), 0, -1).Result()
+	if err != nil {
+		return nil, fmt.Errorf("listing runs: %w", err)
+	}
+	for _, id := range ids {
+		v, err := e.rdb.HMGet(ctx, runKeys(e.ns, id).meta(), "name", "state", "created_at", "finished_at").Result()
+		if err != nil || v[1] == nil {
+			continue
+		}
+		s := func(i int) string { x, _ := v[i].(string); return x }
+		created, _ := time.Parse(time.RFC3339Nano, s(2))
+		out = append(out, RunSummary{ID: id, Name: s(0), State: s(1), CreatedAt: created, FinishedAt: parseTime(s(3)), Source: "redis"})
+		seen[id] = true
+	}
+	objs, err := e.store.List(ctx, "runs/")
+	if err != nil {
+		return nil, fmt.Errorf("listing run manifests: %w", err)
+	}
+	for _, o := range objs {
+		id, ok := strings.CutSuffix(strings.TrimPrefix(o.Key, "runs/"), "/manifest.json")
+		if !ok || seen[id] {
+			continue
+		}
+		m, err := e.Manifest(ctx, id)
+		if err != nil {
+			continue
+		}
+		out = append(out, RunSummary{ID: id, Name: m.Name, State: m.State, CreatedAt: m.CreatedAt, FinishedAt: m.FinishedAt, Source: "manifest"})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].CreatedAt.After(out[j].CreatedAt) })
+	if limit > 0 && len(out) > limit {
+		out = out[:limit]
+	}
+	return out, nil
+}
+
+// Cancel stops run id: nodes not started are cancelled and running ones are
+// interrupted. Cancelling a finished run is an error.
+func (e *Engine) Cancel(ctx context.Context, id, reason string) error {
+	ri, err := e.info(ctx, id)
+	if err != nil {
+		return err
+	}
+	k := runKeys(e.ns, id)
+	if reason == "" {
+		reason = "cancelled"
+	}
+	res, err := cancelScript.Run(ctx, e.rdb, []string{k.states(), k.meta()}, nowString(), reason).StringSlice()
+	if errors.Is(err, redis.Nil) {
+		state, _ := e.rdb.HGet(ctx, k.meta(), "state").Result()
+		return fmt.Errorf("run %s is %s, not running", id, state)
+	}
+	if err != nil {
+		return fmt.Errorf("cancelling run %s: %w", id, err)
+	}
+	for _, node := range res {
+		if err := e.inspector.CancelProcessing(taskID(id, node)); err != nil {
+			e.log.Warn("interrupting node", "run", id, "node", node, "err", err)
+		}
+	}
+	// Tasks still queued would be no-ops; delete them to keep queues short.
+	for _, n := range ri.graph.Nodes {
+		_ = e.inspector.DeleteTask(e.queue(n.Queue), taskID(id, n.ID))
+	}
+	e.log.Info("run cancelled", "run", id, "interrupted", len(res))
+	return e.writeManifest(ctx, id)
+}
+
+// Retry re-runs the failed and cancelled nodes of a finished run; nodes
+// that finished are kept, and re-run nodes whose outputs are cached are
+// cached again. It returns the number of nodes set to run again.
+func (e *Engine) Retry(ctx context.Context, id string) (int, error) {
+	ri, err := e.info(ctx, id)
+	if err != nil {
+		return 0, err
+	}
+	k := runKeys(e.ns, id)
+	// Tasks of a previous attempt stay in asynq (archived, or completed and
+	// retained) under the ids the nodes will use again: remove them first,
+	// or enqueuing a node again would look like a duplicate.
+	states, err := e.rdb.HGetAll(ctx, k.states()).Result()
+	if err != nil {
+		return 0, fmt.Errorf("reading run %s: %w", id, err)
+	}
+	for _, n := range ri.graph.Nodes {
+		if s := states[n.ID]; s != Failed && s != Cancelled {
+			continue
+		}
+		if err := e.clearTask(ctx, id, n, 10*time.Second); err != nil {
+			e.log.Warn("removing old task", "run", id, "node", n.ID, "err", err)
+		}
+	}
+	var again []*spec.Node
+	var ready []*spec.Node
+	txf := func(tx *redis.Tx) error {
+		again, ready = nil, nil
+		state, err := tx.HGet(ctx, k.meta(), "state").Result()
+		if err != nil {
+			return err
+		}
+		if state == Running || state == Succeeded {
+			return fmt.Errorf("run %s is %s: nothing to retry", id, state)
+		}
+		states, err := tx.HGetAll(ctx, k.states()).Result()
+		if err != nil {
+			return err
+		}
+		newStates := map[string]any{}
+		waiting := map[string]any{}
+		unfinished := 0
+		for _, n := range ri.graph.Nodes {
+			switch states[n.ID] {
+			case Done, Cached:
+				continue
+			case Failed, Cancelled:
+				again = append(again, n)
+			}
+			unfinished++
+		}
+		for _, n := range again {
+			left := 0
+			for _, p := range n.Parents {
+				if s := states[p]; s != Done && s != Cached {
+					left++
+				}
+			}
+			waiting[n.ID] = left
+			newStates[n.ID] = Pending
+			if left == 0 {
+				newStates[n.ID] = Queued
+				ready = append(ready, n)
+			}
+		}
+		_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			if len(newStates) > 0 {
+				p.HSet(ctx, k.states(), newStates)
+				p.HSet(ctx, k.waiting(), waiting)
+			}
+			p.HSet(ctx, k.meta(), "state", Running, "error", "", "finished_at", "", "unfinished", unfinished)
+			for _, n := range again {
+				p.HDel(ctx, k.node(n.ID), "error", "progress")
+			}
+			return nil
+		})
+		return err
+	}
+	for i := 0; ; i++ {
+		err = e.rdb.Watch(ctx, txf, k.states(), k.meta())
+		if !errors.Is(err, redis.TxFailedErr) || i == 10 {
+			break
+		}
+	}
+	if err != nil {
+		return 0, err
+	}
+	for _, n := range ready {
+		if err := e.enqueue(ctx, id, n); err != nil {
+			return len(again), err
+		}
+	}
+	e.log.Info("run retried", "run", id, "nodes", len(again))
+	return len(again), nil
+}
+
+// Wait polls run id every interval until it is over, calling fn (if not
+// nil) with each status; it returns the final status.
+func (e *Engine) Wait(ctx context.Context, id string, interval time.Duration, fn func(*RunStatus)) (*RunStatus, error) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		st, err := e.Status(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		if fn != nil {
+			fn(st)
+		}
+		if st.State != Running {
+			return st, nil
+		}
+		select {
+		case <-ctx.Done():
+			return st, ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// nodeRecord reads the committed record of node key (storage.ErrNotFound
+// when the node was never committed: a cache miss).
+func (e *Engine) nodeRecord(ctx context.Context, key string) (*NodeRecord, error) {
+	rc, _, err := e.store.Get(ctx, nodeRecordKey(key))
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	var rec NodeRecord
+	if err := json.NewDecoder(rc).Decode(&rec); err != nil {
+		return nil, fmt.Errorf("reading node record %s: %w", Short(key), err)
+	}
+	return &rec, nil
+}

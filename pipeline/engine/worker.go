@@ -1,0 +1,386 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/hibiken/asynq"
+
+	"github.com/nerflow/nerflow/pipeline/spec"
+	"github.com/nerflow/nerflow/stages"
+	"github.com/nerflow/nerflow/storage"
+)
+
+// WorkerOptions configures a worker.
+type WorkerOptions struct {
+	// Queues to take nodes from, highest priority first (default cpu, gpu).
+	// A queue later in the list is served only when the earlier ones are
+	// empty.
+	Queues []string
+	// Concurrency is the number of nodes executed at once (default 1).
+	Concurrency int
+	// Device is given to stages: "cpu" or "cuda:N" (default "cpu").
+	Device string
+	// ShutdownTimeout is how long Shutdown waits for running nodes before
+	// handing them back to their queue (default 10s).
+	ShutdownTimeout time.Duration
+	// PollInterval is how often an idle worker looks for tasks. It bounds
+	// the delay between a node finishing and its child starting (default
+	// 10ms; asynq's own default of 1s would add up to a second per edge).
+	PollInterval time.Duration
+	// RetryDelay is the wait before retrying a failed attempt n (0-based);
+	// default 2s·2ⁿ, capped at 5 minutes. A task whose worker died is
+	// retried without delay.
+	RetryDelay func(n int) time.Duration
+	// DelayedPollInterval is how often retries that are due are moved back
+	// to their queue (default 1s).
+	DelayedPollInterval time.Duration
+	// TempDir is the parent of stages' work directories.
+	TempDir string
+	// ProgressInterval throttles progress writes to Redis (default 500ms).
+	ProgressInterval time.Duration
+	// Name identifies the worker in node states (default host:pid).
+	Name string
+}
+
+// Worker executes nodes from the engine's queues with an asynq server.
+type Worker struct {
+	e    *Engine
+	opts WorkerOptions
+	srv  *asynq.Server
+}
+
+// NewWorker returns a worker; Start it, then Shutdown.
+func (e *Engine) NewWorker(opts WorkerOptions) *Worker {
+	if len(opts.Queues) == 0 {
+		opts.Queues = []string{"cpu", "gpu"}
+	}
+	if opts.Concurrency <= 0 {
+		opts.Concurrency = 1
+	}
+	if opts.Device == "" {
+		opts.Device = "cpu"
+	}
+	if opts.ShutdownTimeout <= 0 {
+		opts.ShutdownTimeout = 10 * time.Second
+	}
+	if opts.PollInterval <= 0 {
+		opts.PollInterval = 10 * time.Millisecond
+	}
+	if opts.DelayedPollInterval <= 0 {
+		opts.DelayedPollInterval = time.Second
+	}
+	if opts.ProgressInterval <= 0 {
+		opts.ProgressInterval = 500 * time.Millisecond
+	}
+	if opts.RetryDelay == nil {
+		opts.RetryDelay = func(n int) time.Duration {
+			d := 2 * time.Second << min(n, 8)
+			return min(d, 5*time.Minute)
+		}
+	}
+	if opts.Name == "" {
+		host, _ := os.Hostname()
+		opts.Name = host + ":" + strconv.Itoa(os.Getpid())
+	}
+	queues := map[string]int{}
+	for i, q := range opts.Queues {
+		queues[e.queue(q)] = len(opts.Queues) - i
+	}
+	w := &Worker{e: e, opts: opts}
+	w.srv = asynq.NewServerFromRedisClient(e.rdb, asynq.Config{
+		Concurrency:              opts.Concurrency,
+		Queues:                   queues,
+		StrictPriority:           true,
+		ShutdownTimeout:          opts.ShutdownTimeout,
+		TaskCheckInterval:        opts.PollInterval,
+		DelayedTaskCheckInterval: opts.DelayedPollInterval,
+		RetryDelayFunc: func(n int, err error, _ *asynq.Task) time.Duration {
+			if errors.Is(err, asynq.ErrLeaseExpired) {
+				return 0
+			}
+			return opts.RetryDelay(n)
+		},
+		Logger:   asynqLogger{e.log.With("component", "asynq")},
+		LogLevel: asynq.WarnLevel,
+	})
+	return w
+}
+
+// Start begins taking tasks.
+func (w *Worker) Start() error {
+	mux := asynq.NewServeMux()
+	mux.HandleFunc(TaskType, w.handle)
+	if err := w.srv.Start(mux); err != nil {
+		return fmt.Errorf("starting worker: %w", err)
+	}
+	w.e.log.Info("worker started", "worker", w.opts.Name, "queues", w.opts.Queues, "concurrency", w.opts.Concurrency, "device", w.opts.Device)
+	return nil
+}
+
+// Shutdown stops taking tasks, waits up to ShutdownTimeout for running
+// nodes, and hands those still running back to their queue.
+func (w *Worker) Shutdown() { w.srv.Shutdown() }
+
+func (w *Worker) handle(ctx context.Context, t *asynq.Task) error {
+	var p payload
+	if err := json.Unmarshal(t.Payload(), &p); err != nil {
+		return fmt.Errorf("%w: bad task payload: %v", asynq.SkipRetry, err)
+	}
+	err := w.execute(ctx, p)
+	if err != nil && !errors.Is(err, asynq.SkipRetry) {
+		w.e.log.Warn("node attempt failed", "run", p.Run, "node", p.Node, "err", err)
+	}
+	return err
+}
+
+// execute runs one attempt of a node. Its return value is for asynq: nil
+// (finished or nothing to do), an error (retry), or SkipRetry (final).
+func (w *Worker) execute(ctx context.Context, p payload) error {
+	e := w.e
+	ri, err := e.info(ctx, p.Run)
+	if errors.Is(err, ErrNoRun) {
+		return fmt.Errorf("%w: %v", asynq.SkipRetry, err)
+	}
+	if err != nil {
+		return err
+	}
+	n, ok := ri.graph.Node(p.Node)
+	if !ok {
+		return fmt.Errorf("%w: run %s has no node %q", asynq.SkipRetry, p.Run, p.Node)
+	}
+	k := runKeys(e.ns, p.Run)
+	state, err := startScript.Run(ctx, e.rdb, []string{k.states(), k.meta()}, n.ID).Text()
+	if err != nil {
+		return fmt.Errorf("starting node: %w", err)
+	}
+	switch state {
+	case Running:
+	case Done, Cached:
+		// A repeat of a finished node: make sure its children were enqueued.
+		return e.complete(ctx, p.Run, ri, n, state)
+	default:
+		return nil // the run is over; startScript cancelled the node
+	}
+	log := e.log.With("run", p.Run, "node", n.ID, "stage", n.Stage)
+	attempt, _ := asynq.GetRetryCount(ctx)
+	maxRetry, _ := asynq.GetMaxRetry(ctx)
+
+	inputs, err := w.inputs(ctx, p.Run, ri, n)
+	if err != nil {
+		return w.fail(ctx, p.Run, n, attempt, maxRetry, err)
+	}
+	key := NodeKey(n, inputs)
+	started := time.Now().UTC()
+	if err := e.rdb.HSet(ctx, k.node(n.ID), "key", key, "started_at", started.Format(time.RFC3339Nano),
+		"attempt", attempt, "worker", w.opts.Name, "queue", n.Queue).Err(); err != nil {
+		return err
+	}
+	outputs, final, err := w.run(ctx, log, p.Run, n, key, inputs, attempt, started)
+	if err != nil {
+		if ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			// Shut down or interrupted by a cancel: not the stage's fault.
+			// asynq hands the task back (shutdown) or the run is over.
+			return err
+		}
+		return w.fail(ctx, p.Run, n, attempt, maxRetry, err)
+	}
+	outJSON, _ := json.Marshal(outputs)
+	if err := e.rdb.HSet(ctx, k.node(n.ID), "outputs", outJSON, "finished_at", nowString(), "error", "").Err(); err != nil {
+		return err
+	}
+	log.Debug("node finished", "state", final, "key", Short(key), "took", time.Since(started))
+	return e.complete(ctx, p.Run, ri, n, final)
+}
+
+// run finds the node's outputs in the cache or executes its stage.
+func (w *Worker) run(ctx context.Context, log *slog.Logger, run string, n *spec.Node, key string,
+	inputs map[string][]stages.Artifact, attempt int, started time.Time) (map[string]stages.Artifact, string, error) {
+	e := w.e
+	if rec, err := e.nodeRecord(ctx, key); err == nil {
+		return rec.Outputs, Cached, nil
+	} else if !errors.Is(err, storage.ErrNotFound) {
+		return nil, "", fmt.Errorf("looking up cache: %w", err)
+	}
+	st, ok := stages.Lookup(n.Stage)
+	if !ok {
+		return nil, "", stages.Permanent(fmt.Errorf("stage %s is not registered in this worker (%s)", n.Stage, w.opts.Name))
+	}
+	if st.Version != n.Version {
+		return nil, "", stages.Permanent(fmt.Errorf("stage %s is version %d in this worker, the run wants %d", n.Stage, st.Version, n.Version))
+	}
+	params, err := st.ParamsFromCanonical(n.Params)
+	if err != nil {
+		return nil, "", stages.Permanent(err)
+	}
+	outputs, err := stages.Exec(ctx, st, stages.Env{
+		Store: e.store, Node: n.ID, Key: key, Params: params, Inputs: inputs,
+		OutputPrefix:     attemptPrefix(key, stages.NewAttemptID()),
+		CheckpointPrefix: checkpointPrefix(key),
+		Device:           w.opts.Device, Attempt: attempt, Log: log, TempDir: w.opts.TempDir,
+		Progress: w.progressWriter(run, n.ID),
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	rec := NodeRecord{Key: key, Stage: n.Stage, Version: n.Version, Params: n.Params, Inputs: map[string][]string{},
+		Outputs: outputs, Run: run, Node: n.ID, Started: started, Finished: time.Now().UTC()}
+	for port, arts := range inputs {
+		for _, a := range arts {
+			rec.Inputs[port] = append(rec.Inputs[port], a.Digest)
+		}
+	}
+	b, _ := json.MarshalIndent(rec, "", "  ")
+	// The record is the commit point of the cache: written last, atomically.
+	if _, err := e.store.Put(ctx, nodeRecordKey(key), bytes.NewReader(b), storage.WithContentType("application/json")); err != nil {
+		return nil, "", fmt.Errorf("committing outputs: %w", err)
+	}
+	if st.Resumable {
+		if err := stages.DropCheckpoints(ctx, e.store, checkpointPrefix(key)); err != nil {
+			log.Warn("dropping checkpoints", "err", err)
+		}
+	}
+	return outputs, Done, nil
+}
+
+// inputs gathers the artifacts connected to n: its parents' outputs (from
+// Redis) and imported datasets.
+func (w *Worker) inputs(ctx context.Context, run string, ri *runInfo, n *spec.Node) (map[string][]stages.Artifact, error) {
+	k := runKeys(w.e.ns, run)
+	parentOutputs := map[string]map[string]stages.Artifact{}
+	for _, pid := range n.Parents {
+		s, err := w.e.rdb.HGet(ctx, k.node(pid), "outputs").Result()
+		if err != nil {
+			return nil, fmt.Errorf("reading outputs of %s: %w", pid, err)
+		}
+		var outs map[string]stages.Artifact
+		if err := json.Unmarshal([]byte(s), &outs); err != nil {
+			return nil, fmt.Errorf("reading outputs of %s: %w", pid, err)
+		}
+		parentOutputs[pid] = outs
+	}
+	in := map[string][]stages.Artifact{}
+	for _, i := range n.Inputs {
+		if i.Dataset != "" {
+			a, ok := ri.datasets[i.Dataset]
+			if !ok {
+				return nil, stages.Permanent(fmt.Errorf("dataset %s was not imported", i.Dataset))
+			}
+			in[i.Port] = append(in[i.Port], a)
+			continue
+		}
+		a, ok := parentOutputs[i.Node][i.Output]
+		if !ok {
+			return nil, stages.Permanent(fmt.Errorf("node %s has no output %s", i.Node, i.Output))
+		}
+		in[i.Port] = append(in[i.Port], a)
+	}
+	return in, nil
+}
+
+// complete records node n as finished and enqueues the children it
+// released (or, on a repeat, any child still waiting to be enqueued).
+func (e *Engine) complete(ctx context.Context, run string, ri *runInfo, n *spec.Node, final string) error {
+	k := runKeys(e.ns, run)
+	argv := append([]any{n.ID, final, nowString()}, anyStrings(n.Children)...)
+	res, err := completeScript.Run(ctx, e.rdb, []string{k.states(), k.waiting(), k.meta()}, argv...).Slice()
+	if err != nil {
+		return fmt.Errorf("completing node: %w", err)
+	}
+	transition, _ := res[0].(int64)
+	ready, _ := res[1].([]any)
+	for _, r := range ready {
+		child, _ := ri.graph.Node(r.(string))
+		if child == nil {
+			continue
+		}
+		if err := e.enqueue(ctx, run, child); err != nil {
+			return err
+		}
+	}
+	if transition == 2 {
+		e.log.Info("run succeeded", "run", run)
+		if err := e.writeManifest(ctx, run); err != nil {
+			e.log.Warn("writing run manifest", "run", run, "err", err)
+		}
+	}
+	return nil
+}
+
+// fail handles a failed attempt: asynq retries it unless it was the last
+// one or the error is permanent, in which case the node and the run fail.
+func (w *Worker) fail(ctx context.Context, run string, n *spec.Node, attempt, maxRetry int, cause error) error {
+	e := w.e
+	k := runKeys(e.ns, run)
+	// Record the error even with a cancelled ctx (shutdown races).
+	bg := context.WithoutCancel(ctx)
+	e.rdb.HSet(bg, k.node(n.ID), "error", cause.Error(), "finished_at", nowString())
+	if !stages.IsPermanent(cause) && attempt < maxRetry {
+		return cause
+	}
+	msg := fmt.Sprintf("node %s: %v", n.ID, cause)
+	if !stages.IsPermanent(cause) {
+		msg = fmt.Sprintf("node %s failed after %d attempts: %v", n.ID, attempt+1, cause)
+	}
+	failedRun, err := failScript.Run(bg, e.rdb, []string{k.states(), k.meta()}, n.ID, nowString(), msg).Int()
+	if err != nil {
+		return fmt.Errorf("failing node: %w (cause: %v)", err, cause)
+	}
+	if failedRun == 1 {
+		e.log.Error("run failed", "run", run, "node", n.ID, "err", cause)
+		if err := e.writeManifest(bg, run); err != nil {
+			e.log.Warn("writing run manifest", "run", run, "err", err)
+		}
+	}
+	return fmt.Errorf("%w: %v", asynq.SkipRetry, cause)
+}
+
+// progressWriter forwards a stage's progress to Redis, at most once per
+// ProgressInterval (the last report of a burst may be dropped; the next one
+// replaces it anyway).
+func (w *Worker) progressWriter(run, node string) func(stages.ProgressUpdate) {
+	var mu sync.Mutex
+	var last time.Time
+	key := runKeys(w.e.ns, run).node(node)
+	return func(p stages.ProgressUpdate) {
+		mu.Lock()
+		now := time.Now()
+		if now.Sub(last) < w.opts.ProgressInterval && (p.Total == 0 || p.Done < p.Total) {
+			mu.Unlock()
+			return
+		}
+		last = now
+		mu.Unlock()
+		b, _ := json.Marshal(p)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		if err := w.e.rdb.HSet(ctx, key, "progress", b).Err(); err != nil {
+			w.e.log.Debug("progress not recorded", "node", node, "err", err)
+		}
+	}
+}
+
+func anyStrings(s []string) []any {
+	out := make([]any, len(s))
+	for i, v := range s {
+		out[i] = v
+	}
+	return out
+}
+
+// asynqLogger adapts slog to asynq's logger interface.
+type asynqLogger struct{ l *slog.Logger }
+
+func (a asynqLogger) Debug(args ...any) { a.l.Debug(fmt.Sprint(args...)) }
+func (a asynqLogger) Info(args ...any)  { a.l.Info(fmt.Sprint(args...)) }
+func (a asynqLogger) Warn(args ...any)  { a.l.Warn(fmt.Sprint(args...)) }
+func (a asynqLogger) Error(args ...any) { a.l.Error(fmt.Sprint(args...)) }
+func (a asynqLogger) Fatal(args ...any) { a.l.Error(fmt.Sprint(args...)); os.Exit(1) }
