@@ -72,7 +72,7 @@ func Short(key string) string {
 // own prefix, so that two attempts of one node (a worker presumed dead but
 // alive, a resubmission racing a run) never overwrite each other's files;
 // the record names the attempt that won.
-func nodeRecordKey(key string) string         { return "nodes/" + key + ".json" }
+func nodeRecordKey(key string) string          { return "nodes/" + key + ".json" }
 func attemptPrefix(key, attempt string) string { return "artifacts/" + key + "/" + attempt }
 func checkpointPrefix(key string) string       { return "checkpoints/" + key }
 func manifestKey(run string) string            { return "runs/" + run + "/manifest.json" }
@@ -98,14 +98,16 @@ type NodeRecord struct {
 // Redis Cluster.
 type keys struct{ ns, run string }
 
-func (k keys) meta() string                { return k.ns + ":{" + k.run + "}:run" }
-func (k keys) states() string              { return k.ns + ":{" + k.run + "}:state" }
-func (k keys) waiting() string             { return k.ns + ":{" + k.run + "}:waiting" }
-func (k keys) node(id string) string       { return k.ns + ":{" + k.run + "}:node:" + id }
-func runsIndex(ns string) string           { return ns + ":runs" }
-func taskID(run, node string) string       { return run + "/" + node }
-func runKeys(ns, run string) keys          { return keys{ns: ns, run: run} }
-func (k keys) all(nodes []string) []string { return append([]string{k.meta(), k.states(), k.waiting()}, k.nodeKeys(nodes)...) }
+func (k keys) meta() string          { return k.ns + ":{" + k.run + "}:run" }
+func (k keys) states() string        { return k.ns + ":{" + k.run + "}:state" }
+func (k keys) waiting() string       { return k.ns + ":{" + k.run + "}:waiting" }
+func (k keys) node(id string) string { return k.ns + ":{" + k.run + "}:node:" + id }
+func runsIndex(ns string) string     { return ns + ":runs" }
+func taskID(run, node string) string { return run + "/" + node }
+func runKeys(ns, run string) keys    { return keys{ns: ns, run: run} }
+func (k keys) all(nodes []string) []string {
+	return append([]string{k.meta(), k.states(), k.waiting()}, k.nodeKeys(nodes)...)
+}
 
 func (k keys) nodeKeys(nodes []string) []string {
 	out := make([]string, len(nodes))
