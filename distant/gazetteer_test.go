@@ -152,3 +152,35 @@ func TestPunctTokenizer(t *testing.T) {
 		t.Errorf("got %q, want %q", got, want)
 	}
 }
+
+// FuzzRead feeds arbitrary bytes to every reader: they may reject the
+// input, naming the source, but never panic, and what they keep is sane.
+func FuzzRead(f *testing.F) {
+	for _, seed := range []string{
+		"Chemical\tlithium\nDisease\theart failure\n",
+		"lithium\n\n\u200b\n",
+		"{\"phrase\": \"x\", \"type\": \"T\", \"aliases\": [\"y\", \"\"]}\n",
+		"phrase,type,aliases\nx,T,y|z\n\"a,b\",,\n",
+	} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		for _, format := range []Format{FormatTyped, FormatUntyped, FormatJSONL, FormatCSV} {
+			g, err := Read(strings.NewReader(in), Source{Path: "fuzz.txt", Format: format})
+			if err != nil {
+				if !strings.HasPrefix(err.Error(), "fuzz.txt") {
+					t.Errorf("%s: error %q does not name the source", format, err)
+				}
+				continue
+			}
+			for _, e := range g.Entries {
+				if len(e.Tokens) == 0 || e.Line < 1 {
+					t.Errorf("%s: bad entry %+v", format, e)
+				}
+			}
+			if _, err := NewMatcher([]*Gazetteer{g}); err != nil {
+				t.Errorf("%s: %v", format, err)
+			}
+		}
+	})
+}

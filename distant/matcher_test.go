@@ -275,3 +275,34 @@ func TestMatchesDoNotOverlap(t *testing.T) {
 		}
 	}
 }
+
+// TestScannersShareAMatcher runs scanners of one Matcher in parallel (run
+// with -race): the Matcher must be read-only once built.
+func TestScannersShareAMatcher(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 9))
+	gs, sents := randomWorld(r, 4, 30, 300)
+	m := matcher(t, gs)
+	want := make([][]string, len(sents))
+	sc := m.Scanner()
+	for i, s := range sents {
+		want[i] = spans(sc.Match(s))
+	}
+	errs := make(chan string, 4)
+	for range 4 {
+		go func() {
+			sc := m.Scanner()
+			for i, s := range sents {
+				if got := spans(sc.Match(s)); !reflect.DeepEqual(got, want[i]) {
+					errs <- fmt.Sprintf("%q: %v, want %v", s, got, want[i])
+					return
+				}
+			}
+			errs <- ""
+		}()
+	}
+	for range 4 {
+		if e := <-errs; e != "" {
+			t.Error(e)
+		}
+	}
+}
