@@ -102,6 +102,7 @@ type Source struct {
 
 // ParseSource parses a gazetteer spec of the form
 // `PATH[,priority=N][,type=T][,format=F]`, as given on the command line.
+// A path that contains a comma cannot be given this way.
 func ParseSource(spec string) (Source, error) {
 	parts := strings.Split(spec, ",")
 	src := Source{Path: parts[0]}
