@@ -3,5 +3,6 @@ package main
 // The plug-ins compiled into this binary, the way Caddy lists its modules:
 // each import registers storage drivers or pipeline stages by name in init.
 import (
-	_ "github.com/nerflow/nerflow/storage/all"
+	_ "github.com/nerflow/nerflow/distant"     // stage: distant
+	_ "github.com/nerflow/nerflow/storage/all" // stores: file, s3
 )
