@@ -32,6 +32,10 @@ type Redis struct {
 	Addr     string `mapstructure:"addr"`
 	Password string `mapstructure:"password"`
 	DB       int    `mapstructure:"db"`
+	// Namespace prefixes nerflow's Redis keys and asynq queue names
+	// ("nerflow:cpu", "nerflow:gpu"), so that several deployments (or test
+	// runs) can share one Redis server.
+	Namespace string `mapstructure:"namespace"`
 }
 
 // Log configures log/slog output.
@@ -42,12 +46,13 @@ type Log struct {
 
 // Defaults are the embedded single-machine defaults.
 var Defaults = map[string]any{
-	"store":          "file://.nerflow/store",
-	"redis.addr":     "",
-	"redis.password": "",
-	"redis.db":       0,
-	"log.level":      "info",
-	"log.format":     "text",
+	"store":           "file://.nerflow/store",
+	"redis.addr":      "",
+	"redis.password":  "",
+	"redis.db":        0,
+	"redis.namespace": "nerflow",
+	"log.level":       "info",
+	"log.format":      "text",
 }
 
 // New returns a viper instance with nerflow's defaults, environment binding

@@ -1,0 +1,85 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+	"github.com/spf13/cobra"
+
+	"github.com/nerflow/nerflow/pipeline/engine"
+	"github.com/nerflow/nerflow/pipeline/spec"
+	"github.com/nerflow/nerflow/storage"
+	_ "github.com/nerflow/nerflow/storage/all" // every store URL scheme
+)
+
+// Helpers shared by the pipeline commands (run, worker, submit, runs,
+// status, cancel, retry, artifacts).
+
+// clusterEngine connects to the configured Redis and store. With no Redis
+// configured, read-only commands (live=false) still work on the run
+// manifests in the store, which is where embedded runs leave their state;
+// commands that change a live run (live=true) need the Redis server.
+func (a *app) clusterEngine(ctx context.Context, live bool) (*engine.Engine, func(), error) {
+	st, err := storage.Open(ctx, a.cfg.Store)
+	if err != nil {
+		return nil, nil, err
+	}
+	var rdb *redis.Client
+	var mr *miniredis.Miniredis
+	if a.cfg.Redis.Addr == "" {
+		if live {
+			st.Close()
+			return nil, nil, errors.New("no Redis server configured (--redis HOST:PORT or NERFLOW_REDIS_ADDR): " +
+				"this command works on cluster runs; an embedded run (nerflow run) lives only as long as its process")
+		}
+		// An empty in-process Redis: every run is looked up in the store.
+		if mr, err = miniredis.Run(); err != nil {
+			st.Close()
+			return nil, nil, err
+		}
+		rdb = redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	} else {
+		rdb = redis.NewClient(&redis.Options{Addr: a.cfg.Redis.Addr, Password: a.cfg.Redis.Password, DB: a.cfg.Redis.DB})
+		if err := rdb.Ping(ctx).Err(); err != nil {
+			st.Close()
+			rdb.Close()
+			return nil, nil, fmt.Errorf("redis %s: %w", a.cfg.Redis.Addr, err)
+		}
+	}
+	e := engine.New(rdb, st, engine.WithNamespace(a.cfg.Redis.Namespace), engine.WithLogger(a.log))
+	closeAll := func() {
+		e.Close()
+		rdb.Close()
+		if mr != nil {
+			mr.Close()
+		}
+		st.Close()
+	}
+	return e, closeAll, nil
+}
+
+// loadGraph reads, validates and expands a spec file with --set overrides.
+func loadGraph(path string, sets []string) (*spec.Graph, error) {
+	s, err := spec.Load(path, sets...)
+	if err != nil {
+		return nil, err
+	}
+	return s.Expand()
+}
+
+func addSetFlag(cmd *cobra.Command, sets *[]string) {
+	cmd.Flags().StringArrayVar(sets, "set", nil, "override a parameter: NODE.PARAM=VALUE, NODE.queue=gpu or NODE.fan_out.PARAM=V1,V2 (repeatable)")
+}
+
+var deviceRE = regexp.MustCompile(`^(cpu|cuda:[0-9]+)$`)
+
+func checkDevice(d string) error {
+	if !deviceRE.MatchString(d) {
+		return fmt.Errorf("--device %q: want cpu or cuda:N", d)
+	}
+	return nil
+}

@@ -1,0 +1,171 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/nerflow/nerflow/internal/config"
+	"github.com/nerflow/nerflow/pipeline/engine"
+	"github.com/nerflow/nerflow/pipeline/spec"
+	"github.com/nerflow/nerflow/stages"
+	"github.com/nerflow/nerflow/storage"
+	"github.com/nerflow/nerflow/storage/fsstore"
+)
+
+func init() {
+	register(func(a *app) *cobra.Command {
+		var (
+			sets        []string
+			concurrency int
+			device      string
+			noProgress  bool
+			export      string
+		)
+		cmd := &cobra.Command{
+			Use:   "run SPEC.yaml",
+			Short: "Run a pipeline spec in this process (embedded Redis, workers and file store)",
+			Long: `Run executes every node of a pipeline spec in this process: an in-process
+Redis, in-process workers for the cpu and gpu queues, and the configured
+artifact store (by default the directory .nerflow/store). It is the same
+engine a cluster runs. Nodes whose outputs are already in the store are
+cached, so running a spec again, after a change or after Ctrl-C, executes
+only what is new.
+
+The spec syntax is described in docs/spec.md; ` + "`nerflow stages`" + ` lists the stages.`,
+			Example: `  nerflow run pipeline.yaml
+  nerflow run pipeline.yaml --set train.epochs=5 --set train.fan_out.seed=1,2,3
+  nerflow run pipeline.yaml --export out/`,
+			Args: cobra.ExactArgs(1),
+			RunE: func(cmd *cobra.Command, args []string) error {
+				if err := checkDevice(device); err != nil {
+					return err
+				}
+				g, err := loadGraph(args[0], sets)
+				if err != nil {
+					return err
+				}
+				specText, err := os.ReadFile(args[0])
+				if err != nil {
+					return err
+				}
+				ctx := cmd.Context()
+				st, err := storage.Open(ctx, a.cfg.Store)
+				if err != nil {
+					return err
+				}
+				defer st.Close()
+
+				view := newRunView(os.Stderr, !noProgress)
+				// Logs go through the view so that they scroll above the bars.
+				lvl, _ := config.ParseLevel(a.cfg.Log.Level)
+				log := slog.New(slog.NewTextHandler(view.Writer(), &slog.HandlerOptions{Level: lvl}))
+				em, err := engine.StartEmbedded(st, engine.WorkerOptions{
+					Concurrency: concurrency, Device: device, DelayedPollInterval: 200 * time.Millisecond,
+					RetryDelay: func(n int) time.Duration { return min(time.Second<<n, 30*time.Second) },
+				}, engine.WithLogger(log))
+				if err != nil {
+					return err
+				}
+				defer em.Close()
+				started := time.Now()
+				final, runErr := em.Run(ctx, g, engine.SubmitOptions{Spec: specText, SpecFile: args[0], Overrides: sets},
+					200*time.Millisecond, view.update)
+				view.close()
+				if final == nil {
+					return runErr
+				}
+				out := cmd.OutOrStdout()
+				if err := printNodeTable(out, final, false); err != nil {
+					return err
+				}
+				fmt.Fprintf(out, "\nrun %s %s in %s: %s\n", final.ID, final.State, shortDuration(time.Since(started)), countsLine(final))
+				fmt.Fprintf(out, "artifacts in %s%s\n", storeLocation(st, a.cfg.Store), " (nerflow artifacts ls "+final.ID+"; nerflow artifacts get "+final.ID+" NODE OUTPUT)")
+				if export != "" && final.State == engine.Succeeded {
+					n, err := exportSinks(ctx, st, final, g.Nodes, export)
+					if err != nil {
+						return err
+					}
+					fmt.Fprintf(out, "exported %d outputs of the final nodes to %s\n", n, export)
+				}
+				switch {
+				case errors.Is(runErr, context.Canceled):
+					return errors.New("interrupted: finished nodes are cached; run the same command again to resume")
+				case runErr != nil:
+					return runErr
+				case final.State != engine.Succeeded:
+					return fmt.Errorf("run %s: %s", final.State, final.Error)
+				}
+				return nil
+			},
+		}
+		addSetFlag(cmd, &sets)
+		cmd.Flags().IntVar(&concurrency, "concurrency", runtime.NumCPU(), "nodes executed at once")
+		cmd.Flags().StringVar(&device, "device", "cpu", "device given to stages: cpu or cuda:N")
+		cmd.Flags().BoolVar(&noProgress, "no-progress", false, "print one line per node instead of progress bars")
+		cmd.Flags().StringVar(&export, "export", "", "copy the outputs of the final nodes (those without children) into this directory as plain files")
+		return cmd
+	})
+}
+
+func countsLine(st *engine.RunStatus) string {
+	c := st.Counts()
+	var parts []string
+	for _, s := range []string{engine.Done, engine.Cached, engine.Failed, engine.Cancelled, engine.Running, engine.Queued, engine.Pending} {
+		if c[s] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", c[s], s))
+		}
+	}
+	return fmt.Sprintf("%d nodes (%s)", len(st.Nodes), strings.Join(parts, ", "))
+}
+
+// storeLocation says where a store keeps its objects, as a path when it is
+// a local directory.
+func storeLocation(st storage.Store, url string) string {
+	if fs, ok := st.(*fsstore.Store); ok {
+		if wd, err := os.Getwd(); err == nil {
+			if rel, err := filepath.Rel(wd, fs.Root()); err == nil && !strings.HasPrefix(rel, "..") {
+				return "./" + rel
+			}
+		}
+		return fs.Root()
+	}
+	return storage.Redact(url)
+}
+
+// exportSinks copies the outputs of the nodes without children to
+// dir/NODE/OUTPUT/FILE.
+func exportSinks(ctx context.Context, st storage.Store, run *engine.RunStatus, nodes []*spec.Node, dir string) (int, error) {
+	n := 0
+	for _, node := range nodes {
+		if len(node.Children) > 0 {
+			continue
+		}
+		ns, ok := run.Node(node.ID)
+		if !ok {
+			continue
+		}
+		for name, a := range ns.Outputs {
+			dst := filepath.Join(dir, safeName(node.ID), name)
+			if err := stages.NewInput(ctx, st, a).Fetch(dst); err != nil {
+				return n, fmt.Errorf("exporting %s.%s: %w", node.ID, name, err)
+			}
+			n++
+		}
+	}
+	return n, nil
+}
+
+// safeName turns a node id such as train[seed=3] into a portable file name.
+func safeName(id string) string {
+	r := strings.NewReplacer("[", "_", "]", "", "=", "-", ",", "_", "/", "_", " ", "_")
+	return r.Replace(id)
+}

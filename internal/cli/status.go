@@ -1,0 +1,112 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/nerflow/nerflow/pipeline/engine"
+)
+
+func init() {
+	register(func(a *app) *cobra.Command {
+		var (
+			asJSON  bool
+			verbose bool
+			watch   time.Duration
+		)
+		cmd := &cobra.Command{
+			Use:   "status RUN",
+			Short: "Show a run's state, node by node",
+			Long: `Status prints the state of each node of a run (pending, queued, running,
+done, cached, failed, cancelled), its attempt, duration, progress and
+outputs, and the error of failed nodes. Live runs are read from Redis;
+finished and embedded runs from their manifest in the store.`,
+			Args: cobra.ExactArgs(1),
+			RunE: func(cmd *cobra.Command, args []string) error {
+				ctx := cmd.Context()
+				e, closeAll, err := a.clusterEngine(ctx, false)
+				if err != nil {
+					return err
+				}
+				defer closeAll()
+				show := func(st *engine.RunStatus) error {
+					out := cmd.OutOrStdout()
+					if asJSON {
+						enc := json.NewEncoder(out)
+						enc.SetIndent("", "  ")
+						return enc.Encode(st)
+					}
+					fmt.Fprintf(out, "run %s (%s): %s, %s\n", st.ID, st.Name, st.State, countsLine(st))
+					if st.Error != "" {
+						fmt.Fprintf(out, "error: %s\n", st.Error)
+					}
+					return printNodeTable(out, st, verbose)
+				}
+				if watch > 0 {
+					st, err := e.Wait(ctx, args[0], watch, func(st *engine.RunStatus) { _ = show(st); fmt.Fprintln(cmd.OutOrStdout()) })
+					if err != nil {
+						return err
+					}
+					_ = st
+					return nil
+				}
+				st, err := e.Status(ctx, args[0])
+				if err != nil {
+					return err
+				}
+				return show(st)
+			},
+		}
+		cmd.Flags().BoolVar(&asJSON, "json", false, "print the status as JSON")
+		cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "show artifact locations and the last error of every node")
+		cmd.Flags().DurationVar(&watch, "watch", 0, "print the status every interval until the run is over")
+		return cmd
+	})
+
+	register(func(a *app) *cobra.Command {
+		var (
+			asJSON bool
+			limit  int
+		)
+		cmd := &cobra.Command{
+			Use:   "runs",
+			Short: "List runs, newest first",
+			Args:  cobra.NoArgs,
+			RunE: func(cmd *cobra.Command, _ []string) error {
+				ctx := cmd.Context()
+				e, closeAll, err := a.clusterEngine(ctx, false)
+				if err != nil {
+					return err
+				}
+				defer closeAll()
+				runs, err := e.Runs(ctx, limit)
+				if err != nil {
+					return err
+				}
+				out := cmd.OutOrStdout()
+				if asJSON {
+					enc := json.NewEncoder(out)
+					enc.SetIndent("", "  ")
+					return enc.Encode(runs)
+				}
+				tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+				fmt.Fprintln(tw, "RUN\tNAME\tSTATE\tCREATED\tDURATION")
+				for _, r := range runs {
+					d := "-"
+					if r.FinishedAt != nil {
+						d = shortDuration(r.FinishedAt.Sub(r.CreatedAt))
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.ID, r.Name, r.State, r.CreatedAt.Local().Format("2006-01-02 15:04:05"), d)
+				}
+				return tw.Flush()
+			},
+		}
+		cmd.Flags().BoolVar(&asJSON, "json", false, "print the list as JSON")
+		cmd.Flags().IntVar(&limit, "limit", 50, "show at most this many runs (0: all)")
+		return cmd
+	})
+}

@@ -1,0 +1,77 @@
+package cli
+
+import (
+	"errors"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/nerflow/nerflow/pipeline/engine"
+)
+
+func init() {
+	register(func(a *app) *cobra.Command {
+		var (
+			queues      string
+			concurrency int
+			device      string
+			grace       time.Duration
+			poll        time.Duration
+			tempDir     string
+		)
+		cmd := &cobra.Command{
+			Use:   "worker",
+			Short: "Execute pipeline nodes from the cluster's queues",
+			Long: `Worker takes nodes from the given queues (cpu, gpu) of the Redis server and
+executes their stages, reading and writing artifacts in the configured store.
+Start as many workers as you have machines or GPUs; a worker that dies has its
+node re-run by another one (from the stage's last checkpoint when the stage
+supports it).
+
+On SIGTERM or Ctrl-C the worker stops taking nodes, lets running ones finish
+for --shutdown-timeout, and hands those still running back to their queue.`,
+			Example: `  nerflow worker --redis 10.0.0.5:6379 --store s3://nerflow?endpoint=10.0.0.6:9000 --queues cpu --concurrency 8
+  nerflow worker --queues gpu,cpu --concurrency 1 --device cuda:0`,
+			Args: cobra.NoArgs,
+			RunE: func(cmd *cobra.Command, _ []string) error {
+				if err := checkDevice(device); err != nil {
+					return err
+				}
+				var qs []string
+				for _, q := range strings.Split(queues, ",") {
+					q = strings.TrimSpace(q)
+					if q != "cpu" && q != "gpu" {
+						return errors.New("--queues: want a comma-separated list of cpu and gpu")
+					}
+					qs = append(qs, q)
+				}
+				ctx := cmd.Context()
+				e, closeAll, err := a.clusterEngine(ctx, true)
+				if err != nil {
+					return err
+				}
+				defer closeAll()
+				w := e.NewWorker(engine.WorkerOptions{
+					Queues: qs, Concurrency: concurrency, Device: device, ShutdownTimeout: grace,
+					PollInterval: poll, TempDir: tempDir,
+				})
+				if err := w.Start(); err != nil {
+					return err
+				}
+				<-ctx.Done()
+				a.log.Info("worker shutting down", "grace", grace)
+				w.Shutdown()
+				return nil
+			},
+		}
+		cmd.Flags().StringVar(&queues, "queues", "cpu", "queues to serve, highest priority first: cpu, gpu or gpu,cpu")
+		cmd.Flags().IntVar(&concurrency, "concurrency", 1, "nodes executed at once")
+		cmd.Flags().StringVar(&device, "device", "cpu", "device given to stages: cpu or cuda:N")
+		cmd.Flags().DurationVar(&grace, "shutdown-timeout", 25*time.Second, "on SIGTERM, how long running nodes may finish before they are handed back")
+		cmd.Flags().DurationVar(&poll, "poll-interval", 10*time.Millisecond, "how often an idle worker checks its queues")
+		cmd.Flags().StringVar(&tempDir, "temp-dir", os.TempDir(), "parent directory of stages' scratch directories")
+		return cmd
+	})
+}
