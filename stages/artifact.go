@@ -55,10 +55,10 @@ type Producer struct {
 }
 
 // Key returns the store key of file name.
-func (a *Artifact) Key(name string) string { return a.Prefix + "/" + name }
+func (a Artifact) Key(name string) string { return a.Prefix + "/" + name }
 
 // File returns the entry for name.
-func (a *Artifact) File(name string) (File, bool) {
+func (a Artifact) File(name string) (File, bool) {
 	i := sort.Search(len(a.Files), func(i int) bool { return a.Files[i].Name >= name })
 	if i < len(a.Files) && a.Files[i].Name == name {
 		return a.Files[i], true
@@ -67,7 +67,7 @@ func (a *Artifact) File(name string) (File, bool) {
 }
 
 // Size is the total size of the files.
-func (a *Artifact) Size() int64 {
+func (a Artifact) Size() int64 {
 	var n int64
 	for _, f := range a.Files {
 		n += f.Size

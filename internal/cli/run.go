@@ -97,7 +97,7 @@ The spec syntax is described in docs/spec.md; ` + "`nerflow stages`" + ` lists t
 					fmt.Fprintf(out, "exported %d outputs of the final nodes to %s\n", n, export)
 				}
 				switch {
-				case errors.Is(runErr, context.Canceled):
+				case errors.Is(runErr, context.Canceled) || errors.Is(runErr, context.DeadlineExceeded):
 					return errors.New("interrupted: finished nodes are cached; run the same command again to resume")
 				case runErr != nil:
 					return runErr

@@ -136,7 +136,7 @@ func (w *Worker) handle(ctx context.Context, t *asynq.Task) error {
 		return fmt.Errorf("%w: bad task payload: %v", asynq.SkipRetry, err)
 	}
 	err := w.execute(ctx, p)
-	if err != nil && !errors.Is(err, asynq.SkipRetry) {
+	if err != nil && !errors.Is(err, asynq.SkipRetry) && ctx.Err() == nil {
 		w.e.log.Warn("node attempt failed", "run", p.Run, "node", p.Node, "err", err)
 	}
 	return err

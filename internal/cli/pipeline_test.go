@@ -1,0 +1,447 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/nerflow/nerflow/internal/testenv"
+	"github.com/nerflow/nerflow/pipeline/engine"
+	_ "github.com/nerflow/nerflow/pipeline/teststages"
+	"github.com/nerflow/nerflow/storage"
+)
+
+// runPipelineCLI runs the nerflow command line in this process.
+func runPipelineCLI(ctx context.Context, t *testing.T, dir string, args ...string) (string, error) {
+	t.Helper()
+	root := NewRoot()
+	var out bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&out)
+	root.SetArgs(append(args, "--log-level", "warn"))
+	wd, _ := os.Getwd()
+	if err := os.Chdir(dir); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Chdir(wd)
+	err := root.ExecuteContext(ctx)
+	return out.String(), err
+}
+
+const cliSpec = `
+name: cli
+nodes:
+  text: {stage: test.emit, params: {text: hello}}
+  train:
+    stage: test.seed
+    fan_out: {seed: [1, 2, 3]}
+    inputs: {in: text}
+  total: {stage: test.sum, inputs: {models: train.model}}
+`
+
+func writeSpec(t *testing.T, dir, text string) string {
+	t.Helper()
+	p := filepath.Join(dir, "spec.yaml")
+	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestRunEmbedded drives `nerflow run` as a user would: a first run
+// executes every node, a second is entirely cached, --set re-runs the
+// affected part, and the outputs can be read back with artifacts get.
+func TestRunEmbedded(t *testing.T) {
+	dir := t.TempDir()
+	writeSpec(t, dir, cliSpec)
+	ctx := context.Background()
+	out, err := runPipelineCLI(ctx, t, dir, "run", "spec.yaml", "--no-progress")
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, out)
+	}
+	if !strings.Contains(out, "succeeded") || !strings.Contains(out, "5 nodes (5 done)") {
+		t.Errorf("first run output:\n%s", out)
+	}
+	if !strings.Contains(out, "artifacts in ./.nerflow/store") {
+		t.Errorf("run does not say where the artifacts are:\n%s", out)
+	}
+	out, err = runPipelineCLI(ctx, t, dir, "run", "spec.yaml", "--no-progress", "--export", "exported")
+	if err != nil {
+		t.Fatalf("second run: %v\n%s", err, out)
+	}
+	if !strings.Contains(out, "5 nodes (5 cached)") {
+		t.Errorf("second run is not fully cached:\n%s", out)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "exported", "total", "total", "total.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// (seed + len("hello")) over seeds 1..3 = 6+7+8.
+	var total map[string]float64
+	if err := json.Unmarshal(b, &total); err != nil || total["total"] != 21 {
+		t.Errorf("exported total.json = %s (%v)", b, err)
+	}
+	out, err = runPipelineCLI(ctx, t, dir, "run", "spec.yaml", "--no-progress", "--set", "train.scale=2")
+	if err != nil {
+		t.Fatalf("run with --set: %v\n%s", err, out)
+	}
+	if !strings.Contains(out, "5 nodes (4 done, 1 cached)") {
+		t.Errorf("--set train.scale=2 should re-run the 3 train nodes and total only:\n%s", out)
+	}
+	runs, err := runPipelineCLI(ctx, t, dir, "runs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Newest first: the run with scale 2, (2·seed + 5) over seeds 1..3.
+	newest := strings.Fields(strings.Split(runs, "\n")[1])[0]
+	got, err := runPipelineCLI(ctx, t, dir, "artifacts", "get", newest, "total", "total")
+	if err != nil {
+		t.Fatalf("artifacts get: %v\n%s", err, got)
+	}
+	if !strings.Contains(got, `"total": 27`) {
+		t.Errorf("artifacts get total total = %s", got)
+	}
+	st, err := runPipelineCLI(ctx, t, dir, "status", newest)
+	if err != nil || !strings.Contains(st, "train[seed=2]") {
+		t.Errorf("status: %v\n%s", err, st)
+	}
+}
+
+// TestRunInvalidSpec: validation errors name the file, line and field.
+func TestRunInvalidSpec(t *testing.T) {
+	dir := t.TempDir()
+	writeSpec(t, dir, `
+nodes:
+  text: {stage: test.emit}
+  train:
+    stage: test.seed
+    params:
+      seed: many
+    inputs: {in: text}
+`)
+	_, err := runPipelineCLI(context.Background(), t, dir, "run", "spec.yaml")
+	if err == nil || !strings.Contains(err.Error(), "spec.yaml:7: nodes.train.params.seed: want an integer") {
+		t.Errorf("err = %v", err)
+	}
+}
+
+// TestRunInterruptResumes: cancelling `nerflow run` (Ctrl-C) stops the
+// run; running it again reuses what finished.
+func TestRunInterruptResumes(t *testing.T) {
+	dir := t.TempDir()
+	writeSpec(t, dir, `
+nodes:
+  quick: {stage: test.emit, params: {text: q}}
+  slow: {stage: test.slow, params: {steps: 100, step_time: 20ms}, inputs: {in: quick}}
+`)
+	// Ctrl-C cancels the command's context (see cmd/nerflow).
+	ctx, cancel := context.WithCancel(context.Background())
+	defer time.AfterFunc(700*time.Millisecond, cancel).Stop()
+	out, err := runPipelineCLI(ctx, t, dir, "run", "spec.yaml", "--no-progress")
+	if err == nil || !strings.Contains(err.Error(), "interrupted") {
+		t.Fatalf("interrupted run: err = %v\n%s", err, out)
+	}
+	if !strings.Contains(out, "cancelled") {
+		t.Errorf("interrupted run output:\n%s", out)
+	}
+	out, err = runPipelineCLI(context.Background(), t, dir, "run", "spec.yaml", "--no-progress", "--set", "slow.steps=3")
+	if err != nil {
+		t.Fatalf("rerun: %v\n%s", err, out)
+	}
+	if !strings.Contains(out, "2 nodes (1 done, 1 cached)") {
+		t.Errorf("rerun should find quick cached:\n%s", out)
+	}
+}
+
+var (
+	buildOnce sync.Once
+	binary    string
+	buildErr  error
+)
+
+// nerflowBinary builds the nerflow command with the test stages compiled
+// in, once per test process.
+func nerflowBinary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "nerflow-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binary = filepath.Join(dir, "nerflow")
+		cmd := exec.Command("go", "build", "-tags", "nerflow_teststages", "-o", binary, "github.com/nerflow/nerflow/cmd/nerflow")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binary
+}
+
+// clusterEnv is a namespace of its own on the test Redis and a fresh bucket
+// on the test MinIO, as environment variables for nerflow processes.
+type clusterEnv struct {
+	env   []string
+	ns    string
+	rdb   *redis.Client
+	eng   *engine.Engine
+	store storage.Store
+}
+
+func newClusterEnv(t *testing.T) *clusterEnv {
+	t.Helper()
+	addr := testenv.Redis(t)
+	s3 := testenv.S3(t)
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	suffix := hex.EncodeToString(b[:])
+	url := "s3://nfcli-" + suffix + "?endpoint=" + s3.Endpoint + "&secure=false"
+	c := &clusterEnv{ns: "nfcli-" + suffix}
+	c.env = append(os.Environ(),
+		"NERFLOW_REDIS_ADDR="+addr, "NERFLOW_REDIS_NAMESPACE="+c.ns, "NERFLOW_STORE="+url,
+		"NERFLOW_S3_ACCESS_KEY="+s3.AccessKey, "NERFLOW_S3_SECRET_KEY="+s3.SecretKey, "NERFLOW_LOG_LEVEL=info")
+	t.Setenv("NERFLOW_S3_ACCESS_KEY", s3.AccessKey)
+	t.Setenv("NERFLOW_S3_SECRET_KEY", s3.SecretKey)
+	st, err := storage.Open(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.store = st
+	c.rdb = redis.NewClient(&redis.Options{Addr: addr})
+	c.eng = engine.New(c.rdb, st, engine.WithNamespace(c.ns))
+	t.Cleanup(func() { c.eng.Close(); c.rdb.Close(); st.Close() })
+	return c
+}
+
+// worker starts `nerflow worker` as a process of its own.
+func (c *clusterEnv) worker(t *testing.T, name string, args ...string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(nerflowBinary(t), append([]string{"worker", "--queues", "cpu"}, args...)...)
+	cmd.Env = c.env
+	logf, err := os.Create(filepath.Join(t.TempDir(), name+".log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		logf.Close()
+		if t.Failed() {
+			b, _ := os.ReadFile(logf.Name())
+			t.Logf("log of worker %s:\n%s", name, b)
+		}
+	})
+	return cmd
+}
+
+// submit runs `nerflow submit` and returns the run id it prints.
+func (c *clusterEnv) submit(t *testing.T, specText string) string {
+	t.Helper()
+	dir := t.TempDir()
+	p := writeSpec(t, dir, specText)
+	cmd := exec.Command(nerflowBinary(t), "submit", p)
+	cmd.Env = c.env
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("submit: %v\n%s", err, stderr.String())
+	}
+	return strings.TrimSpace(string(out))
+}
+
+func (c *clusterEnv) waitFor(t *testing.T, id string, what string, cond func(*engine.RunStatus) bool) *engine.RunStatus {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		st, err := c.eng.Status(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cond(st) {
+			return st
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	st, _ := c.eng.Status(context.Background(), id)
+	b, _ := json.MarshalIndent(st, "", "  ")
+	t.Fatalf("run %s: %s did not happen in 30s; status:\n%s", id, what, b)
+	return nil
+}
+
+const resumableSpec = `
+nodes:
+  text: {stage: test.emit, params: {text: %s}}
+  slow: {stage: test.slow, params: {steps: 25, step_time: 100ms}, inputs: {in: text}}
+`
+
+func slowProgress(st *engine.RunStatus) int64 {
+	n, _ := st.Node("slow")
+	if n == nil || n.State != engine.Running || n.Progress == nil {
+		return 0
+	}
+	return n.Progress.Done
+}
+
+func resumedFrom(t *testing.T, c *clusterEnv, st *engine.RunStatus) int64 {
+	t.Helper()
+	n, _ := st.Node("slow")
+	var r struct {
+		Step        int64 `json:"step"`
+		ResumedFrom int64 `json:"resumed_from"`
+	}
+	if _, err := storage.GetJSON(context.Background(), c.store, n.Outputs["result"].Key("result.json"), &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.Step != 25 {
+		t.Errorf("slow counted to %d, want 25", r.Step)
+	}
+	return r.ResumedFrom
+}
+
+// TestWorkerKilledMidNode kills a worker process with SIGKILL while it runs
+// a long node; another worker process finishes the run, resuming the node
+// from its last checkpoint.
+func TestWorkerKilledMidNode(t *testing.T) {
+	c := newClusterEnv(t)
+	a := c.worker(t, "a")
+	id := c.submit(t, fmt.Sprintf(resumableSpec, "kill"))
+	c.waitFor(t, id, "slow reaching step 3", func(st *engine.RunStatus) bool { return slowProgress(st) >= 3 })
+	if err := a.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = a.Wait()
+
+	// asynq notices a dead worker when the task's lease (30 s, renewed every
+	// few seconds by a live worker) has been expired for another 30 s, and
+	// looks every minute: up to two minutes. Those durations are constants
+	// of asynq; rather than wait, the test moves the lease of the killed
+	// worker's task into the past, which is exactly what the passing of
+	// that time would do. The new worker's recoverer, which runs when it
+	// starts, then retries the task.
+	leases := "asynq:{" + c.ns + ":cpu}:lease"
+	n, err := c.rdb.ZAddXX(context.Background(), leases, redis.Z{Score: float64(time.Now().Add(-2 * time.Minute).Unix()), Member: id + "/slow"}).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = n
+	if score, err := c.rdb.ZScore(context.Background(), leases, id+"/slow").Result(); err != nil || score > float64(time.Now().Unix()-60) {
+		t.Fatalf("the killed worker's task holds no lease (%v, score %v)", err, score)
+	}
+	c.worker(t, "b")
+	st := c.waitFor(t, id, "the run finishing", func(st *engine.RunStatus) bool { return st.State != engine.Running })
+	if st.State != engine.Succeeded {
+		t.Fatalf("run %s: %s", st.State, st.Error)
+	}
+	slow, _ := st.Node("slow")
+	if slow.Attempt != 1 {
+		t.Errorf("slow finished on attempt %d, want 1 (the retry after the worker died)", slow.Attempt)
+	}
+	if r := resumedFrom(t, c, st); r < 3 {
+		t.Errorf("the new worker resumed from step %d, want >= 3 (the last checkpoint of the killed one)", r)
+	}
+}
+
+// TestWorkerSIGTERMHandsBack: a worker told to stop (SIGTERM) waits for its
+// shutdown timeout, then hands the running node back to the queue; the next
+// worker resumes it from its checkpoint.
+func TestWorkerSIGTERMHandsBack(t *testing.T) {
+	c := newClusterEnv(t)
+	a := c.worker(t, "a", "--shutdown-timeout", "300ms")
+	id := c.submit(t, fmt.Sprintf(resumableSpec, "term"))
+	c.waitFor(t, id, "slow reaching step 3", func(st *engine.RunStatus) bool { return slowProgress(st) >= 3 })
+	if err := a.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- a.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("worker exited with %v after SIGTERM", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("worker did not exit within 10s of SIGTERM")
+	}
+	c.worker(t, "b")
+	st := c.waitFor(t, id, "the run finishing", func(st *engine.RunStatus) bool { return st.State != engine.Running })
+	if st.State != engine.Succeeded {
+		t.Fatalf("run %s: %s", st.State, st.Error)
+	}
+	if r := resumedFrom(t, c, st); r < 3 {
+		t.Errorf("resumed from step %d, want >= 3", r)
+	}
+}
+
+// TestClusterCommands exercises submit, status --json, cancel and retry
+// against real Redis and MinIO with a worker process.
+func TestClusterCommands(t *testing.T) {
+	c := newClusterEnv(t)
+	c.worker(t, "a", "--concurrency", "2")
+	id := c.submit(t, `
+nodes:
+  text: {stage: test.emit, params: {text: cmds}}
+  bad: {stage: test.fail, params: {message: "no such gazetteer"}, retries: 0, inputs: {in: text}}
+  after: {stage: test.concat, inputs: {in: bad}}
+`)
+	c.waitFor(t, id, "the run failing", func(st *engine.RunStatus) bool { return st.State == engine.Failed })
+	run := func(args ...string) (string, error) {
+		cmd := exec.Command(nerflowBinary(t), args...)
+		cmd.Env = c.env
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	out, err := run("status", id)
+	if err == nil && !strings.Contains(out, "error in bad: stage test.fail: no such gazetteer") {
+		err = fmt.Errorf("status does not show the error")
+	}
+	if err != nil {
+		t.Fatalf("status: %v\n%s", err, out)
+	}
+	out, err = run("status", id, "--json")
+	var st engine.RunStatus
+	if err != nil || json.Unmarshal([]byte(out), &st) != nil || st.State != engine.Failed {
+		t.Fatalf("status --json: %v\n%s", err, out)
+	}
+	out, err = run("retry", id)
+	if err != nil || !strings.Contains(out, "2 nodes set to run again") {
+		t.Fatalf("retry: %v\n%s", err, out)
+	}
+	c.waitFor(t, id, "the retried run failing", func(st *engine.RunStatus) bool { return st.State == engine.Failed })
+	if _, err := run("cancel", id); err == nil {
+		t.Error("cancelling a failed run succeeded")
+	}
+	long := c.submit(t, fmt.Sprintf(resumableSpec, "cancel"))
+	c.waitFor(t, long, "slow running", func(st *engine.RunStatus) bool { return slowProgress(st) >= 1 })
+	if out, err := run("cancel", long); err != nil {
+		t.Fatalf("cancel: %v\n%s", err, out)
+	}
+	st2 := c.waitFor(t, long, "the cancel", func(st *engine.RunStatus) bool { return st.State == engine.Cancelled })
+	if s, _ := st2.Node("slow"); s.State != engine.Cancelled {
+		t.Errorf("slow is %s after cancel", s.State)
+	}
+	out, err = run("runs")
+	if err != nil || !strings.Contains(out, id) || !strings.Contains(out, long) {
+		t.Errorf("runs: %v\n%s", err, out)
+	}
+}
