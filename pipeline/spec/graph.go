@@ -118,6 +118,34 @@ type node struct {
 	copies []*Node          // expanded nodes, in assignment order
 	assign []map[string]any // assignment of each copy
 	refs   map[string][]ref // port -> references
+	// matchOnly marks fan-out keys that are not parameters of the stage.
+	matchOnly map[string]bool
+}
+
+// paramsFor returns the raw parameters of copy i: the spec's, plus the
+// copy's fan-out values of the keys that are parameters.
+func (n *node) paramsFor(i int) map[string]any {
+	raw := maps.Clone(n.spec.Params)
+	for k, v := range n.assign[i] {
+		if !n.matchOnly[k] {
+			raw[k] = v
+		}
+	}
+	return raw
+}
+
+// producerFansOut reports whether a node n reads from fans out over key.
+func producerFansOut(n *node, byName map[string]*node, key string) bool {
+	for _, refs := range n.refs {
+		for _, r := range refs {
+			if p := byName[r.node]; p != nil {
+				if _, ok := p.spec.FanOut[key]; ok {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 type ref struct {
@@ -148,13 +176,17 @@ func (s *Spec) Expand() (*Graph, error) {
 		}
 		n.stage = st
 	}
-	// Parameters, fan-out and input references of each node on its own.
+	// Input references, then parameters and fan-out, of each node on its
+	// own (fan-out keys may refer to the producers' fan-out).
 	for _, n := range order {
-		if n.stage == nil {
-			continue
+		if n.stage != nil {
+			errs = append(errs, s.checkInputs(n, byName)...)
 		}
-		errs = append(errs, s.checkFanOut(n)...)
-		errs = append(errs, s.checkInputs(n, byName)...)
+	}
+	for _, n := range order {
+		if n.stage != nil {
+			errs = append(errs, s.checkFanOut(n, byName)...)
+		}
 	}
 	if len(errs) > 0 {
 		return nil, errs.sorted()
@@ -181,13 +213,25 @@ func (s *Spec) Expand() (*Graph, error) {
 	return g, nil
 }
 
-func (s *Spec) checkFanOut(n *node) Errors {
+// checkFanOut converts the fan-out values of n and builds its assignments.
+// A fan-out key is normally a parameter of the stage; it may also be a key
+// that one of the node's producers fans out over, without being a
+// parameter: the copies then only pair up with the producers' copies (an
+// evaluation per seed of a stage that has no seed).
+func (s *Spec) checkFanOut(n *node, byName map[string]*node) Errors {
 	var errs Errors
 	path := "nodes." + n.spec.Name
+	n.matchOnly = map[string]bool{}
 	for _, k := range slices.Sorted(maps.Keys(n.spec.FanOut)) {
 		p, ok := n.stage.Param(k)
 		if !ok {
-			errs = append(errs, s.errorf(path+".fan_out."+k, "stage %s has no parameter %q to fan out over", n.stage.Name, k))
+			if !producerFansOut(n, byName, k) {
+				errs = append(errs, s.errorf(path+".fan_out."+k, "stage %s has no parameter %q, and none of its inputs fans out over it", n.stage.Name, k))
+				continue
+			}
+			n.matchOnly[k] = true
+			n.values[k] = n.spec.FanOut[k]
+			n.keys = append(n.keys, k)
 			continue
 		}
 		if _, dup := n.spec.Params[k]; dup {
@@ -228,9 +272,7 @@ func (s *Spec) checkFanOut(n *node) Errors {
 	}
 	// Resolve the parameters once with the first assignment, which checks
 	// every non-fanned parameter (fanned ones were checked above).
-	raw := maps.Clone(n.spec.Params)
-	maps.Copy(raw, n.assign[0])
-	if _, err := n.stage.ResolveParams(raw); err != nil {
+	if _, err := n.stage.ResolveParams(n.paramsFor(0)); err != nil {
 		pe, ok := err.(*stages.ParamError)
 		if !ok {
 			return Errors{s.errorf(path+".params", "%v", err)}
@@ -427,9 +469,7 @@ func (s *Spec) expandNode(n *node, byName map[string]*node, g *Graph) Errors {
 		return errs
 	}
 	for i, a := range n.assign {
-		raw := maps.Clone(n.spec.Params)
-		maps.Copy(raw, a)
-		params, err := n.stage.ResolveParams(raw)
+		params, err := n.stage.ResolveParams(n.paramsFor(i))
 		if err != nil {
 			return Errors{s.errorf(path+".params", "%v", err)}
 		}

@@ -299,8 +299,12 @@ func (s *Spec) decodeNode(name string, raw any) (*NodeSpec, Errors) {
 		}
 		for k, vals := range fm {
 			l, ok := vals.([]any)
-			if !ok || len(l) == 0 {
+			if !ok {
 				errs = append(errs, s.errorf(path+".fan_out."+k, "want a non-empty list of values, got %s", describe(vals)))
+				continue
+			}
+			if len(l) == 0 {
+				errs = append(errs, s.errorf(path+".fan_out."+k, "want a non-empty list of values"))
 				continue
 			}
 			n.FanOut[k] = l

@@ -1,0 +1,293 @@
+package stages_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nerflow/nerflow/stages"
+	"github.com/nerflow/nerflow/storage/fsstore"
+)
+
+var demo = stages.Stage{
+	Name: "demo.stage", Version: 1,
+	Params: []stages.Param{
+		stages.IntParam("epochs", 3, "epochs", stages.Range(1, 100)),
+		stages.FloatParam("lr", 0.001, "learning rate", stages.AtLeast(0)),
+		stages.StringParam("scheme", "io", "tags", stages.OneOf("io", "bio")),
+		stages.BoolParam("drop_o", true, "drop O tokens"),
+		stages.DurationParam("budget", time.Hour, "time budget"),
+		stages.IntListParam("seeds", []int{1, 2}, "seeds", stages.AtLeast(0)),
+		stages.FloatListParam("weights", nil, "weights"),
+		stages.StringListParam("types", []string{"PER"}, "entity types", stages.OneOf("PER", "LOC", "ORG")),
+		stages.StringParam("name", "", "required name", stages.Required()),
+	},
+	Run: func(*stages.Context) error { return nil },
+}
+
+func TestResolveParams(t *testing.T) {
+	p, err := demo.ResolveParams(map[string]any{
+		"epochs": 5, "lr": "0.01", "budget": "90m", "seeds": []any{3, "4"}, "weights": "0.5, 1.5",
+		"types": []any{"LOC", "ORG"}, "name": "x", "drop_o": "false",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Int("epochs") != 5 || p.Float("lr") != 0.01 || p.String("scheme") != "io" || p.Bool("drop_o") ||
+		p.Duration("budget") != 90*time.Minute || !slices.Equal(p.Ints("seeds"), []int{3, 4}) ||
+		!slices.Equal(p.Floats("weights"), []float64{0.5, 1.5}) || !slices.Equal(p.Strings("types"), []string{"LOC", "ORG"}) {
+		t.Errorf("resolved %v", p.Map())
+	}
+	want := `{"budget":"1h30m0s","drop_o":false,"epochs":5,"lr":0.01,"name":"x","scheme":"io","seeds":[3,4],"types":["LOC","ORG"],"weights":[0.5,1.5]}`
+	if got := string(p.Canonical()); got != want {
+		t.Errorf("canonical\n got %s\nwant %s", got, want)
+	}
+	// Canonical JSON round-trips to the same parameters.
+	q, err := demo.ParamsFromCanonical(p.Canonical())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(q.Canonical()) != want {
+		t.Errorf("round trip: %s", q.Canonical())
+	}
+	// 5 and 5.0 are the same integer, and the same key.
+	r, err := demo.ResolveParams(map[string]any{"epochs": 5.0, "lr": 0.01, "budget": "1h30m", "seeds": []int{3, 4},
+		"weights": []float64{0.5, 1.5}, "types": []string{"LOC", "ORG"}, "name": "x", "drop_o": false})
+	if err != nil || string(r.Canonical()) != want {
+		t.Errorf("equivalent params: %s, %v", r.Canonical(), err)
+	}
+}
+
+func TestParamErrors(t *testing.T) {
+	base := map[string]any{"name": "x"}
+	cases := []struct {
+		param string
+		value any
+		want  string
+	}{
+		{"epochs", 0, "0 is below the minimum 1"},
+		{"epochs", 2.5, "want an integer, got 2.5"},
+		{"epochs", "many", `want an integer, got "many"`},
+		{"lr", -1, "-1 is below the minimum 0"},
+		{"scheme", "bioes", `"bioes" is not one of io, bio`},
+		{"drop_o", "maybe", `want a bool, got "maybe"`},
+		{"budget", "forever", "want a duration"},
+		{"seeds", []any{1, -2}, "element 1: -2 is below the minimum 0"},
+		{"types", []any{"PER", "MISC"}, `element 1: "MISC" is not one of PER, LOC, ORG`},
+		{"nope", 1, "stage demo.stage has no such parameter"},
+	}
+	for _, c := range cases {
+		raw := map[string]any{c.param: c.value}
+		for k, v := range base {
+			raw[k] = v
+		}
+		_, err := demo.ResolveParams(raw)
+		var pe *stages.ParamError
+		if !errors.As(err, &pe) || pe.Param != c.param || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s=%v: err = %v, want a ParamError on %s containing %q", c.param, c.value, err, c.param, c.want)
+		}
+	}
+	if _, err := demo.ResolveParams(nil); err == nil || !strings.Contains(err.Error(), `param "name": required`) {
+		t.Errorf("missing required param: %v", err)
+	}
+}
+
+func TestGetterOfUndeclaredParamPanics(t *testing.T) {
+	p, _ := demo.ResolveParams(map[string]any{"name": "x"})
+	defer func() {
+		if r := recover(); r == nil || !strings.Contains(r.(string), `"lr" is float, read as int`) {
+			t.Errorf("recovered %v", r)
+		}
+	}()
+	p.Int("lr")
+}
+
+func TestValidateDeclaration(t *testing.T) {
+	bad := []stages.Stage{
+		{Name: "Bad", Version: 1, Run: demo.Run},
+		{Name: "ok", Version: 0, Run: demo.Run},
+		{Name: "ok", Version: 1},
+		{Name: "ok", Version: 1, Run: demo.Run, Params: []stages.Param{stages.IntParam("n", 0, "", stages.Range(1, 2))}},
+		{Name: "ok", Version: 1, Run: demo.Run, Outputs: []stages.Port{{Name: "o", Many: true}}},
+		{Name: "ok", Version: 1, Run: demo.Run, Queue: "tpu"},
+	}
+	for i, s := range bad {
+		if err := s.Validate(); err == nil {
+			t.Errorf("declaration %d accepted", i)
+		}
+	}
+	if err := demo.Validate(); err != nil {
+		t.Error(err)
+	}
+}
+
+func store(t *testing.T) *fsstore.Store {
+	t.Helper()
+	st, err := fsstore.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+var upper = &stages.Stage{
+	Name: "upper", Version: 1,
+	Inputs:  []stages.Port{{Name: "text", Kind: "text"}},
+	Outputs: []stages.Port{{Name: "loud", Kind: "text"}, {Name: "dir", Kind: "checkpoint"}},
+	Run: func(c *stages.Context) error {
+		b, err := c.Input("text").ReadFile("in.txt")
+		if err != nil {
+			return err
+		}
+		w, err := c.Output("loud").Create("out.txt")
+		if err != nil {
+			return err
+		}
+		if _, err := io.WriteString(w, strings.ToUpper(string(b))); err != nil {
+			return err
+		}
+		if err := w.Close(); err != nil {
+			return err
+		}
+		dir := filepath.Join(c.WorkDir(), "ckpt")
+		os.MkdirAll(filepath.Join(dir, "sub"), 0o755)
+		os.WriteFile(filepath.Join(dir, "a.bin"), []byte{1, 2, 3}, 0o644)
+		os.WriteFile(filepath.Join(dir, "sub", "b.bin"), []byte{4}, 0o644)
+		c.Progress(1, 1, "done")
+		return c.Output("dir").AddDir(dir)
+	},
+}
+
+func TestExec(t *testing.T) {
+	ctx := context.Background()
+	st := store(t)
+	src := filepath.Join(t.TempDir(), "in.txt")
+	os.WriteFile(src, []byte("hello"), 0o644)
+	in, err := stages.Import(ctx, st, "datasets", src, "text")
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := stages.Import(ctx, st, "datasets", src, "text")
+	if err != nil || again.Digest != in.Digest || again.Prefix != in.Prefix {
+		t.Fatalf("importing twice: %v, %+v vs %+v", err, again, in)
+	}
+	var reports []stages.ProgressUpdate
+	outs, err := stages.Exec(ctx, upper, stages.Env{
+		Store: st, Node: "u", Key: "k1", Inputs: map[string][]stages.Artifact{"text": {in}}, OutputPrefix: "artifacts/k1/a",
+		Progress: func(p stages.ProgressUpdate) { reports = append(reports, p) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := stages.NewInput(ctx, st, outs["loud"]).ReadFile("out.txt")
+	if err != nil || string(b) != "HELLO" {
+		t.Errorf("loud = %q, %v", b, err)
+	}
+	d := outs["dir"]
+	if d.Kind != "checkpoint" || len(d.Files) != 2 || d.Files[0].Name != "a.bin" || d.Files[1].Name != "sub/b.bin" || d.Size() != 4 {
+		t.Errorf("dir artifact = %+v", d)
+	}
+	if d.Producer.Stage != "upper" || d.Producer.NodeKey != "k1" {
+		t.Errorf("lineage = %+v", d.Producer)
+	}
+	fetched := t.TempDir()
+	if err := stages.NewInput(ctx, st, d).Fetch(fetched); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(fetched, "sub", "b.bin")); len(b) != 1 || b[0] != 4 {
+		t.Errorf("fetched sub/b.bin = %v", b)
+	}
+	if len(reports) != 1 || reports[0].Done != 1 {
+		t.Errorf("progress reports = %v", reports)
+	}
+	// The same content under another prefix has the same digest.
+	outs2, err := stages.Exec(ctx, upper, stages.Env{Store: st, Inputs: map[string][]stages.Artifact{"text": {in}}, OutputPrefix: "artifacts/k1/b"})
+	if err != nil || outs2["loud"].Digest != outs["loud"].Digest || outs2["loud"].Prefix == outs["loud"].Prefix {
+		t.Errorf("second execution: %v, digests %s %s", err, outs2["loud"].Digest, outs["loud"].Digest)
+	}
+}
+
+func TestExecErrors(t *testing.T) {
+	ctx := context.Background()
+	st := store(t)
+	forgets := &stages.Stage{Name: "forgets", Version: 1, Outputs: []stages.Port{{Name: "o"}},
+		Run: func(*stages.Context) error { return nil }}
+	_, err := stages.Exec(ctx, forgets, stages.Env{Store: st, OutputPrefix: "x"})
+	if !stages.IsPermanent(err) || !strings.Contains(err.Error(), "output o: no file was written") {
+		t.Errorf("missing output: %v", err)
+	}
+	panics := &stages.Stage{Name: "panics", Version: 1, Run: func(c *stages.Context) error { c.Input("nope"); return nil }}
+	_, err = stages.Exec(ctx, panics, stages.Env{Store: st, OutputPrefix: "x"})
+	if !stages.IsPermanent(err) || !strings.Contains(err.Error(), `reads undeclared input "nope"`) {
+		t.Errorf("panic: %v", err)
+	}
+	fails := &stages.Stage{Name: "fails", Version: 1, Run: func(*stages.Context) error { return errors.New("disk full") }}
+	_, err = stages.Exec(ctx, fails, stages.Env{Store: st, OutputPrefix: "x"})
+	if err == nil || stages.IsPermanent(err) || err.Error() != "stage fails: disk full" {
+		t.Errorf("transient failure: %v", err)
+	}
+	_, err = stages.Exec(ctx, upper, stages.Env{Store: st, OutputPrefix: "x"})
+	if !stages.IsPermanent(err) || !strings.Contains(err.Error(), "input text is not connected") {
+		t.Errorf("unconnected input: %v", err)
+	}
+}
+
+func TestCheckpoints(t *testing.T) {
+	ctx := context.Background()
+	st := store(t)
+	var steps []int64
+	counter := &stages.Stage{Name: "counter", Version: 1, Resumable: true, Outputs: []stages.Port{{Name: "n"}},
+		Run: func(c *stages.Context) error {
+			dir := filepath.Join(c.WorkDir(), "state")
+			os.MkdirAll(dir, 0o755)
+			step, ok, err := c.LoadCheckpoint(dir)
+			if err != nil {
+				return err
+			}
+			if ok {
+				b, _ := os.ReadFile(filepath.Join(dir, "step"))
+				if string(b) != strings.Repeat("x", int(step)) {
+					return errors.New("checkpoint content does not match its step")
+				}
+			}
+			steps = append(steps, step)
+			for step < 5 {
+				step++
+				os.WriteFile(filepath.Join(dir, "step"), []byte(strings.Repeat("x", int(step))), 0o644)
+				if err := c.SaveCheckpoint(dir, step); err != nil {
+					return err
+				}
+				if step == 3 && c.Attempt == 0 {
+					return errors.New("worker lost")
+				}
+			}
+			return c.Output("n").WriteFile("n", []byte{byte(step)})
+		}}
+	env := stages.Env{Store: st, Key: "k", OutputPrefix: "out/1", CheckpointPrefix: "checkpoints/k"}
+	if _, err := stages.Exec(ctx, counter, env); err == nil {
+		t.Fatal("first attempt should fail")
+	}
+	env.Attempt, env.OutputPrefix = 1, "out/2"
+	if _, err := stages.Exec(ctx, counter, env); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(steps, []int64{0, 3}) {
+		t.Errorf("attempts started at steps %v, want [0 3]", steps)
+	}
+	objs, _ := st.List(ctx, "checkpoints/k/")
+	if len(objs) != 2 { // latest.json and the files of the last checkpoint
+		t.Errorf("%d checkpoint objects kept, want 2 (older ones are deleted)", len(objs))
+	}
+	if err := stages.DropCheckpoints(ctx, st, "checkpoints/k"); err != nil {
+		t.Fatal(err)
+	}
+	if objs, _ := st.List(ctx, "checkpoints/k/"); len(objs) != 0 {
+		t.Errorf("%d objects after DropCheckpoints", len(objs))
+	}
+}
