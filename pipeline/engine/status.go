@@ -399,20 +399,32 @@ func (e *Engine) Retry(ctx context.Context, id string) (int, error) {
 func (e *Engine) Wait(ctx context.Context, id string, interval time.Duration, fn func(*RunStatus)) (*RunStatus, error) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
+	var last *RunStatus
 	for {
-		st, err := e.Status(ctx, id)
-		if err != nil {
-			return nil, err
-		}
-		if fn != nil {
+		if fn == nil {
+			// Only the run's state: reading every node each poll costs a
+			// round of HGETALLs per node.
+			state, err := e.rdb.HGet(ctx, runKeys(e.ns, id).meta(), "state").Result()
+			if err != nil && !errors.Is(err, redis.Nil) {
+				return nil, fmt.Errorf("reading run %s: %w", id, err)
+			}
+			if state != Running {
+				return e.Status(ctx, id)
+			}
+		} else {
+			st, err := e.Status(ctx, id)
+			if err != nil {
+				return nil, err
+			}
 			fn(st)
-		}
-		if st.State != Running {
-			return st, nil
+			if st.State != Running {
+				return st, nil
+			}
+			last = st
 		}
 		select {
 		case <-ctx.Done():
-			return st, ctx.Err()
+			return last, ctx.Err()
 		case <-t.C:
 		}
 	}

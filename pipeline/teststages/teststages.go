@@ -169,13 +169,19 @@ func init() {
 	})
 	stages.Register(stages.Stage{
 		Name: "test.noop", Version: 1,
-		Doc:     "Writes a tiny output; for measuring the engine's own overhead.",
+		Doc:     "Writes a tiny output naming i and its inputs' digests; for measuring the engine's own overhead.",
 		Params:  []stages.Param{stages.IntParam("i", 0, "distinguishes otherwise identical nodes")},
 		Inputs:  []stages.Port{{Name: "in", Many: true, Optional: true}},
 		Outputs: []stages.Port{{Name: "out"}},
 		Run: func(c *stages.Context) error {
 			count(c, "test.noop")
-			return c.Output("out").WriteFile("i", []byte(strconv.Itoa(c.Params.Int("i"))))
+			// The output names the inputs, so that every node of a chain
+			// has its own content (equal content would be a cache hit).
+			text := strconv.Itoa(c.Params.Int("i"))
+			for _, in := range c.Inputs("in") {
+				text += " " + in.Digest
+			}
+			return c.Output("out").WriteFile("i", []byte(text))
 		},
 	})
 }
