@@ -101,8 +101,16 @@ func describeStage(w io.Writer, s *stages.Stage) error {
 			continue
 		}
 		fmt.Fprintf(w, "\n%s:\n", sec.title)
-		fmt.Fprintln(tw, "  NAME\tKIND\tTAKES\tDESCRIPTION")
+		if sec.title == "Outputs" {
+			fmt.Fprintln(tw, "  NAME\tKIND\tDESCRIPTION")
+		} else {
+			fmt.Fprintln(tw, "  NAME\tKIND\tTAKES\tDESCRIPTION")
+		}
 		for _, p := range sec.ports {
+			if sec.title == "Outputs" {
+				fmt.Fprintf(tw, "  %s\t%s\t%s\n", p.Name, orDash(p.Kind), p.Doc)
+				continue
+			}
 			takes := "one artifact"
 			switch {
 			case p.Many && p.Optional:
@@ -111,9 +119,6 @@ func describeStage(w io.Writer, s *stages.Stage) error {
 				takes = "one or more (fan-in)"
 			case p.Optional:
 				takes = "optional"
-			}
-			if sec.title == "Outputs" {
-				takes = "-"
 			}
 			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", p.Name, orDash(p.Kind), takes, p.Doc)
 		}

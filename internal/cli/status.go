@@ -47,12 +47,8 @@ finished and embedded runs from their manifest in the store.`,
 					return printNodeTable(out, st, verbose)
 				}
 				if watch > 0 {
-					st, err := e.Wait(ctx, args[0], watch, func(st *engine.RunStatus) { _ = show(st); fmt.Fprintln(cmd.OutOrStdout()) })
-					if err != nil {
-						return err
-					}
-					_ = st
-					return nil
+					_, err := e.Wait(ctx, args[0], watch, func(st *engine.RunStatus) { _ = show(st); fmt.Fprintln(cmd.OutOrStdout()) })
+					return err
 				}
 				st, err := e.Status(ctx, args[0])
 				if err != nil {

@@ -430,6 +430,8 @@ func (e *Engine) Wait(ctx context.Context, id string, interval time.Duration, fn
 	}
 }
 
+var errBadRecord = errors.New("damaged node record")
+
 // nodeRecord reads the committed record of node key (storage.ErrNotFound
 // when the node was never committed: a cache miss).
 func (e *Engine) nodeRecord(ctx context.Context, key string) (*NodeRecord, error) {
@@ -440,7 +442,13 @@ func (e *Engine) nodeRecord(ctx context.Context, key string) (*NodeRecord, error
 	defer rc.Close()
 	var rec NodeRecord
 	if err := json.NewDecoder(rc).Decode(&rec); err != nil {
-		return nil, fmt.Errorf("reading node record %s: %w", Short(key), err)
+		if errors.Is(err, storage.ErrDigestMismatch) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("%w %s: %v", errBadRecord, Short(key), err)
+	}
+	if rec.Key != key || rec.Outputs == nil {
+		return nil, fmt.Errorf("%w %s: it holds node %q", errBadRecord, Short(key), rec.Key)
 	}
 	return &rec, nil
 }

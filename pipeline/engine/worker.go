@@ -205,9 +205,14 @@ func (w *Worker) execute(ctx context.Context, p payload) error {
 func (w *Worker) run(ctx context.Context, log *slog.Logger, run string, n *spec.Node, key string,
 	inputs map[string][]stages.Artifact, attempt int, started time.Time) (map[string]stages.Artifact, string, error) {
 	e := w.e
-	if rec, err := e.nodeRecord(ctx, key); err == nil {
+	rec, err := e.nodeRecord(ctx, key)
+	switch {
+	case err == nil:
 		return rec.Outputs, Cached, nil
-	} else if !errors.Is(err, storage.ErrNotFound) {
+	case errors.Is(err, errBadRecord), errors.Is(err, storage.ErrDigestMismatch):
+		// A damaged record is a cache miss: executing again rewrites it.
+		log.Warn("ignoring damaged node record", "key", Short(key), "err", err)
+	case !errors.Is(err, storage.ErrNotFound):
 		return nil, "", fmt.Errorf("looking up cache: %w", err)
 	}
 	st, ok := stages.Lookup(n.Stage)
@@ -231,7 +236,7 @@ func (w *Worker) run(ctx context.Context, log *slog.Logger, run string, n *spec.
 	if err != nil {
 		return nil, "", err
 	}
-	rec := NodeRecord{Key: key, Stage: n.Stage, Version: n.Version, Params: n.Params, Inputs: map[string][]string{},
+	rec = &NodeRecord{Key: key, Stage: n.Stage, Version: n.Version, Params: n.Params, Inputs: map[string][]string{},
 		Outputs: outputs, Run: run, Node: n.ID, Started: started, Finished: time.Now().UTC()}
 	for port, arts := range inputs {
 		for _, a := range arts {

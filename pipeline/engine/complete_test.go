@@ -1,0 +1,191 @@
+package engine
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/nerflow/nerflow/pipeline/spec"
+	_ "github.com/nerflow/nerflow/pipeline/teststages"
+	"github.com/nerflow/nerflow/storage"
+	"github.com/nerflow/nerflow/storage/fsstore"
+)
+
+func diamond(t *testing.T) *spec.Graph {
+	t.Helper()
+	s, err := spec.Parse([]byte(`
+nodes:
+  a: {stage: test.emit}
+  b: {stage: test.concat, inputs: {in: a}}
+  c: {stage: test.concat, inputs: {in: a}}
+  d: {stage: test.concat, inputs: {in: [b, c]}}
+`), "d.yaml", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := s.Expand()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// workerless starts an engine over miniredis with no worker, so that the
+// test drives node completion by hand.
+func workerless(t *testing.T) (*Engine, *redis.Client, storage.Store) {
+	t.Helper()
+	mr := miniredis.NewMiniRedis()
+	mr.ClockTTL(true)
+	if err := mr.Start(); err != nil {
+		t.Fatal(err)
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	st, err := fsstore.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := New(rdb, st, WithLogger(slog.New(slog.DiscardHandler)))
+	t.Cleanup(func() { e.Close(); rdb.Close(); mr.Close() })
+	return e, rdb, st
+}
+
+// TestCompleteIsIdempotent: completing a node twice (a handler that ran
+// twice, or was retried after dying between the state change and the
+// enqueue) releases its children once and enqueues each once.
+func TestCompleteIsIdempotent(t *testing.T) {
+	ctx := context.Background()
+	e, rdb, _ := workerless(t)
+	g := diamond(t)
+	id, err := e.Submit(ctx, g, SubmitOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ri, err := e.info(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := runKeys(e.ns, id)
+	node := func(n string) *spec.Node { x, _ := g.Node(n); return x }
+	pending := func() []string {
+		tasks, err := e.inspector.ListPendingTasks(e.queue("cpu"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, t := range tasks {
+			ids = append(ids, t.ID)
+		}
+		return ids
+	}
+	if got := pending(); len(got) != 1 || got[0] != id+"/a" {
+		t.Fatalf("after submit, pending tasks %v", got)
+	}
+	// The worker takes a's task: drop it from the queue.
+	if err := e.inspector.DeleteTask(e.queue("cpu"), id+"/a"); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := e.complete(ctx, id, ri, node("a"), Done); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waiting := rdb.HGetAll(ctx, k.waiting()).Val()
+	states := rdb.HGetAll(ctx, k.states()).Val()
+	if waiting["b"] != "0" || waiting["c"] != "0" || waiting["d"] != "2" {
+		t.Errorf("waiting counters %v: a's completion counted more than once", waiting)
+	}
+	if states["a"] != Done || states["b"] != Queued || states["c"] != Queued || states["d"] != Pending {
+		t.Errorf("states %v", states)
+	}
+	if got := strings.Join(pending(), " "); got != id+"/b "+id+"/c" && got != id+"/c "+id+"/b" {
+		t.Errorf("pending tasks %q, want b and c once each", got)
+	}
+	// b finishes, twice; d still waits for c.
+	for range 2 {
+		if err := e.complete(ctx, id, ri, node("b"), Done); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if w := rdb.HGet(ctx, k.waiting(), "d").Val(); w != "1" {
+		t.Errorf("d waits for %s parents, want 1", w)
+	}
+	for _, n := range []string{"c", "d"} {
+		if err := e.complete(ctx, id, ri, node(n), Done); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st := rdb.HGet(ctx, k.meta(), "state").Val(); st != Succeeded {
+		t.Errorf("run is %s after every node completed", st)
+	}
+	if n := rdb.HGet(ctx, k.meta(), "unfinished").Val(); n != "0" {
+		t.Errorf("unfinished = %s", n)
+	}
+	// A completed run enqueues nothing more, whatever is completed again.
+	before := len(pending())
+	if err := e.complete(ctx, id, ri, node("a"), Done); err != nil {
+		t.Fatal(err)
+	}
+	if len(pending()) != before {
+		t.Error("completing a node of a finished run enqueued tasks")
+	}
+}
+
+// TestFailCancelsPending: failing a node fails the run once and cancels
+// every node that has not started.
+func TestFailCancelsPending(t *testing.T) {
+	ctx := context.Background()
+	e, rdb, _ := workerless(t)
+	g := diamond(t)
+	id, err := e.Submit(ctx, g, SubmitOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := runKeys(e.ns, id)
+	for _, n := range []string{"a"} {
+		if s, _ := startScript.Run(ctx, rdb, []string{k.states(), k.meta()}, n).Text(); s != Running {
+			t.Fatalf("start %s: %s", n, s)
+		}
+	}
+	r, err := failScript.Run(ctx, rdb, []string{k.states(), k.meta()}, "a", nowString(), "node a: boom").Int()
+	if err != nil || r != 1 {
+		t.Fatalf("fail: %d, %v", r, err)
+	}
+	if r, _ := failScript.Run(ctx, rdb, []string{k.states(), k.meta()}, "a", nowString(), "again").Int(); r != 0 {
+		t.Error("failing twice failed the run twice")
+	}
+	states := rdb.HGetAll(ctx, k.states()).Val()
+	if states["a"] != Failed || states["b"] != Cancelled || states["d"] != Cancelled {
+		t.Errorf("states %v", states)
+	}
+	meta := rdb.HGetAll(ctx, k.meta()).Val()
+	if meta["state"] != Failed || meta["error"] != "node a: boom" {
+		t.Errorf("run %s: %q", meta["state"], meta["error"])
+	}
+	// A task of a cancelled node that still runs does nothing.
+	if s, _ := startScript.Run(ctx, rdb, []string{k.states(), k.meta()}, "b").Text(); s != Failed {
+		t.Errorf("starting b in a failed run: %s", s)
+	}
+}
+
+// TestDamagedRecordIsACacheMiss: a node record that does not decode (or
+// belongs to another key) is not trusted.
+func TestDamagedRecordIsACacheMiss(t *testing.T) {
+	ctx := context.Background()
+	e, _, st := workerless(t)
+	if _, err := storage.PutBytes(ctx, st, nodeRecordKey("abc"), []byte("{not json")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.nodeRecord(ctx, "abc"); err == nil || !strings.Contains(err.Error(), "damaged node record") {
+		t.Errorf("err = %v", err)
+	}
+	if _, err := storage.PutBytes(ctx, st, nodeRecordKey("def"), []byte(`{"key":"abc","outputs":{}}`)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.nodeRecord(ctx, "def"); err == nil {
+		t.Error("a record of another key was accepted")
+	}
+}
