@@ -2,6 +2,7 @@ package train
 
 import (
 	"math"
+	"slices"
 
 	"github.com/sugarme/gotch"
 	"github.com/sugarme/gotch/ts"
@@ -54,14 +55,54 @@ func crfLogPartition(g *graph, emissions, trans, start, end *ts.Tensor, b *batch
 	return g.t(all.Sum(gotch.Float, false))
 }
 
-// crfNLL returns sum over the sentences of b of -log p(gold), where
-// allowed ([b.n*K], 0 or notAllowed) says which tags each token's label
-// allows.
-func crfNLL(g *graph, emissions, trans, start, end *ts.Tensor, b *batch, allowed []float32, k int) *ts.Tensor {
+// crfNLL returns sum over the sentences of b of -log p(gold). gold holds
+// each token's tag in packed order, or a negative value where the label
+// only constrains the tag; allowed ([b.n*K], 0 or notAllowed) then says
+// which tags each token's label allows.
+func crfNLL(g *graph, emissions, trans, start, end *ts.Tensor, b *batch, gold []int64, allowed func() []float32, k int) *ts.Tensor {
 	logZ := crfLogPartition(g, emissions, trans, start, end, b)
-	masked := g.t(emissions.Add(g.floats(allowed, int64(b.n), int64(k)), false))
-	logGold := crfLogPartition(g, masked, trans, start, end, b)
+	var logGold *ts.Tensor
+	if slices.Min(gold) >= 0 {
+		logGold = crfPathScore(g, emissions, trans, start, end, b, gold, k)
+	} else {
+		masked := g.t(emissions.Add(g.floats(allowed(), int64(b.n), int64(k)), false))
+		logGold = crfLogPartition(g, masked, trans, start, end, b)
+	}
 	return g.t(logZ.Sub(logGold, false))
+}
+
+// crfPathScore returns the sum over the sentences of b of score(path), for
+// tags in packed order: a handful of gathers, where the forward algorithm
+// takes a few operations per time step. (Each gotch operation carries a
+// fixed cost in Go of tens of microseconds, far more than the arithmetic
+// of a CRF's few tags.)
+func crfPathScore(g *graph, emissions, trans, start, end *ts.Tensor, b *batch, tags []int64, k int) *ts.Tensor {
+	emit := make([]int64, b.n)
+	for p, y := range tags {
+		emit[p] = int64(p*k) + y
+	}
+	var moves, firsts, lasts []int64
+	for i := range b.ids {
+		n := 0
+		for n < len(b.batchSizes) && int(b.batchSizes[n]) > i {
+			n++
+		}
+		firsts = append(firsts, tags[b.pos(i, 0)])
+		lasts = append(lasts, tags[b.pos(i, n-1)])
+		for t := 1; t < n; t++ {
+			moves = append(moves, tags[b.pos(i, t-1)]*int64(k)+tags[b.pos(i, t)])
+		}
+	}
+	sumOf := func(x *ts.Tensor, idx []int64) *ts.Tensor {
+		picked := g.t(x.Take(g.ints(idx, int64(len(idx))), false))
+		return g.t(picked.Sum(gotch.Float, false))
+	}
+	total := g.t(sumOf(emissions, emit).Add(sumOf(start, firsts), false))
+	total = g.t(total.Add(sumOf(end, lasts), false))
+	if len(moves) > 0 {
+		total = g.t(total.Add(sumOf(trans, moves), false))
+	}
+	return total
 }
 
 // crfWeights are a CRF's transition scores on the host, for decoding.

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/sugarme/gotch"
+	"github.com/sugarme/gotch/ts"
 )
 
 // crfFixture is a batch of three sentences of lengths 2, 4 and 1 with K = 3
@@ -139,19 +140,7 @@ func TestCRFNLLWithPartialLabels(t *testing.T) {
 	f.exs[2].targets = []int32{1}
 	g := newGraph(gotch.CPU)
 	defer g.free()
-	k := int64(f.k)
-	allowed := make([]float32, f.b.n*f.k)
-	for i, id := range f.b.ids {
-		for tt, y := range f.exs[id].targets {
-			for j := range f.k {
-				if (y >= 0 && j != int(y)) || (y == anyEntity && j == 0) {
-					allowed[f.b.pos(i, tt)*f.k+j] = notAllowed
-				}
-			}
-		}
-	}
-	nll := crfNLL(g, g.floats(f.packed(), int64(f.b.n), k), g.floats(f.trans, k, k), g.floats(f.start, k), g.floats(f.end, k), f.b, allowed, f.k)
-
+	nll := f.nll(g)
 	want := 0.0
 	for id, rows := range f.em {
 		y := f.exs[id].targets
@@ -167,6 +156,38 @@ func TestCRFNLLWithPartialLabels(t *testing.T) {
 		want += f.bruteLogZ(rows, allTags) - gold
 	}
 	near(t, "nll", scalar(nll), want, 1e-5)
+}
+
+// nll runs crfNLL on the fixture's targets.
+func (f *crfFixture) nll(g *graph) *ts.Tensor {
+	k := int64(f.k)
+	gold := make([]int64, f.b.n)
+	for i, id := range f.b.ids {
+		for tt, y := range f.exs[id].targets {
+			gold[f.b.pos(i, tt)] = int64(y)
+		}
+	}
+	return crfNLL(g, g.floats(f.packed(), int64(f.b.n), k), g.floats(f.trans, k, k), g.floats(f.start, k), g.floats(f.end, k), f.b, gold,
+		func() []float32 { return allowedTags(gold, f.k) }, f.k)
+}
+
+func TestCRFNLLWithFullLabels(t *testing.T) {
+	lockThread(t)
+	f := newCRFFixture(5)
+	f.exs[0].targets = []int32{1, 0}
+	f.exs[1].targets = []int32{2, 2, 1, 0}
+	f.exs[2].targets = []int32{1}
+	g := newGraph(gotch.CPU)
+	defer g.free()
+	want := 0.0
+	for id, rows := range f.em {
+		path := make([]int, len(rows))
+		for tt, y := range f.exs[id].targets {
+			path[tt] = int(y)
+		}
+		want += f.bruteLogZ(rows, allTags) - f.score(rows, path)
+	}
+	near(t, "nll", scalar(f.nll(g)), want, 1e-5)
 }
 
 func TestViterbiAndMarginalsMatchBruteForce(t *testing.T) {

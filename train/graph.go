@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/sugarme/gotch"
+	lib "github.com/sugarme/gotch/libtch"
 	"github.com/sugarme/gotch/ts"
 )
 
@@ -56,6 +57,20 @@ func (g *graph) t3(a, b, c *ts.Tensor, err error) (*ts.Tensor, *ts.Tensor, *ts.T
 func (g *graph) check(err error) {
 	if err != nil {
 		panic(torchError{err})
+	}
+}
+
+// inPlace runs op, an in-place operation of gotch on x, and frees the C
+// handle it orphans. gotch v0.8.0's generated in-place methods (Zero_,
+// MulScalar_, ...) point x at a new libtorch handle and never free the old
+// one, which keeps x's storage alive after x is dropped: without this, every
+// temporary modified in place leaks its memory (the optimizer leaked the
+// size of the model per step).
+func (g *graph) inPlace(x *ts.Tensor, op func() error) {
+	old := lib.Ctensor(x.Ctensor())
+	g.check(op())
+	if lib.Ctensor(x.Ctensor()) != old {
+		lib.AtFree(old)
 	}
 }
 

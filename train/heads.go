@@ -58,20 +58,14 @@ func (m *Tagger) tokenHeadOutputs(g *graph, h *ts.Tensor) (typ, entity *ts.Tenso
 func (m *Tagger) loss(g *graph, h *ts.Tensor, b *batch, exs []example, weights []tokenWeights, lossName string, q float64) *ts.Tensor {
 	if m.Config.Head == CRFHead {
 		k := m.Labels.NumTags()
-		allowed := make([]float32, b.n*k)
+		gold := make([]int64, b.n)
 		for i, id := range b.ids {
 			for t, y := range exs[id].targets {
-				row := allowed[b.pos(i, t)*k : (b.pos(i, t)+1)*k]
-				for j := range row {
-					switch {
-					case y >= 0 && j != int(y), y == anyEntity && j == 0:
-						row[j] = notAllowed
-					}
-				}
+				gold[b.pos(i, t)] = int64(y)
 			}
 		}
 		em := g.t(ts.Linear(h, m.emitW, m.emitB))
-		nll := crfNLL(g, em, m.trans, m.start, m.end, b, allowed, k)
+		nll := crfNLL(g, em, m.trans, m.start, m.end, b, gold, func() []float32 { return allowedTags(gold, k) }, k)
 		return g.t(nll.MulScalar(ts.FloatScalar(1/float64(len(b.ids))), false))
 	}
 
@@ -116,6 +110,22 @@ func (m *Tagger) loss(g *graph, h *ts.Tensor, b *batch, exs []example, weights [
 		}
 	}
 	return total
+}
+
+// allowedTags is the CRF's mask of the tags each token's label allows
+// ([len(gold)*k], 0 or notAllowed): its tag when known, any entity tag for
+// an entity of unknown type, any tag for an ignored token.
+func allowedTags(gold []int64, k int) []float32 {
+	allowed := make([]float32, len(gold)*k)
+	for p, y := range gold {
+		row := allowed[p*k : (p+1)*k]
+		for j := range row {
+			if (y >= 0 && j != int(y)) || (y == anyEntity && j == 0) {
+				row[j] = notAllowed
+			}
+		}
+	}
+	return allowed
 }
 
 // probabilities returns, for every token of b in packed order, its

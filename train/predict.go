@@ -41,8 +41,21 @@ func (m *Tagger) predictExamples(exs []example, batchSize int) ([]Prediction, er
 		return nil, fmt.Errorf("batch size %d", batchSize)
 	}
 	out := make([]Prediction, len(exs))
+	if err := m.predictBatches(exs, lengthBatches(exs, batchSize), out); err != nil {
+		return nil, err
+	}
+	for i := range out {
+		if out[i].Tags == nil { // empty sentences
+			out[i] = Prediction{Tags: []string{}, Probs: [][]float32{}}
+		}
+	}
+	return out, nil
+}
+
+// predictBatches predicts the examples of each batch into out.
+func (m *Tagger) predictBatches(exs []example, batches [][]int, out []Prediction) error {
 	k := m.Labels.NumTags()
-	for _, ids := range lengthBatches(exs, batchSize) {
+	for _, ids := range batches {
 		b := newBatch(exs, ids)
 		g := newGraph(m.device)
 		err := run(func() {
@@ -65,15 +78,10 @@ func (m *Tagger) predictExamples(exs []example, batchSize int) ([]Prediction, er
 		})
 		g.free()
 		if err != nil {
-			return nil, fmt.Errorf("predicting: %w", err)
+			return fmt.Errorf("predicting: %w", err)
 		}
 	}
-	for i := range out {
-		if out[i].Tags == nil { // empty sentences
-			out[i] = Prediction{Tags: []string{}, Probs: [][]float32{}}
-		}
-	}
-	return out, nil
+	return nil
 }
 
 // PredictionsFile is the name of the predictions file in a predictions

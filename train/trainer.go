@@ -122,6 +122,7 @@ type Trainer struct {
 	checkpoint func(dir string, epoch int) error
 	resumeDir  string
 	workDir    string
+	tempDir    bool // workDir was made by the trainer, removed after Run
 }
 
 // TrainerOption configures a Trainer.
@@ -197,7 +198,21 @@ const (
 func (t *Trainer) Run(ctx context.Context, trainSet, dev *corpus.Corpus) (*Result, error) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
+	defer func() {
+		if t.tempDir {
+			os.RemoveAll(t.workDir)
+			t.workDir, t.tempDir = "", false
+		}
+	}()
 	m, cfg := t.model, t.cfg
+	if t.stateDir() == "" {
+		// The best epoch's weights need a place even without checkpoints.
+		dir, err := os.MkdirTemp("", "nerflow-train-")
+		if err != nil {
+			return nil, fmt.Errorf("training: %w", err)
+		}
+		t.workDir, t.tempDir = dir, true
+	}
 
 	exs, err := m.encodeCorpus(trainSet, true)
 	if err != nil {
@@ -283,7 +298,7 @@ func (t *Trainer) Run(ctx context.Context, trainSet, dev *corpus.Corpus) (*Resul
 
 // epoch runs one pass over the training set.
 func (t *Trainer) epoch(ctx context.Context, epoch int, exs []example, weights *noiseWeights, opt *adam, st *runState, totalSteps, warmup int) (EpochReport, error) {
-	m, cfg := t.model, t.cfg
+	cfg := t.cfg
 	batches := bucketBatches(exs, cfg.BatchSize, t.rng(streamBatches+uint64(epoch)))
 	dropout := t.rng(streamDropout + uint64(epoch))
 	rep := EpochReport{Epoch: epoch}
@@ -300,20 +315,7 @@ func (t *Trainer) epoch(ctx context.Context, epoch int, exs []example, weights *
 			}
 		}
 		b := newBatch(exs, ids)
-		g := newGraph(m.device)
-		var lossVal float64
-		learned := false
-		err := run(func() {
-			loss := m.loss(g, m.forward(g, b, true, dropout), b, exs, weights.of(), cfg.Loss, cfg.Q)
-			if loss == nil {
-				return // nothing to learn: every token ignored or removed
-			}
-			opt.zeroGrad(g)
-			g.check(loss.Backward())
-			opt.update(g, learningRate(cfg.LearningRate, st.Step, warmup, totalSteps))
-			lossVal, learned = scalar(loss), true
-		})
-		g.free()
+		lossVal, learned, err := t.step(b, exs, weights.of(), opt, learningRate(cfg.LearningRate, st.Step, warmup, totalSteps), dropout)
 		if err != nil {
 			return rep, fmt.Errorf("epoch %d, step %d: %w", epoch, st.Step+1, err)
 		}
@@ -337,6 +339,25 @@ func (t *Trainer) epoch(ctx context.Context, epoch int, exs []example, weights *
 	rep.TokensPerSec = float64(tokens) / time.Since(start).Seconds()
 	rep.RemovedEntity, rep.RemovedType = weights.removed()
 	return rep, nil
+}
+
+// step trains on one batch: forward, loss, backward, update. learned is
+// false when the batch had nothing to learn from.
+func (t *Trainer) step(b *batch, exs []example, weights []tokenWeights, opt *adam, lr float64, dropout *rand.Rand) (loss float64, learned bool, err error) {
+	m := t.model
+	g := newGraph(m.device)
+	defer g.free()
+	err = run(func() {
+		l := m.loss(g, m.forward(g, b, true, dropout), b, exs, weights, t.cfg.Loss, t.cfg.Q)
+		if l == nil {
+			return // every token ignored or removed
+		}
+		opt.zeroGrad(g)
+		g.check(l.Backward())
+		opt.update(g, lr)
+		loss, learned = scalar(l), true
+	})
+	return loss, learned, err
 }
 
 // score returns the entity micro F1 of the tagger on encoded examples with
@@ -377,15 +398,7 @@ func (t *Trainer) stateDir() string {
 	if t.workDir != "" {
 		return t.workDir
 	}
-	if t.resumeDir != "" {
-		return t.resumeDir
-	}
-	dir, err := os.MkdirTemp("", "nerflow-train-")
-	if err != nil {
-		dir = os.TempDir()
-	}
-	t.workDir = dir
-	return dir
+	return t.resumeDir
 }
 
 func (t *Trainer) saveBest() error {

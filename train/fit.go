@@ -1,0 +1,64 @@
+package train
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/sugarme/gotch"
+
+	"github.com/nerflow/nerflow/corpus"
+	"github.com/nerflow/nerflow/embeddings"
+)
+
+// Job is a complete training job: data, architecture and run.
+type Job struct {
+	Train *corpus.Corpus
+	Dev   *corpus.Corpus // optional: model selection and early stopping
+	// Table holds pretrained word vectors (optional).
+	Table *embeddings.Table
+	// Types are the entity types; empty means those of the training tags.
+	Types  []string
+	Model  Config
+	Run    TrainConfig
+	Device gotch.Device
+	// MinWordCount: see the VocabOption of that name (0: its default).
+	MinWordCount int
+}
+
+// Fit builds a tagger for the job and trains it. The tagger's initial
+// weights come from the run's seed.
+func Fit(ctx context.Context, job Job, opts ...TrainerOption) (*Tagger, *Result, error) {
+	scheme, err := corpus.ParseScheme(job.Model.Scheme)
+	if err != nil {
+		return nil, nil, err
+	}
+	types := job.Types
+	if len(types) == 0 {
+		if types, err = TypesOf(job.Train); err != nil {
+			return nil, nil, fmt.Errorf("training set: %w", err)
+		}
+	}
+	labels, err := NewLabels(scheme, types)
+	if err != nil {
+		return nil, nil, err
+	}
+	var vopts []VocabOption
+	if job.MinWordCount > 0 {
+		vopts = append(vopts, MinWordCount(job.MinWordCount))
+	}
+	m, err := NewTagger(job.Model, NewVocab(job.Train, job.Table, vopts...), labels, job.Table, job.Run.Seed, job.Device)
+	if err != nil {
+		return nil, nil, err
+	}
+	tr, err := NewTrainer(m, job.Run, opts...)
+	if err != nil {
+		m.Close()
+		return nil, nil, err
+	}
+	res, err := tr.Run(ctx, job.Train, job.Dev)
+	if err != nil {
+		m.Close()
+		return nil, nil, err
+	}
+	return m, res, nil
+}

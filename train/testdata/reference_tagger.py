@@ -1,0 +1,174 @@
+#!/usr/bin/python3
+"""Reference implementation of nerflow's tagger in PyTorch, for benchmarks.
+
+The Go benchmark (train/bench_test.go) writes the batches it trains on to a
+JSON file; this script builds the same architecture -- word vectors, a
+character CNN with max pooling, casing vectors, a bidirectional LSTM over
+packed sequences, RoSTER's token head or a linear-chain CRF -- trains it on
+the same batches with Adam and gradient clipping, predicts them, and prints
+the throughput and peak memory as JSON. Run with Debian's python3-torch.
+"""
+
+import argparse
+import json
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.nn.utils.rnn import PackedSequence
+
+
+class Tagger(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.c = c
+        self.word = nn.Embedding(c["words"], c["word_dim"])
+        self.char = nn.Embedding(c["chars"], c["char_dim"])
+        self.casing = nn.Embedding(c["casings"], c["casing_dim"])
+        self.conv = nn.Conv1d(c["char_dim"], c["char_filters"], c["char_kernel"], padding=c["char_kernel"] // 2)
+        inp = c["word_dim"] + c["char_filters"] + c["casing_dim"]
+        self.lstm = nn.LSTM(inp, c["hidden"], num_layers=1, bidirectional=True)
+        self.drop = nn.Dropout(c["dropout"])
+        k, h = c["tags"], 2 * c["hidden"]
+        if c["head"] == "crf":
+            self.emit = nn.Linear(h, k)
+            self.trans = nn.Parameter(torch.zeros(k, k))
+            self.start = nn.Parameter(torch.zeros(k))
+            self.end = nn.Parameter(torch.zeros(k))
+        else:
+            self.typ = nn.Linear(h, k - 1)
+            self.ent = nn.Linear(h, 1)
+
+    def encode(self, b):
+        n = b["words"].shape[0]
+        ce = self.char(b["chars"].view(-1)).view(n, -1, self.c["char_dim"]).transpose(1, 2)
+        feat = (self.conv(ce) + b["char_mask"].unsqueeze(1)).amax(2)
+        x = torch.cat([self.word(b["words"]), feat, self.casing(b["casing"])], 1)
+        out, _ = self.lstm(PackedSequence(self.drop(x), b["batch_sizes"]))
+        return self.drop(out.data)
+
+    def log_partition(self, em, b):
+        sizes, offsets = b["sizes"], b["offsets"]
+        alpha = em[0:sizes[0]] + self.start
+        done = []
+        for t in range(1, len(sizes)):
+            bs, prev = sizes[t], sizes[t - 1]
+            if bs < prev:
+                done.append(torch.logsumexp(alpha[bs:prev] + self.end, 1))
+                alpha = alpha[:bs]
+            alpha = torch.logsumexp(alpha.unsqueeze(2) + self.trans.unsqueeze(0), 1) + em[offsets[t]:offsets[t] + bs]
+        done.append(torch.logsumexp(alpha + self.end, 1))
+        return torch.cat(done).sum()
+
+    def loss(self, h, b):
+        if self.c["head"] == "crf":
+            em = self.emit(h)
+            nll = self.log_partition(em, b) - self.log_partition(em + b["allowed"], b)
+            return nll / b["sentences"]
+        ent = torch.cat([torch.zeros_like(h[:, :1]), self.ent(h)], 1)
+        return F.cross_entropy(ent, b["entity"]) + (F.cross_entropy(self.typ(h), b["type"], reduction="none") * b["type_w"]).sum() / b["type_w"].sum().clamp(min=1)
+
+    def probabilities(self, h):
+        if self.c["head"] == "crf":
+            return self.emit(h)  # the Go side decodes on the host; emissions are the tensor work
+        p = torch.sigmoid(self.ent(h))
+        return torch.cat([1 - p, F.softmax(self.typ(h), 1) * p], 1)
+
+
+def packed(batch, k):
+    """Lays a batch of sentences out in packed order, as the Go side does."""
+    sents = sorted(batch, key=lambda s: -len(s["words"]))
+    steps = len(sents[0]["words"])
+    sizes, offsets, order = [], [], []
+    n = 0
+    for t in range(steps):
+        running = [i for i, s in enumerate(sents) if len(s["words"]) > t]
+        sizes.append(len(running))
+        offsets.append(n)
+        order += [(i, t) for i in running]
+        n += len(running)
+    char_len = max(len(c) for s in sents for c in s["chars"])
+    chars = torch.zeros(n, char_len, dtype=torch.long)
+    mask = torch.zeros(n, char_len)
+    words, casing, target = [], [], []
+    for p, (i, t) in enumerate(order):
+        s = sents[i]
+        words.append(s["words"][t])
+        casing.append(s["casing"][t])
+        target.append(s["targets"][t])
+        cs = s["chars"][t]
+        chars[p, :len(cs)] = torch.tensor(cs)
+        mask[p, len(cs):] = -1e4
+    target = torch.tensor(target)
+    allowed = torch.full((n, k), -1e9)
+    allowed[torch.arange(n), target] = 0
+    return {
+        "words": torch.tensor(words), "casing": torch.tensor(casing), "chars": chars, "char_mask": mask,
+        "batch_sizes": torch.tensor(sizes), "sizes": sizes, "offsets": offsets, "sentences": len(sents),
+        "allowed": allowed, "entity": (target > 0).long(), "type": (target - 1).clamp(min=0),
+        "type_w": (target > 0).float(), "tokens": n,
+    }
+
+
+def peak_rss():
+    """The process's peak resident memory (VmHWM). ru_maxrss would not do:
+    Linux carries it over from the parent across fork and exec."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("batches")
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--threads", type=int, default=1)
+    args = ap.parse_args()
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(1)
+    with open(args.batches) as f:
+        spec = json.load(f)
+    c = spec["config"]
+    model = Tagger(c)
+    opt = torch.optim.Adam(model.parameters(), lr=c["lr"])
+    batches = [packed(b, c["tags"]) for b in spec["batches"]]
+
+    def train(bs):
+        model.train()
+        for b in bs:
+            opt.zero_grad()
+            loss = model.loss(model.encode(b), b)
+            loss.backward()
+            nn.utils.clip_grad_norm_(model.parameters(), c["clip"])
+            opt.step()
+
+    def predict(bs):
+        model.eval()
+        with torch.no_grad():
+            for b in bs:
+                model.probabilities(model.encode(b)).tolist()
+
+    train(batches[:args.warmup])
+    timed = batches[args.warmup:]
+    tokens = sum(b["tokens"] for b in timed)
+    start = time.perf_counter()
+    train(timed)
+    train_s = time.perf_counter() - start
+    start = time.perf_counter()
+    predict(timed)
+    predict_s = time.perf_counter() - start
+    json.dump({
+        "train_tokens_per_sec": tokens / train_s,
+        "predict_tokens_per_sec": tokens / predict_s,
+        "peak_rss_bytes": peak_rss(),
+        "threads": torch.get_num_threads(),
+        "torch": torch.__version__,
+    }, sys.stdout)
+
+
+if __name__ == "__main__":
+    main()
