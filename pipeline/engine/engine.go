@@ -52,6 +52,7 @@ type Engine struct {
 	ns        string
 	retention time.Duration
 	maxNode   time.Duration
+	runTTL    time.Duration
 
 	mu     sync.Mutex
 	graphs map[string]*runInfo // run id -> graph and datasets (immutable per run)
@@ -80,12 +81,17 @@ func WithRetention(d time.Duration) Option { return func(e *Engine) { e.retentio
 // lease, renewed every few seconds while the worker is alive, not from this.
 func WithMaxNodeDuration(d time.Duration) Option { return func(e *Engine) { e.maxNode = d } }
 
+// WithRunTTL sets how long Redis keeps a finished run's state (default 7
+// days); `nerflow retry` needs it, `status` and `artifacts` fall back to the
+// run manifest in the store.
+func WithRunTTL(d time.Duration) Option { return func(e *Engine) { e.runTTL = d } }
+
 // New returns an engine over a Redis client and an artifact store. The
 // caller keeps ownership of both.
 func New(rdb redis.UniversalClient, store storage.Store, opts ...Option) *Engine {
 	e := &Engine{
 		rdb: rdb, store: store, log: slog.Default(), ns: "nerflow",
-		retention: 24 * time.Hour, maxNode: 7 * 24 * time.Hour,
+		retention: 24 * time.Hour, maxNode: 7 * 24 * time.Hour, runTTL: 7 * 24 * time.Hour,
 		graphs: map[string]*runInfo{},
 	}
 	for _, o := range opts {
@@ -295,10 +301,15 @@ func (e *Engine) info(ctx context.Context, run string) (*runInfo, error) {
 		}
 	}
 	e.mu.Lock()
+	if len(e.graphs) >= maxCachedGraphs {
+		clear(e.graphs) // a long-lived worker sees many runs; reload on demand
+	}
 	e.graphs[run] = ri
 	e.mu.Unlock()
 	return ri, nil
 }
+
+const maxCachedGraphs = 256
 
 // ErrNoRun is returned for a run id that neither Redis nor the store knows.
 var ErrNoRun = errors.New("no such run")

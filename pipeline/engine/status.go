@@ -186,6 +186,32 @@ func (e *Engine) Manifest(ctx context.Context, id string) (*Manifest, error) {
 	return &m, nil
 }
 
+// finishRun records a run that just ended: its manifest in the store, and
+// an expiry on its Redis state.
+func (e *Engine) finishRun(ctx context.Context, id string) error {
+	err := e.writeManifest(ctx, id)
+	ri, ierr := e.info(ctx, id)
+	if ierr != nil {
+		return errors.Join(err, ierr)
+	}
+	k := runKeys(e.ns, id)
+	_, perr := e.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, key := range k.all(nodeIDs(ri.graph)) {
+			p.Expire(ctx, key, e.runTTL)
+		}
+		return nil
+	})
+	return errors.Join(err, perr)
+}
+
+func nodeIDs(g *spec.Graph) []string {
+	ids := make([]string, len(g.Nodes))
+	for i, n := range g.Nodes {
+		ids[i] = n.ID
+	}
+	return ids
+}
+
 // writeManifest stores the run's current state as its manifest.
 func (e *Engine) writeManifest(ctx context.Context, id string) error {
 	st, err := e.liveStatus(ctx, id)
@@ -295,7 +321,7 @@ func (e *Engine) Cancel(ctx context.Context, id, reason string) error {
 		_ = e.inspector.DeleteTask(e.queue(n.Queue), taskID(id, n.ID))
 	}
 	e.log.Info("run cancelled", "run", id, "interrupted", len(res))
-	return e.writeManifest(ctx, id)
+	return e.finishRun(ctx, id)
 }
 
 // Retry re-runs the failed and cancelled nodes of a finished run; nodes
@@ -384,6 +410,14 @@ func (e *Engine) Retry(ctx context.Context, id string) (int, error) {
 	}
 	if err != nil {
 		return 0, err
+	}
+	if _, err := e.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, key := range k.all(nodeIDs(ri.graph)) {
+			p.Persist(ctx, key)
+		}
+		return nil
+	}); err != nil {
+		return 0, fmt.Errorf("retrying run %s: %w", id, err)
 	}
 	for _, n := range ready {
 		if err := e.enqueue(ctx, id, n); err != nil {

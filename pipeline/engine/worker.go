@@ -313,7 +313,7 @@ func (e *Engine) complete(ctx context.Context, run string, ri *runInfo, n *spec.
 	}
 	if transition == 2 {
 		e.log.Info("run succeeded", "run", run)
-		if err := e.writeManifest(ctx, run); err != nil {
+		if err := e.finishRun(ctx, run); err != nil {
 			e.log.Warn("writing run manifest", "run", run, "err", err)
 		}
 	}
@@ -341,7 +341,7 @@ func (w *Worker) fail(ctx context.Context, run string, n *spec.Node, attempt, ma
 	}
 	if failedRun == 1 {
 		e.log.Error("run failed", "run", run, "node", n.ID, "err", cause)
-		if err := e.writeManifest(bg, run); err != nil {
+		if err := e.finishRun(bg, run); err != nil {
 			e.log.Warn("writing run manifest", "run", run, "err", err)
 		}
 	}
