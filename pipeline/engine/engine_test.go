@@ -421,3 +421,57 @@ nodes:
 		t.Errorf("copy = %q", got)
 	}
 }
+
+// TestStoreURLDataset: an input given as a store URL (an object, or a
+// prefix holding several) is copied into the run's store.
+func TestStoreURLDataset(t *testing.T) {
+	c := distributed(t)
+	cfg := testenv.S3(t)
+	bucket := randomName("nfdata-")
+	q := "?endpoint=" + cfg.Endpoint + "&access_key=" + cfg.AccessKey + "&secret_key=" + cfg.SecretKey + "&secure=false"
+	ctx := context.Background()
+	src, err := storage.Open(ctx, "s3://"+bucket+q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	for key, text := range map[string]string{"corpus/out.txt": "from s3", "dir/out.txt": "in a dir", "dir/other.txt": "x"} {
+		if _, err := storage.PutBytes(ctx, src, key, []byte(text)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, err := spec.Parse([]byte(`
+nodes:
+  one: {stage: test.concat, inputs: {in: "s3://`+bucket+`/corpus/out.txt`+q+`"}}
+  dir: {stage: test.concat, inputs: {in: "s3://`+bucket+`/dir`+q+`"}}
+`), "t.yaml", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := s.Expand()
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := run(t, c, g)
+	if st.State != engine.Succeeded {
+		t.Fatalf("run %s: %s", st.State, st.Error)
+	}
+	if got := output(t, c, st, "one", "out", "out.txt"); got != "from s3" {
+		t.Errorf("one = %q", got)
+	}
+	if got := output(t, c, st, "dir", "out", "out.txt"); got != "in a dir" {
+		t.Errorf("dir = %q", got)
+	}
+	m, err := c.submit.Manifest(ctx, st.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for url, a := range m.Datasets {
+		if strings.Contains(url, "/dir?") && len(a.Files) != 2 {
+			t.Errorf("prefix dataset has files %+v", a.Files)
+		}
+		if strings.Contains(a.Producer.Source, cfg.SecretKey) {
+			t.Errorf("the manifest records the secret key: %s", a.Producer.Source)
+		}
+	}
+}
