@@ -60,7 +60,12 @@ type Port struct {
 	Optional bool
 }
 
-var nameRE = regexp.MustCompile(`^[a-z][a-z0-9_.-]*$`)
+var (
+	nameRE = regexp.MustCompile(`^[a-z][a-z0-9_.-]*$`)
+	// Parameter and port names appear in spec paths (nodes.N.params.P) and
+	// in --set N.P=V, so they have no dots.
+	fieldRE = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
+)
 
 // Validate checks a stage declaration.
 func (s *Stage) Validate() error {
@@ -80,8 +85,8 @@ func (s *Stage) Validate() error {
 	}
 	seen := map[string]bool{}
 	for _, p := range s.Params {
-		if !nameRE.MatchString(p.Name) {
-			return fmt.Errorf("stages: stage %s: invalid param name %q", s.Name, p.Name)
+		if !fieldRE.MatchString(p.Name) {
+			return fmt.Errorf("stages: stage %s: invalid param name %q (lower-case letters, digits and '_')", s.Name, p.Name)
 		}
 		if seen[p.Name] {
 			return fmt.Errorf("stages: stage %s: param %s declared twice", s.Name, p.Name)
@@ -96,8 +101,8 @@ func (s *Stage) Validate() error {
 	for _, ports := range [][]Port{s.Inputs, s.Outputs} {
 		seen := map[string]bool{}
 		for _, p := range ports {
-			if !nameRE.MatchString(p.Name) {
-				return fmt.Errorf("stages: stage %s: invalid port name %q", s.Name, p.Name)
+			if !fieldRE.MatchString(p.Name) {
+				return fmt.Errorf("stages: stage %s: invalid port name %q (lower-case letters, digits and '_')", s.Name, p.Name)
 			}
 			if seen[p.Name] {
 				return fmt.Errorf("stages: stage %s: port %s declared twice", s.Name, p.Name)
