@@ -4,5 +4,7 @@ package main
 // each import registers storage drivers or pipeline stages by name in init.
 import (
 	_ "github.com/nerflow/nerflow/distant"     // stage: distant
+	_ "github.com/nerflow/nerflow/embeddings"  // stage: embeddings
 	_ "github.com/nerflow/nerflow/storage/all" // stores: file, s3
+	_ "github.com/nerflow/nerflow/train"       // stages: train.tagger, train.predict, train.evaluate
 )

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/sugarme/gotch"
 
 	"github.com/nerflow/nerflow/corpus"
 	"github.com/nerflow/nerflow/embeddings"
@@ -27,6 +26,7 @@ type trainFlags struct {
 	out                    string
 	device                 string
 	logEvery               int
+	threads                int
 	model                  train.Config
 	run                    train.TrainConfig
 }
@@ -65,6 +65,7 @@ wink JSON (or its npm .tgz), restricted to the corpora's words plus
 		fl.StringVar(&f.out, "out", "", "directory for the trained tagger and its report (required)")
 		fl.StringVar(&f.device, "device", "cpu", "cpu or cuda:N")
 		fl.IntVar(&f.logEvery, "log-every", 100, "log progress every this many batches")
+		fl.IntVar(&f.threads, "threads", 0, "libtorch threads per operation (0: libtorch's default)")
 		m, r := &f.model, &f.run
 		fl.StringVar(&m.Scheme, "scheme", m.Scheme, "tag scheme of the tagger: io, bio or bioes")
 		fl.StringVar(&m.Head, "head", m.Head, "token (RoSTER's classifier) or crf")
@@ -95,10 +96,11 @@ wink JSON (or its npm .tgz), restricted to the corpora's words plus
 }
 
 func runTrain(cmd *cobra.Command, log *slog.Logger, f trainFlags) error {
-	device, err := parseDevice(f.device)
+	device, err := train.ParseDevice(f.device)
 	if err != nil {
 		return err
 	}
+	train.SetThreads(f.threads)
 	trainSet, err := readCorpus(f.trainText, f.trainLabels)
 	if err != nil {
 		return err
@@ -183,19 +185,4 @@ func loadVectors(path string, frequent int, corpora ...*corpus.Corpus) (*embeddi
 		}
 	}
 	return embeddings.ReadWinkFile(path, embeddings.Words(words...), embeddings.Frequent(frequent))
-}
-
-// parseDevice reads "cpu" or "cuda:N".
-func parseDevice(s string) (gotch.Device, error) {
-	if s == "cpu" {
-		return gotch.CPU, nil
-	}
-	var n uint
-	if _, err := fmt.Sscanf(s, "cuda:%d", &n); err != nil {
-		return gotch.CPU, fmt.Errorf("device %q: want cpu or cuda:N", s)
-	}
-	if !gotch.CUDA.IsAvailable() {
-		return gotch.CPU, fmt.Errorf("device %s: this libtorch has no CUDA", s)
-	}
-	return gotch.CudaBuilder(n), nil
 }

@@ -1,0 +1,242 @@
+package train
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/nerflow/nerflow/corpus"
+	_ "github.com/nerflow/nerflow/embeddings" // the embeddings stage
+	"github.com/nerflow/nerflow/eval"
+	"github.com/nerflow/nerflow/stages"
+	"github.com/nerflow/nerflow/storage"
+	"github.com/nerflow/nerflow/storage/fsstore"
+)
+
+// winkFixture is a wink-shaped vectors file: 3 components, norm, index.
+const winkFixture = `{"precision":8,"l2NormIndex":3,"wordIndex":4,"size":5,"dimensions":3,
+"words":["the","paris","london","in","zebra"],
+"vectors":{"the":[0.1,0.2,0.3,0.37,0],"paris":[1,0,0,1,1],"london":[0,1,0,1,2],"in":[0,0,1,1,3],"zebra":[1,1,1,1.73,4]},
+"unkVector":[0,0,0,0,0]}`
+
+// stageEnv runs stages on a file store, as the engine would.
+type stageEnv struct {
+	t   *testing.T
+	ctx context.Context
+	st  storage.Store
+	n   int
+}
+
+func newStageEnv(t *testing.T) *stageEnv {
+	st, err := fsstore.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &stageEnv{t: t, ctx: context.Background(), st: st}
+}
+
+// dataset imports files (name -> content) as one artifact.
+func (e *stageEnv) dataset(files map[string]string) stages.Artifact {
+	dir := e.t.TempDir()
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+	a, err := stages.Import(e.ctx, e.st, "datasets", dir, "")
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return a
+}
+
+func (e *stageEnv) exec(name string, params map[string]any, inputs map[string][]stages.Artifact, opts ...func(*stages.Env)) (map[string]stages.Artifact, error) {
+	e.t.Helper()
+	s, ok := stages.Lookup(name)
+	if !ok {
+		e.t.Fatalf("stage %s not registered", name)
+	}
+	p, err := s.ResolveParams(params)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.n++
+	env := stages.Env{Store: e.st, Params: p, Inputs: inputs, OutputPrefix: "runs/" + name + "/" + stages.NewAttemptID()}
+	for _, o := range opts {
+		o(&env)
+	}
+	return stages.Exec(e.ctx, s, env)
+}
+
+func (e *stageEnv) read(a stages.Artifact, name string) []byte {
+	b, err := stages.NewInput(e.ctx, e.st, a).ReadFile(name)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return b
+}
+
+// textLabels writes a fixture corpus as CoNLL-2003's text and labels files.
+func textLabels(lines []string, prefix string) map[string]string {
+	var text, labels strings.Builder
+	for _, s := range fixtureCorpus(lines).Sentences {
+		text.WriteString(strings.Join(s.Tokens, " ") + "\n")
+		labels.WriteString(strings.Join(s.Tags, " ") + "\n")
+	}
+	return map[string]string{prefix + "_text.txt": text.String(), prefix + "_label.txt": labels.String()}
+}
+
+func tinyStageParams(extra map[string]any) map[string]any {
+	p := map[string]any{
+		"char_dim": 6, "char_filters": 8, "casing_dim": 4, "hidden": 10, "dropout": 0.1,
+		"epochs": 4, "batch_size": 4, "learning_rate": 0.02, "seed": 3, "min_word_count": 1,
+		"corpus_file": "train_text.txt", "corpus_labels": "train_label.txt",
+		"dev_file": "dev_text.txt", "dev_labels": "dev_label.txt",
+	}
+	for k, v := range extra {
+		p[k] = v
+	}
+	return p
+}
+
+func TestStagesTrainPredictEvaluate(t *testing.T) {
+	e := newStageEnv(t)
+	files := textLabels(fixture, "train")
+	for k, v := range textLabels(fixture[:5], "dev") {
+		files[k] = v
+	}
+	data := e.dataset(files)
+	vectors := e.dataset(map[string]string{"wink.json": winkFixture})
+
+	outs, err := e.exec("embeddings", map[string]any{"frequent": 1, "files": []any{"*_text.txt"}},
+		map[string][]stages.Artifact{"vectors": {vectors}, "corpora": {data}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	emb := outs["embeddings"]
+	if emb.Meta["words"] != "4" { // "the" (most frequent) and the fixture's paris, london, in
+		t.Errorf("embeddings meta %v", emb.Meta)
+	}
+
+	outs, err = e.exec(StageTrain, tinyStageParams(map[string]any{"loss": "gce", "update_interval": 3, "drop_o": 0.2}),
+		map[string][]stages.Artifact{"corpus": {data}, "dev": {data}, "embeddings": {emb}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	model := outs["model"]
+	var report struct {
+		Pretrained int
+		Result     Result
+	}
+	if err := json.Unmarshal(e.read(outs["report"], "report.json"), &report); err != nil {
+		t.Fatal(err)
+	}
+	if report.Pretrained != 4 || len(report.Result.Epochs) != 4 || report.Result.BestEpoch == 0 {
+		t.Fatalf("report %+v", report)
+	}
+
+	predParams := map[string]any{"corpus_file": "dev_text.txt"}
+	outs, err = e.exec(StagePredict, predParams, map[string][]stages.Artifact{"model": {model}, "corpus": {data}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	labels, preds, err := ReadPredictions(strings.NewReader(string(e.read(outs["predictions"], PredictionsFile))), PredictionsFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(labels, " ") != "O I-PER I-LOC" || len(preds) != 5 {
+		t.Fatalf("labels %v, %d predictions", labels, len(preds))
+	}
+	tagged, err := corpus.Read(strings.NewReader(string(e.read(outs["tagged"], "tagged.conll"))), "tagged.conll", corpus.FormatCoNLL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gold := fixtureCorpus(fixture[:5])
+	var goldTags, predTags [][]string
+	for i, s := range tagged.Sentences {
+		if strings.Join(s.Tags, " ") != strings.Join(preds[i].Tags, " ") {
+			t.Fatalf("sentence %d: tagged corpus %v, predictions %v", i+1, s.Tags, preds[i].Tags)
+		}
+		goldTags, predTags = append(goldTags, gold.Sentences[i].Tags), append(predTags, s.Tags)
+	}
+	want, err := eval.Evaluate(goldTags, predTags, corpus.AnyScheme)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Evaluating the model and evaluating its predictions agree with a
+	// direct evaluation.
+	evalParams := map[string]any{"gold_file": "dev_text.txt", "gold_labels": "dev_label.txt"}
+	for name, in := range map[string]stages.Artifact{"model": model, "predictions": outs["predictions"]} {
+		res, err := e.exec(StageEvaluate, evalParams, map[string][]stages.Artifact{"gold": {data}, name: {in}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rep eval.Report
+		if err := json.Unmarshal(e.read(res["report"], "report.json"), &rep); err != nil {
+			t.Fatal(err)
+		}
+		if rep.Micro != want.Micro {
+			t.Errorf("evaluate from %s: %+v, want %+v", name, rep.Micro, want.Micro)
+		}
+	}
+	if _, err := e.exec(StageEvaluate, evalParams, map[string][]stages.Artifact{"gold": {data}}); err == nil || !stages.IsPermanent(err) {
+		t.Errorf("evaluate without model or predictions: %v", err)
+	}
+}
+
+// TestTrainStageResumes: an attempt that dies after its second epoch leaves
+// a checkpoint; the next attempt resumes from it and produces exactly the
+// model of an uninterrupted run.
+func TestTrainStageResumes(t *testing.T) {
+	e := newStageEnv(t)
+	files := textLabels(fixture, "train")
+	for k, v := range textLabels(fixture[:4], "dev") {
+		files[k] = v
+	}
+	data := e.dataset(files)
+	inputs := map[string][]stages.Artifact{"corpus": {data}, "dev": {data}}
+	params := tinyStageParams(map[string]any{"epochs": 4})
+
+	whole, err := e.exec(StageTrain, params, inputs)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	e.ctx = ctx
+	withCheckpoints := func(attempt int, progress func(stages.ProgressUpdate)) func(*stages.Env) {
+		return func(env *stages.Env) {
+			env.CheckpointPrefix, env.Attempt, env.Progress = "checkpoints/train", attempt, progress
+		}
+	}
+	_, err = e.exec(StageTrain, params, inputs, withCheckpoints(0, func(p stages.ProgressUpdate) {
+		if strings.HasPrefix(p.Note, "epoch 3/") {
+			cancel() // the worker dies during epoch 3
+		}
+	}))
+	if err == nil {
+		t.Fatal("the interrupted attempt succeeded")
+	}
+	e.ctx = context.Background()
+	resumed, err := e.exec(StageTrain, params, inputs, withCheckpoints(1, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var report struct{ Result Result }
+	if err := json.Unmarshal(e.read(resumed["report"], "report.json"), &report); err != nil {
+		t.Fatal(err)
+	}
+	if report.Result.Resumed != 2 {
+		t.Errorf("resumed %d epochs, want 2", report.Result.Resumed)
+	}
+	a, _ := whole["model"].File(WeightsFile)
+	b, _ := resumed["model"].File(WeightsFile)
+	if a.Digest != b.Digest {
+		t.Errorf("weights of the resumed run %s, uninterrupted %s", b.Digest, a.Digest)
+	}
+}
