@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/spf13/viper"
@@ -67,34 +68,41 @@ func New(file string) (*viper.Viper, error) {
 	v.SetEnvPrefix("NERFLOW")
 	v.SetEnvKeyReplacer(strings.NewReplacer(".", "_", "-", "_"))
 	v.AutomaticEnv()
-	if file != "" {
-		v.SetConfigFile(file)
-	} else {
-		v.SetConfigName("nerflow")
-		v.SetConfigType("yaml")
-		v.AddConfigPath(".")
-		if home, err := os.UserHomeDir(); err == nil {
-			v.AddConfigPath(home + "/.config/nerflow")
+	if file == "" {
+		// Look for the file by its full name: viper's own search also
+		// accepts a file named just "nerflow", which is the binary itself
+		// when it is run from its own directory.
+		file = findConfig()
+		if file == "" {
+			return v, nil
 		}
-		v.AddConfigPath("/etc/nerflow")
 	}
+	v.SetConfigFile(file)
 	if err := v.ReadInConfig(); err != nil {
-		var notFound viper.ConfigFileNotFoundError
-		if file != "" || !errors.As(err, &notFound) {
-			return nil, fmt.Errorf("config: reading %s: %w", describe(v, file), err)
-		}
+		return nil, fmt.Errorf("config: reading %s: %w", file, err)
 	}
 	return v, nil
 }
 
-func describe(v *viper.Viper, file string) string {
-	if file != "" {
-		return file
+// searchPath lists where nerflow.yaml is looked for, first match wins.
+func searchPath() []string {
+	dirs := []string{"."}
+	if home, err := os.UserHomeDir(); err == nil {
+		dirs = append(dirs, filepath.Join(home, ".config", "nerflow"))
 	}
-	if used := v.ConfigFileUsed(); used != "" {
-		return used
+	return append(dirs, "/etc/nerflow")
+}
+
+func findConfig() string {
+	for _, dir := range searchPath() {
+		for _, name := range []string{"nerflow.yaml", "nerflow.yml"} {
+			p := filepath.Join(dir, name)
+			if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() {
+				return p
+			}
+		}
 	}
-	return "nerflow.yaml"
+	return ""
 }
 
 // Load unmarshals and validates the configuration held by v.

@@ -77,3 +77,34 @@ func TestErrorsNameTheProblem(t *testing.T) {
 		})
 	}
 }
+
+func TestSearchFindsYAMLNotTheBinary(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	t.Setenv("HOME", t.TempDir())
+	// The binary sits beside the user when run as ./nerflow from its folder.
+	if err := os.WriteFile("nerflow", []byte("\x7fELF\x02\x01\x01\x00"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	v, err := New("")
+	if err != nil {
+		t.Fatalf("a file named nerflow must not be read as config: %v", err)
+	}
+	if _, err := Load(v); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile("nerflow.yaml", []byte("log:\n  format: json\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	v, err = New("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := Load(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Log.Format != "json" {
+		t.Errorf("nerflow.yaml in the working directory was not read: %+v", c.Log)
+	}
+}
