@@ -25,7 +25,10 @@ test: setup
 	@set -e; eval "$$(scripts/services.sh start)"; trap 'scripts/services.sh stop' EXIT; \
 	NERFLOW_TEST_REQUIRE_SERVICES=1 $(GO) test -count=1 -timeout 45m ./...
 
+# Benchmarks report ratios against a reference measured in the same run; the
+# engine's need the real servers too.
 bench: setup
+	@set -e; eval "$$(scripts/services.sh start)"; trap 'scripts/services.sh stop' EXIT; \
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./...
 
 clean:
