@@ -93,10 +93,9 @@ func (n *noiseWeights) unpack(entity, typ []byte) error {
 //   - a tag whose tokens would lose more than 90% of their type losses keeps
 //     them all, so that no type disappears from training.
 func (t *Trainer) removeNoisyLabels(exs []example, weights *noiseWeights) error {
-	m, tau := t.model, float32(t.cfg.Tau)
+	m := t.model
 	types := m.numTypes()
-	counts := make([]int, types) // per entity tag: tokens, and tokens removed
-	dropped := make([]int, types)
+	r := newRemoval(float32(t.cfg.Tau), types)
 	for _, ids := range lengthBatches(exs, 64) {
 		b := newBatch(exs, ids)
 		g := newGraph(m.device)
@@ -104,23 +103,9 @@ func (t *Trainer) removeNoisyLabels(exs []example, weights *noiseWeights) error 
 			noGrad(func() {
 				pTypes, pEntity := m.tokenScores(g, m.forward(g, b, false, nil))
 				for i, id := range b.ids {
-					w := weights.w[id]
-					for tok, y := range exs[id].targets {
-						p := b.pos(i, tok)
-						w.entity[tok], w.typ[tok] = 1, 1
-						switch {
-						case y == 0:
-							if 1-pEntity[p] <= tau {
-								w.entity[tok] = 0
-							}
-						case y > 0:
-							counts[y-1]++
-							if pTypes[p*types+int(y-1)] <= tau {
-								w.typ[tok] = 0
-								dropped[y-1]++
-							}
-						}
-					}
+					r.judge(weights.w[id], exs[id].targets,
+						func(tok, class int) float32 { return pTypes[b.pos(i, tok)*types+class] },
+						func(tok int) float32 { return pEntity[b.pos(i, tok)] })
 				}
 			})
 		})
@@ -129,21 +114,64 @@ func (t *Trainer) removeNoisyLabels(exs []example, weights *noiseWeights) error 
 			return err
 		}
 	}
-	for c := range types {
-		if counts[c] > 0 && float64(dropped[c]) > 0.9*float64(counts[c]) {
-			t.log.Info("noisy-label removal spares a tag", "tag", m.Labels.Tags[c+1], "would_remove", dropped[c], "of", counts[c])
-			for id := range exs {
-				for tok, y := range exs[id].targets {
-					if int(y) == c+1 {
-						weights.w[id].typ[tok] = 1
-					}
-				}
-			}
-		}
+	for _, c := range r.spare(exs, weights) {
+		t.log.Info("noisy-label removal spares a tag", "tag", m.Labels.Tags[c+1], "would_remove", r.removed[c], "of", r.tokens[c])
 	}
 	entity, typ := weights.removed()
 	t.log.Debug("noisy-label removal", "entity_removed", entity, "type_removed", typ)
 	return nil
+}
+
+// removal is one pass of noisy-label removal: it judges tokens and counts,
+// per entity tag, the tokens and those whose type loss it switched off.
+type removal struct {
+	tau             float32
+	tokens, removed []int // per entity tag (class - 1)
+}
+
+func newRemoval(tau float32, types int) *removal {
+	return &removal{tau: tau, tokens: make([]int, types), removed: make([]int, types)}
+}
+
+// judge sets the weights of one example from the model's probabilities:
+// pType(t, c), the probability of entity tag c+1 among the entity tags at
+// token t, and pEntity(t), the probability that token t is an entity.
+func (r *removal) judge(w tokenWeights, targets []int32, pType func(t, c int) float32, pEntity func(t int) float32) {
+	for t, y := range targets {
+		w.entity[t], w.typ[t] = 1, 1
+		switch {
+		case y == 0:
+			if 1-pEntity(t) <= r.tau {
+				w.entity[t] = 0
+			}
+		case y > 0:
+			r.tokens[y-1]++
+			if pType(t, int(y-1)) <= r.tau {
+				w.typ[t] = 0
+				r.removed[y-1]++
+			}
+		}
+	}
+}
+
+// spare switches the type loss back on for every token of a tag whose
+// tokens lost more than 90% of it, and returns those tags (class - 1).
+func (r *removal) spare(exs []example, weights *noiseWeights) []int {
+	var spared []int
+	for c := range r.tokens {
+		if r.tokens[c] == 0 || float64(r.removed[c]) <= 0.9*float64(r.tokens[c]) {
+			continue
+		}
+		spared = append(spared, c)
+		for id := range exs {
+			for t, y := range exs[id].targets {
+				if int(y) == c+1 {
+					weights.w[id].typ[t] = 1
+				}
+			}
+		}
+	}
+	return spared
 }
 
 // tokenScores returns the token head's type distributions ([n*(K-1)],
