@@ -1,32 +1,49 @@
-// Package artifact groups stored files into artifacts described by a
-// manifest, on top of any storage.Store.
+// Package artifact is nerflow's one model of a stored artifact: a small set
+// of named files under a key prefix of any storage.Store, described by a
+// manifest. Pipeline stages (package stages) and the engine build on it.
 //
-// An artifact lives under a key prefix: its files are the objects
-// "<prefix>/<name>" and its manifest is "<prefix>/manifest.json". The
-// manifest is written last, after every file it lists has been stored and
-// checked, so an artifact exists exactly when its manifest does; a producer
-// that dies halfway leaves files without a manifest, which readers treat as
-// no artifact at all (Read returns storage.ErrNotFound).
+// # Layout
 //
-// The manifest records each file's size and digest. Open checks the stored
-// object against it, so a file replaced after the manifest was written is
-// an error (storage.ErrDigestMismatch), not a silent mix of two versions.
-// The artifact's own digest is the digest of its manifest object: inputs are
-// recorded in a manifest's lineage by that digest.
+// An artifact at prefix "p" has its files at "p/<name>" and its manifest at
+// "p.manifest.json", beside the files rather than among them, so that no
+// file name is reserved (an imported directory may well hold a
+// manifest.json of its own). The manifest is written last, after every file
+// it lists has been stored, so an artifact exists exactly when its manifest
+// does: a producer that dies halfway leaves files without a manifest, which
+// Read reports as storage.ErrNotFound.
 //
-//	w := artifact.NewWriter(store, "nodes/ab12/out", artifact.Manifest{
-//		Kind: "corpus", SchemaVersion: 1,
-//		Producer: artifact.Producer{Stage: "distant-labels", Version: 2},
+// # Digest
+//
+// A manifest's Digest identifies the artifact's content: the SHA-256 of its
+// kind, schema version, metadata and every file's name, size and digest.
+// It leaves out where the files are stored, who made them, when, in which
+// run and from which inputs, so equal outputs of different runs or attempts
+// have equal digests. The pipeline engine builds node keys from input
+// digests, which is what lets a node downstream of a re-executed one hit the
+// cache when the re-execution produced the same bytes.
+//
+// # Reading
+//
+// Open and ReadFile check the stored object against the manifest: a file
+// replaced after the manifest was written is an error wrapping
+// storage.ErrDigestMismatch, not a silent mix of two versions, and the
+// reader fails the same way if the bytes do not hash to their digest.
+//
+//	w := artifact.NewWriter(store, "artifacts/ab12/x1/labeled", artifact.Manifest{
+//		Kind:     "corpus",
+//		Producer: artifact.Producer{Stage: "distant.label", Version: 2, NodeKey: "ab12"},
 //	})
-//	w.PutBytes(ctx, "train.jsonl", data)
-//	a, err := w.Commit(ctx)
+//	w.PutBytes(ctx, "train.txt", data)
+//	m, err := w.Commit(ctx) // m.Digest identifies the content
 package artifact
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -35,80 +52,88 @@ import (
 	"github.com/nerflow/nerflow/storage"
 )
 
-// ManifestName is the name of the manifest object under an artifact's
-// prefix; no file of an artifact may use it.
-const ManifestName = "manifest.json"
+// FormatVersion is the version of the manifest format this package writes
+// and the only one it reads. Format 1 was the first storage/artifact
+// manifest, whose digest was that of the manifest object; format 2 merged it
+// with the stages' artifacts and made the digest a content digest.
+const FormatVersion = 2
 
-// FormatVersion is the version of the manifest format this package writes.
-// Read refuses manifests of a later format rather than misread them.
-const FormatVersion = 1
+// ManifestSuffix ends the key of an artifact's manifest: ManifestKey(p) is
+// p + ManifestSuffix.
+const ManifestSuffix = ".manifest.json"
 
-// Manifest describes an artifact.
+// ErrInvalid is wrapped by the errors of Validate: a manifest that is not
+// well-formed, of another format, or whose digest does not match its
+// content.
+var ErrInvalid = errors.New("invalid artifact manifest")
+
+// Manifest describes an artifact. It is what "<prefix>.manifest.json"
+// holds, and what the pipeline engine records as a node's outputs.
 type Manifest struct {
 	// Format is the manifest format version (FormatVersion).
 	Format int `json:"format"`
-	// Kind names what the files hold: "corpus", "gazetteer",
-	// "embeddings", "tagger-checkpoint"... (lower-case letters, digits,
-	// '-').
-	Kind string `json:"kind"`
-	// SchemaVersion is the version of the kind's file layout, so readers
-	// can refuse or convert older layouts.
-	SchemaVersion int `json:"schema_version"`
-	// Producer is what made the artifact.
-	Producer Producer `json:"producer"`
-	// Lineage lists the artifacts the producer read.
-	Lineage []Input `json:"lineage,omitempty"`
+	// Digest is the content digest (see the package documentation).
+	Digest string `json:"digest"`
+	// Kind names what the files hold: "corpus", "gazetteer", "embeddings",
+	// "checkpoint"... (lower-case letters, digits and '-'); empty for
+	// imported datasets, whose kind nobody declared.
+	Kind string `json:"kind,omitempty"`
+	// SchemaVersion is the version of the kind's file layout, so that
+	// readers can refuse or convert older layouts; 0 when unversioned.
+	SchemaVersion int `json:"schema_version,omitempty"`
+	// Prefix is the store key prefix under which the files live.
+	Prefix string `json:"prefix"`
 	// Files are sorted by name.
 	Files []File `json:"files"`
+	// Meta holds small string attributes: counts, the tagging scheme,
+	// scores. Part of the digest.
+	Meta map[string]string `json:"meta,omitempty"`
+	// Producer is what made the artifact.
+	Producer Producer `json:"producer"`
+	// Lineage lists the artifacts the producer read, by content digest.
+	Lineage []Input `json:"lineage,omitempty"`
 	// Created is when the manifest was written (UTC).
 	Created time.Time `json:"created"`
-	// Metadata is free-form: parameters, counts, notes.
-	Metadata map[string]string `json:"metadata,omitempty"`
 }
 
-// Producer identifies the stage run that made an artifact.
+// File is one file of an artifact.
+type File struct {
+	// Name is slash-separated and relative to the artifact's prefix.
+	Name   string `json:"name"`
+	Size   int64  `json:"size"`
+	Digest string `json:"digest"` // "sha256:<hex>"
+}
+
+// Producer records where an artifact came from: a stage run, or, for an
+// imported dataset, its Source.
 type Producer struct {
-	Stage   string `json:"stage"`
-	Version int    `json:"version"`
-	// Node is the node key of the pipeline node that ran the stage.
-	Node string `json:"node,omitempty"`
-	// Run is the id of the pipeline run.
+	Stage   string `json:"stage,omitempty"`
+	Version int    `json:"version,omitempty"`
+	// NodeKey is the key of the pipeline node that ran the stage.
+	NodeKey string `json:"node_key,omitempty"`
+	// Run is the id of the pipeline run that executed the node.
 	Run string `json:"run,omitempty"`
+	// Source is set for imported datasets: the path or URL (credentials
+	// redacted) they came from.
+	Source string `json:"source,omitempty"`
 }
 
 // Input is one artifact a producer read.
 type Input struct {
 	// Name is the role of the input, such as the stage's input port.
 	Name string `json:"name"`
-	// Digest is the input artifact's digest (Artifact.Digest).
+	// Digest is the input's content digest (Manifest.Digest).
 	Digest string `json:"digest"`
 }
-
-// File is one file of an artifact.
-type File struct {
-	// Name is the file's key relative to the artifact's prefix.
-	Name   string `json:"name"`
-	Size   int64  `json:"size"`
-	Digest string `json:"digest"`
-}
-
-// Artifact is a manifest read from, or committed to, a store.
-type Artifact struct {
-	Prefix string
-	// Digest is the digest of the manifest object; it identifies this
-	// artifact in the lineage of others.
-	Digest string
-	Manifest
-}
-
-// Key returns the store key of file name.
-func (a Artifact) Key(name string) string { return a.Prefix + "/" + name }
 
 // ManifestKey returns the key of the manifest of the artifact at prefix.
-func ManifestKey(prefix string) string { return prefix + "/" + ManifestName }
+func ManifestKey(prefix string) string { return prefix + ManifestSuffix }
+
+// Key returns the store key of file name.
+func (m Manifest) Key(name string) string { return m.Prefix + "/" + name }
 
 // File returns the entry for name.
-func (m *Manifest) File(name string) (File, bool) {
+func (m Manifest) File(name string) (File, bool) {
 	i, ok := slices.BinarySearchFunc(m.Files, name, func(f File, name string) int { return strings.Compare(f.Name, name) })
 	if !ok {
 		return File{}, false
@@ -116,24 +141,81 @@ func (m *Manifest) File(name string) (File, bool) {
 	return m.Files[i], true
 }
 
+// Size is the total size of the files.
+func (m Manifest) Size() int64 {
+	var n int64
+	for _, f := range m.Files {
+		n += f.Size
+	}
+	return n
+}
+
+// ContentDigest computes the digest of m's content: kind, schema version,
+// metadata and files (which must be sorted by name, as Seal leaves them).
+func (m *Manifest) ContentDigest() string {
+	// Empty and missing are one content: JSON drops an empty map (omitempty)
+	// and turns an empty list into null or [] depending on how it was made.
+	meta, files := m.Meta, m.Files
+	if len(meta) == 0 {
+		meta = nil
+	}
+	if len(files) == 0 {
+		files = nil
+	}
+	content := struct {
+		Kind          string            `json:"kind"`
+		SchemaVersion int               `json:"schema_version"`
+		Meta          map[string]string `json:"meta"`
+		Files         []File            `json:"files"`
+	}{m.Kind, m.SchemaVersion, meta, files}
+	b, err := json.Marshal(content) // map keys come sorted
+	if err != nil {
+		panic(fmt.Sprintf("artifact: encoding content: %v", err)) // strings and ints only
+	}
+	return storage.Digest(b)
+}
+
+// Seal sorts the files by name and sets Format and Digest. Write seals the
+// manifests it publishes; call Seal to learn the digest before that, for
+// example to store the files under a prefix named after it.
+func (m *Manifest) Seal() {
+	m.Files = slices.Clone(m.Files)
+	slices.SortFunc(m.Files, func(a, b File) int { return strings.Compare(a.Name, b.Name) })
+	m.Format = FormatVersion
+	m.Digest = m.ContentDigest()
+}
+
 var kindPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]*$`)
 
-// Validate checks that m is a well-formed manifest of a format this package
-// reads, with its files sorted by name.
+// Validate checks that m is a well-formed manifest of this format, with its
+// files sorted by name and a digest that matches its content. Its errors
+// wrap ErrInvalid.
 func (m *Manifest) Validate() error {
+	if err := m.validate(); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	return nil
+}
+
+func (m *Manifest) validate() error {
 	switch {
-	case m.Format < 1:
-		return fmt.Errorf("format %d: want a manifest format version of at least 1", m.Format)
-	case m.Format > FormatVersion:
-		return fmt.Errorf("format %d is newer than this program reads (%d)", m.Format, FormatVersion)
-	case !kindPattern.MatchString(m.Kind):
+	case m.Format == 0:
+		return errors.New("no format version: written by an older nerflow, or not a manifest")
+	case m.Format != FormatVersion:
+		return fmt.Errorf("format %d: this program reads format %d only", m.Format, FormatVersion)
+	case m.Kind != "" && !kindPattern.MatchString(m.Kind):
 		return fmt.Errorf("kind %q: want lower-case letters, digits and '-'", m.Kind)
 	case m.SchemaVersion < 0:
 		return fmt.Errorf("schema_version %d is negative", m.SchemaVersion)
-	case m.Producer.Stage == "":
-		return fmt.Errorf("producer: no stage")
+	case m.Producer.Stage == "" && m.Producer.Source == "":
+		return errors.New("producer: neither a stage nor a source")
+	case m.Producer.Version < 0:
+		return fmt.Errorf("producer: negative version %d", m.Producer.Version)
 	case m.Created.IsZero():
-		return fmt.Errorf("no created time")
+		return errors.New("no created time")
+	}
+	if err := storage.ValidateKey(m.Prefix); err != nil {
+		return fmt.Errorf("prefix: %w", err)
 	}
 	for i, in := range m.Lineage {
 		if err := storage.ValidateDigest(in.Digest); err != nil {
@@ -141,7 +223,7 @@ func (m *Manifest) Validate() error {
 		}
 	}
 	for i, f := range m.Files {
-		if err := validateFileName(f.Name); err != nil {
+		if err := ValidateFileName(f.Name); err != nil {
 			return fmt.Errorf("files[%d]: %w", i, err)
 		}
 		if i > 0 && m.Files[i-1].Name >= f.Name {
@@ -154,13 +236,18 @@ func (m *Manifest) Validate() error {
 			return fmt.Errorf("files[%d] (%s): %w", i, f.Name, err)
 		}
 	}
+	if err := storage.ValidateDigest(m.Digest); err != nil {
+		return err
+	}
+	if want := m.ContentDigest(); m.Digest != want {
+		return fmt.Errorf("digest %s does not match the content (%s): %w", m.Digest, want, storage.ErrDigestMismatch)
+	}
 	return nil
 }
 
-func validateFileName(name string) error {
-	if name == ManifestName {
-		return fmt.Errorf("file name %q is reserved for the manifest", name)
-	}
+// ValidateFileName checks the name of an artifact's file: a store key
+// (storage.ValidateKey) relative to the artifact's prefix.
+func ValidateFileName(name string) error {
 	if err := storage.ValidateKey(name); err != nil {
 		return fmt.Errorf("file name: %w", err)
 	}
@@ -169,50 +256,59 @@ func validateFileName(name string) error {
 
 // Write publishes the manifest of the artifact whose files are already
 // stored under prefix. It checks that each listed file is stored with the
-// listed size and digest, sorts the files, sets Format, and sets Created to
-// now when it is zero. The manifest is the last object written.
-func Write(ctx context.Context, s storage.Store, prefix string, m Manifest) (Artifact, error) {
-	m.Format = FormatVersion
+// listed size and digest, seals m (see Seal) and sets Created to now when
+// it is zero. The manifest is the last object written.
+func Write(ctx context.Context, s storage.Store, prefix string, m Manifest) (Manifest, error) {
+	for _, f := range m.Files {
+		key := prefix + "/" + f.Name
+		info, err := s.Stat(ctx, key)
+		if err != nil {
+			return Manifest{}, fmt.Errorf("artifact: writing %s: file %s: %w", ManifestKey(prefix), f.Name, err)
+		}
+		if info.Size != f.Size || info.Digest != f.Digest {
+			return Manifest{}, fmt.Errorf("artifact: writing %s: file %s is stored with size %d digest %s, the manifest says %d %s: %w",
+				ManifestKey(prefix), f.Name, info.Size, info.Digest, f.Size, f.Digest, storage.ErrDigestMismatch)
+		}
+	}
+	return publish(ctx, s, prefix, m)
+}
+
+// publish seals, validates and stores m: Write without checking the files,
+// for callers that have just stored them and hold their digests.
+func publish(ctx context.Context, s storage.Store, prefix string, m Manifest) (Manifest, error) {
+	m.Prefix = prefix
+	m.Meta, m.Lineage = maps.Clone(m.Meta), slices.Clone(m.Lineage) // the caller's to keep changing
 	if m.Created.IsZero() {
 		m.Created = time.Now().UTC()
 	}
-	m.Files = slices.Clone(m.Files)
-	slices.SortFunc(m.Files, func(a, b File) int { return strings.Compare(a.Name, b.Name) })
+	m.Seal()
 	key := ManifestKey(prefix)
 	if err := m.Validate(); err != nil {
-		return Artifact{}, fmt.Errorf("artifact: writing %s: %w", key, err)
+		return Manifest{}, fmt.Errorf("artifact: writing %s: %w", key, err)
 	}
-	for _, f := range m.Files {
-		info, err := s.Stat(ctx, prefix+"/"+f.Name)
-		if err != nil {
-			return Artifact{}, fmt.Errorf("artifact: writing %s: file %s: %w", key, f.Name, err)
-		}
-		if info.Size != f.Size || info.Digest != f.Digest {
-			return Artifact{}, fmt.Errorf("artifact: writing %s: file %s is stored with size %d digest %s, the manifest says %d %s: %w",
-				key, f.Name, info.Size, info.Digest, f.Size, f.Digest, storage.ErrDigestMismatch)
-		}
+	if _, err := storage.PutJSON(ctx, s, key, m); err != nil {
+		return Manifest{}, fmt.Errorf("artifact: writing %s: %w", key, err)
 	}
-	info, err := storage.PutJSON(ctx, s, key, m)
-	if err != nil {
-		return Artifact{}, fmt.Errorf("artifact: writing %s: %w", key, err)
-	}
-	return Artifact{Prefix: prefix, Digest: info.Digest, Manifest: m}, nil
+	return m, nil
 }
 
 // Read reads and validates the manifest of the artifact at prefix. It
 // returns an error wrapping storage.ErrNotFound when there is no manifest,
-// that is, no artifact.
-func Read(ctx context.Context, s storage.Store, prefix string) (Artifact, error) {
+// that is, no artifact, and one wrapping ErrInvalid for a manifest that
+// fails Validate.
+func Read(ctx context.Context, s storage.Store, prefix string) (Manifest, error) {
 	key := ManifestKey(prefix)
 	var m Manifest
-	info, err := storage.GetJSON(ctx, s, key, &m)
-	if err != nil {
-		return Artifact{}, fmt.Errorf("artifact: %w", err)
+	if _, err := storage.GetJSON(ctx, s, key, &m); err != nil {
+		return Manifest{}, fmt.Errorf("artifact: %w", err)
 	}
 	if err := m.Validate(); err != nil {
-		return Artifact{}, fmt.Errorf("artifact: %s: %w", key, err)
+		return Manifest{}, fmt.Errorf("artifact: %s: %w", key, err)
 	}
-	return Artifact{Prefix: prefix, Digest: info.Digest, Manifest: m}, nil
+	if m.Prefix != prefix {
+		return Manifest{}, fmt.Errorf("artifact: %s: %w: it describes the files under %q", key, ErrInvalid, m.Prefix)
+	}
+	return m, nil
 }
 
 // Exists reports whether an artifact (its manifest) is stored at prefix.
@@ -228,52 +324,74 @@ func Exists(ctx context.Context, s storage.Store, prefix string) (bool, error) {
 	}
 }
 
-// Open opens file name of a. It fails with storage.ErrDigestMismatch when
+// Open opens file name of m. It fails with storage.ErrDigestMismatch when
 // the stored object is not the one the manifest lists, and the reader fails
 // the same way if the bytes do not match their digest.
-func Open(ctx context.Context, s storage.Store, a Artifact, name string) (io.ReadCloser, error) {
-	f, ok := a.File(name)
+func Open(ctx context.Context, s storage.Store, m Manifest, name string) (io.ReadCloser, error) {
+	f, ok := m.File(name)
 	if !ok {
-		return nil, fmt.Errorf("artifact: %s has no file %q: %w", a.Prefix, name, storage.ErrNotFound)
+		return nil, fmt.Errorf("artifact %s has no file %q (has: %s): %w", m.Prefix, name, m.fileNames(), storage.ErrNotFound)
 	}
-	rc, info, err := s.Get(ctx, a.Key(name))
+	rc, info, err := s.Get(ctx, m.Key(name))
 	if err != nil {
-		return nil, fmt.Errorf("artifact: %w", err)
+		return nil, fmt.Errorf("artifact: opening %s: %w", m.Key(name), err)
 	}
 	if info.Digest != f.Digest || info.Size != f.Size {
 		rc.Close()
 		return nil, fmt.Errorf("artifact: %s was replaced after its manifest was written (stored %s, listed %s): %w",
-			a.Key(name), info.Digest, f.Digest, storage.ErrDigestMismatch)
+			m.Key(name), info.Digest, f.Digest, storage.ErrDigestMismatch)
 	}
 	return rc, nil
 }
 
-// ReadFile reads file name of a whole, verified.
-func ReadFile(ctx context.Context, s storage.Store, a Artifact, name string) ([]byte, error) {
-	rc, err := Open(ctx, s, a, name)
+// ReadFile reads file name of m whole, verified.
+func ReadFile(ctx context.Context, s storage.Store, m Manifest, name string) ([]byte, error) {
+	rc, err := Open(ctx, s, m, name)
 	if err != nil {
 		return nil, err
 	}
 	defer rc.Close()
 	b, err := io.ReadAll(rc)
 	if err != nil {
-		return nil, fmt.Errorf("artifact: %w", err)
+		return nil, fmt.Errorf("artifact: reading %s: %w", m.Key(name), err)
 	}
 	return b, nil
 }
 
-// Verify reads every file of a and checks it against the manifest.
-func Verify(ctx context.Context, s storage.Store, a Artifact) error {
-	for _, f := range a.Files {
-		rc, err := Open(ctx, s, a, f.Name)
+// Verify reads every file of m and checks it against the manifest.
+func Verify(ctx context.Context, s storage.Store, m Manifest) error {
+	for _, f := range m.Files {
+		rc, err := Open(ctx, s, m, f.Name)
 		if err != nil {
 			return err
 		}
 		_, err = io.Copy(io.Discard, rc)
 		rc.Close()
 		if err != nil {
-			return fmt.Errorf("artifact: %w", err)
+			return fmt.Errorf("artifact: reading %s: %w", m.Key(f.Name), err)
 		}
 	}
 	return nil
+}
+
+// Delete removes artifact m: its manifest first, so that
+// readers never see a manifest whose files are gone, then its files.
+func Delete(ctx context.Context, s storage.Store, m Manifest) error {
+	if err := s.Delete(ctx, ManifestKey(m.Prefix)); err != nil {
+		return fmt.Errorf("artifact: deleting %s: %w", m.Prefix, err)
+	}
+	for _, f := range m.Files {
+		if err := s.Delete(ctx, m.Key(f.Name)); err != nil {
+			return fmt.Errorf("artifact: deleting %s: %w", m.Key(f.Name), err)
+		}
+	}
+	return nil
+}
+
+func (m Manifest) fileNames() string {
+	names := make([]string, len(m.Files))
+	for i, f := range m.Files {
+		names[i] = f.Name
+	}
+	return strings.Join(names, ", ")
 }

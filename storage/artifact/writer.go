@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"sync"
 
 	"github.com/nerflow/nerflow/storage"
@@ -23,11 +24,47 @@ type Writer struct {
 	committed bool
 }
 
-// NewWriter starts an artifact at prefix described by m (kind, producer,
-// lineage, metadata); the files come from the Writer's Put methods.
+// NewWriter starts an artifact at prefix described by m (kind, schema
+// version, producer, lineage, metadata); the files come from the Writer's
+// Put methods.
 func NewWriter(s storage.Store, prefix string, m Manifest) *Writer {
 	m.Files = nil
+	m.Meta = maps.Clone(m.Meta)
 	return &Writer{store: s, prefix: prefix, manifest: m, names: map[string]bool{}}
+}
+
+// Prefix is where the artifact's files go.
+func (w *Writer) Prefix() string { return w.prefix }
+
+// SetKind sets the manifest's kind.
+func (w *Writer) SetKind(kind string) {
+	w.mu.Lock()
+	w.manifest.Kind = kind
+	w.mu.Unlock()
+}
+
+// SetSchemaVersion sets the version of the kind's file layout.
+func (w *Writer) SetSchemaVersion(v int) {
+	w.mu.Lock()
+	w.manifest.SchemaVersion = v
+	w.mu.Unlock()
+}
+
+// SetMeta records a metadata attribute (part of the digest).
+func (w *Writer) SetMeta(key, value string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.manifest.Meta == nil {
+		w.manifest.Meta = map[string]string{}
+	}
+	w.manifest.Meta[key] = value
+}
+
+// Files returns how many files have been stored so far.
+func (w *Writer) Files() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.manifest.Files)
 }
 
 // Put stores r as file name of the artifact.
@@ -38,7 +75,7 @@ func (w *Writer) Put(ctx context.Context, name string, r io.Reader, opts ...stor
 	info, err := w.store.Put(ctx, w.prefix+"/"+name, r, opts...)
 	if err != nil {
 		w.release(name)
-		return storage.ObjectInfo{}, fmt.Errorf("artifact: %w", err)
+		return storage.ObjectInfo{}, fmt.Errorf("artifact %s: writing %s: %w", w.prefix, name, err)
 	}
 	w.mu.Lock()
 	w.manifest.Files = append(w.manifest.Files, File{Name: name, Size: info.Size, Digest: info.Digest})
@@ -64,7 +101,7 @@ func (w *Writer) PutJSON(ctx context.Context, name string, v any, opts ...storag
 // claim reserves name, so that two Puts of one name are caught instead of
 // racing to a manifest that lists the loser's digest.
 func (w *Writer) claim(name string) error {
-	if err := validateFileName(name); err != nil {
+	if err := ValidateFileName(name); err != nil {
 		return fmt.Errorf("artifact %s: %w", w.prefix, err)
 	}
 	w.mu.Lock()
@@ -85,18 +122,21 @@ func (w *Writer) release(name string) {
 	w.mu.Unlock()
 }
 
-// Commit writes the manifest, publishing the artifact. Files whose Put
-// failed are not part of it. A failed Commit may be retried.
-func (w *Writer) Commit(ctx context.Context) (Artifact, error) {
+// Commit writes the manifest, publishing the artifact, and returns it
+// sealed. Files whose Put failed are not part of it. A failed Commit may be
+// retried.
+func (w *Writer) Commit(ctx context.Context) (Manifest, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.committed {
-		return Artifact{}, fmt.Errorf("artifact %s: committed twice", w.prefix)
+		return Manifest{}, fmt.Errorf("artifact %s: committed twice", w.prefix)
 	}
-	a, err := Write(ctx, w.store, w.prefix, w.manifest)
+	// The files' sizes and digests are those their Puts returned: checking
+	// them again, as Write does, would cost a round trip per file.
+	m, err := publish(ctx, w.store, w.prefix, w.manifest)
 	if err != nil {
-		return Artifact{}, err
+		return Manifest{}, err
 	}
 	w.committed = true
-	return a, nil
+	return m, nil
 }
