@@ -29,30 +29,59 @@ const notAllowed = -1e9
 //	log Z = logsumexp_j(alpha_T[j] + end[j])
 //
 // In packed layout the sentences running at step t are the first
-// batchSizes[t], so alpha shrinks from the end as sentences finish, and
-// each finished sentence's log Z is taken when it leaves.
+// batchSizes[t], so alpha shrinks from the end as sentences finish; the rows
+// of finished sentences are set aside and scored together at the end.
+//
+// Every gotch operation costs tens of microseconds in Go whatever its size,
+// so the loop is written with as few as possible: alpha alternates between
+// a column [bs, K, 1] and a row [bs, 1, K] layout, and adding the
+// transitions in the matching orientation and reducing with keepdim yields
+// the other layout directly, without reshaping (4 operations a step).
 func crfLogPartition(g *graph, emissions, trans, start, end *ts.Tensor, b *batch) *ts.Tensor {
-	step := func(t int) *ts.Tensor {
-		return g.t(emissions.Narrow(0, int64(b.offsets[t]), b.batchSizes[t], false))
+	shape, err := emissions.Size()
+	g.check(err)
+	n, k := shape[0], shape[1]
+	type layout struct {
+		em, trans, end *ts.Tensor // emissions, transitions and end scores in this layout
+		tagDim         int64      // the dimension of alpha's tags
+		done           []*ts.Tensor
 	}
-	transT := g.t(trans.Unsqueeze(0, false)) // [1, K, K]
-	finish := func(alpha *ts.Tensor) *ts.Tensor {
-		return g.t(g.t(alpha.Add(end, false)).Logsumexp([]int64{1}, false, false))
+	col := &layout{ // alpha [bs, K(from), 1] + trans [1, K(from), K(to)] -> reduce dim 1 -> row
+		em: g.t(emissions.View([]int64{n, k, 1}, false)), trans: g.t(trans.Unsqueeze(0, false)),
+		end: g.t(end.View([]int64{1, k, 1}, false)), tagDim: 1,
 	}
-	var done []*ts.Tensor
-	alpha := g.t(step(0).Add(start, false))
+	row := &layout{ // alpha [bs, 1, K(from)] + trans' [1, K(to), K(from)] -> reduce dim 2 -> column
+		em: g.t(emissions.View([]int64{n, 1, k}, false)), trans: g.t(g.t(trans.Transpose(0, 1, false)).Unsqueeze(0, false)),
+		end: g.t(end.View([]int64{1, 1, k}, false)), tagDim: 2,
+	}
+	cur, other := col, row
+	alpha := g.t(g.t(cur.em.Narrow(0, 0, b.batchSizes[0], false)).Add(g.t(start.View([]int64{1, k, 1}, false)), false))
 	for t := 1; t < len(b.batchSizes); t++ {
 		bs, prev := b.batchSizes[t], b.batchSizes[t-1]
 		if bs < prev {
-			done = append(done, finish(g.t(alpha.Narrow(0, bs, prev-bs, false))))
+			cur.done = append(cur.done, g.t(alpha.Narrow(0, bs, prev-bs, false)))
 			alpha = g.t(alpha.Narrow(0, 0, bs, false))
 		}
-		scores := g.t(g.t(alpha.Unsqueeze(2, false)).Add(transT, false)) // [bs, K(from), K(to)]
-		alpha = g.t(g.t(scores.Logsumexp([]int64{1}, false, false)).Add(step(t), false))
+		scores := g.t(alpha.Add(cur.trans, false))
+		alpha = g.t(scores.Logsumexp([]int64{cur.tagDim}, true, false))
+		cur, other = other, cur
+		alpha = g.t(alpha.Add(g.t(cur.em.Narrow(0, int64(b.offsets[t]), bs, false)), false))
 	}
-	done = append(done, finish(alpha))
-	all := g.t(ts.Cat(done, 0))
-	return g.t(all.Sum(gotch.Float, false))
+	cur.done = append(cur.done, alpha)
+	var total *ts.Tensor
+	for _, l := range []*layout{col, row} {
+		if len(l.done) == 0 {
+			continue
+		}
+		final := g.t(g.t(ts.Cat(l.done, 0)).Add(l.end, false))
+		logZ := g.t(g.t(final.Logsumexp([]int64{1, 2}, false, false)).Sum(gotch.Float, false))
+		if total == nil {
+			total = logZ
+		} else {
+			total = g.t(total.Add(logZ, false))
+		}
+	}
+	return total
 }
 
 // crfNLL returns sum over the sentences of b of -log p(gold). gold holds
