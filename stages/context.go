@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/nerflow/nerflow/storage"
+	"github.com/nerflow/nerflow/storage/artifact"
 )
 
 // Context is what a stage's Run receives. It is a context.Context (cancelled
@@ -122,11 +123,11 @@ func (c *Context) SaveCheckpoint(dir string, step int64) error {
 		return err
 	}
 	prefix := fmt.Sprintf("%s/%d-%s", c.env.CheckpointPrefix, step, randomID())
-	out := newOutput(c, c.env.Store, Port{Name: "checkpoint", Kind: "checkpoint"}, prefix, c.producer())
+	out := newOutput(c, c.env.Store, Port{Name: "checkpoint", Kind: "checkpoint"}, prefix, c.describe())
 	if err := out.AddDir(dir); err != nil {
 		return fmt.Errorf("saving checkpoint: %w", err)
 	}
-	art, err := out.seal()
+	art, err := out.commit()
 	if err != nil {
 		return fmt.Errorf("saving checkpoint of %s: %w", dir, err)
 	}
@@ -136,10 +137,8 @@ func (c *Context) SaveCheckpoint(dir string, step int64) error {
 		return fmt.Errorf("publishing checkpoint: %w", err)
 	}
 	if prev != nil {
-		// The old files are unreachable now; deleting them is best effort.
-		for _, f := range prev.Files.Files {
-			_ = c.env.Store.Delete(c, prev.Files.Key(f.Name))
-		}
+		// The old checkpoint is unreachable now; deleting it is best effort.
+		_ = artifact.Delete(c, c.env.Store, prev.Files)
 	}
 	c.Log.Debug("checkpoint saved", "step", step, "files", len(art.Files), "bytes", art.Size())
 	return nil
@@ -158,6 +157,12 @@ func (c *Context) LoadCheckpoint(dir string) (step int64, ok bool, err error) {
 	}
 	if err != nil {
 		return 0, false, err
+	}
+	if err := rec.Files.Validate(); err != nil {
+		// Written by another version of nerflow, or damaged: starting over
+		// costs time, failing every attempt would cost the node.
+		c.Log.Warn("ignoring checkpoint", "step", rec.Step, "err", err)
+		return 0, false, nil
 	}
 	in := NewInput(c, c.env.Store, rec.Files)
 	if err := in.Fetch(dir); err != nil {
@@ -195,8 +200,16 @@ func DropCheckpoints(ctx context.Context, st storage.Store, prefix string) error
 	return nil
 }
 
-func (c *Context) producer() Producer {
-	return Producer{Stage: c.stage.Name, Version: c.stage.Version, NodeKey: c.Key}
+// describe returns what the manifests of the execution's outputs start
+// from: producer and lineage, the input digests in port order.
+func (c *Context) describe() Artifact {
+	a := Artifact{Producer: Producer{Stage: c.stage.Name, Version: c.stage.Version, NodeKey: c.Key, Run: c.env.Run}}
+	for _, p := range c.stage.Inputs {
+		for _, in := range c.inputs[p.Name] {
+			a.Lineage = append(a.Lineage, artifact.Input{Name: p.Name, Digest: in.Digest})
+		}
+	}
+	return a
 }
 
 func randomID() string {
@@ -232,8 +245,10 @@ func IsPermanent(err error) bool {
 // Env is everything the engine (or a test) provides to execute a stage once.
 type Env struct {
 	Store storage.Store
-	Node  string
-	Key   string
+	// Run is the id of the pipeline run, recorded in the outputs' producer.
+	Run  string
+	Node string
+	Key  string
 	// Params must come from the stage's ResolveParams.
 	Params Params
 	// Inputs maps each connected input port to its artifacts.
@@ -253,7 +268,8 @@ type Env struct {
 	TempDir string
 }
 
-// Exec runs stage s once in env and returns its sealed output artifacts. It
+// Exec runs stage s once in env and returns its committed output artifacts
+// (each file stored, then its manifest). It
 // checks the inputs against the declaration, turns a panic of the stage into
 // a permanent error, and fails when a declared output was not written.
 func Exec(ctx context.Context, s *Stage, env Env) (outs map[string]Artifact, err error) {
@@ -294,7 +310,7 @@ func Exec(ctx context.Context, s *Stage, env Env) (outs map[string]Artifact, err
 		}
 	}
 	for _, p := range s.Outputs {
-		c.outputs[p.Name] = newOutput(ctx, env.Store, p, env.OutputPrefix+"/"+p.Name, c.producer())
+		c.outputs[p.Name] = newOutput(ctx, env.Store, p, env.OutputPrefix+"/"+p.Name, c.describe())
 	}
 	if c.workDir, err = os.MkdirTemp(env.TempDir, "nerflow-stage-"); err != nil {
 		return nil, fmt.Errorf("stage %s: work dir: %w", s.Name, err)
@@ -314,9 +330,9 @@ func Exec(ctx context.Context, s *Stage, env Env) (outs map[string]Artifact, err
 	}
 	sort.Strings(names)
 	for _, name := range names {
-		a, err := c.outputs[name].seal()
+		a, err := c.outputs[name].commit()
 		if err != nil {
-			return nil, Permanent(fmt.Errorf("stage %s: output %s: %w", s.Name, name, err))
+			return nil, fmt.Errorf("stage %s: output %s: %w", s.Name, name, err) // keeps Permanent visible
 		}
 		outs[name] = a
 	}

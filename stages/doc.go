@@ -62,8 +62,13 @@
 //     reads or fetches (to a local directory) the artifact's files.
 //   - Write every declared output through c.Output(name): WriteFile,
 //     WriteJSON, Create (streaming), AddFile, AddDir (a checkpoint
-//     directory). An output is a small set of named files; the engine seals
-//     it into an Artifact with a content digest.
+//     directory); SetMeta and SetSchemaVersion describe it. An output is a
+//     small set of named files; when Run returns, Exec commits it as an
+//     Artifact (package storage/artifact): a manifest with a content digest,
+//     the producer (stage, version, node key, run) and the lineage (the
+//     input digests), written to the store after the files.
+//   - Inputs are verified: a file whose stored bytes are not those its
+//     manifest lists fails to open or read (storage.ErrDigestMismatch).
 //   - Use c.Context (c itself is a context.Context) for cancellation, c.Log
 //     for logs, c.Device ("cpu", "cuda:0") for where to compute, c.WorkDir()
 //     for local scratch space.

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/nerflow/nerflow/stages"
+	"github.com/nerflow/nerflow/storage"
+	"github.com/nerflow/nerflow/storage/artifact"
 	"github.com/nerflow/nerflow/storage/fsstore"
 )
 
@@ -179,7 +181,7 @@ func TestExec(t *testing.T) {
 	}
 	var reports []stages.ProgressUpdate
 	outs, err := stages.Exec(ctx, upper, stages.Env{
-		Store: st, Node: "u", Key: "k1", Inputs: map[string][]stages.Artifact{"text": {in}}, OutputPrefix: "artifacts/k1/a",
+		Store: st, Run: "r1", Node: "u", Key: "k1", Inputs: map[string][]stages.Artifact{"text": {in}}, OutputPrefix: "artifacts/k1/a",
 		Progress: func(p stages.ProgressUpdate) { reports = append(reports, p) },
 	})
 	if err != nil {
@@ -193,8 +195,15 @@ func TestExec(t *testing.T) {
 	if d.Kind != "checkpoint" || len(d.Files) != 2 || d.Files[0].Name != "a.bin" || d.Files[1].Name != "sub/b.bin" || d.Size() != 4 {
 		t.Errorf("dir artifact = %+v", d)
 	}
-	if d.Producer.Stage != "upper" || d.Producer.NodeKey != "k1" {
-		t.Errorf("lineage = %+v", d.Producer)
+	if d.Producer != (stages.Producer{Stage: "upper", Version: 1, NodeKey: "k1", Run: "r1"}) {
+		t.Errorf("producer = %+v", d.Producer)
+	}
+	if len(d.Lineage) != 1 || d.Lineage[0] != (artifact.Input{Name: "text", Digest: in.Digest}) {
+		t.Errorf("lineage = %+v, want the input's digest", d.Lineage)
+	}
+	// Each output is a committed artifact: its manifest is in the store.
+	if stored, err := artifact.Read(ctx, st, d.Prefix); err != nil || stored.Digest != d.Digest {
+		t.Errorf("stored manifest of %s: %+v, %v", d.Prefix, stored, err)
 	}
 	fetched := t.TempDir()
 	if err := stages.NewInput(ctx, st, d).Fetch(fetched); err != nil {
@@ -227,6 +236,25 @@ func TestExecErrors(t *testing.T) {
 	if !stages.IsPermanent(err) || !strings.Contains(err.Error(), `reads undeclared input "nope"`) {
 		t.Errorf("panic: %v", err)
 	}
+	leavesOpen := &stages.Stage{Name: "leaves-open", Version: 1, Outputs: []stages.Port{{Name: "o"}},
+		Run: func(c *stages.Context) error {
+			c.Output("o").WriteFile("done.txt", []byte("x"))
+			_, err := c.Output("o").Create("pending.txt")
+			return err
+		}}
+	_, err = stages.Exec(ctx, leavesOpen, stages.Env{Store: st, OutputPrefix: "y"})
+	if !stages.IsPermanent(err) || !strings.Contains(err.Error(), "output o: artifact y/o: file pending.txt: created but not closed") {
+		t.Errorf("file left open: %v", err)
+	}
+	badKind := &stages.Stage{Name: "bad-kind", Version: 1, Outputs: []stages.Port{{Name: "o"}},
+		Run: func(c *stages.Context) error {
+			c.Output("o").SetKind("Bad Kind")
+			return c.Output("o").WriteFile("a", []byte("x"))
+		}}
+	_, err = stages.Exec(ctx, badKind, stages.Env{Store: st, OutputPrefix: "z"})
+	if !stages.IsPermanent(err) || !strings.Contains(err.Error(), `kind "Bad Kind"`) {
+		t.Errorf("invalid kind: %v", err)
+	}
 	fails := &stages.Stage{Name: "fails", Version: 1, Run: func(*stages.Context) error { return errors.New("disk full") }}
 	_, err = stages.Exec(ctx, fails, stages.Env{Store: st, OutputPrefix: "x"})
 	if err == nil || stages.IsPermanent(err) || err.Error() != "stage fails: disk full" {
@@ -235,6 +263,32 @@ func TestExecErrors(t *testing.T) {
 	_, err = stages.Exec(ctx, upper, stages.Env{Store: st, OutputPrefix: "x"})
 	if !stages.IsPermanent(err) || !strings.Contains(err.Error(), "input text is not connected") {
 		t.Errorf("unconnected input: %v", err)
+	}
+}
+
+// An input file replaced after its manifest was written is refused, not
+// read as if it were the artifact the node key was computed from.
+func TestInputVerifiesFiles(t *testing.T) {
+	ctx := context.Background()
+	st := store(t)
+	src := filepath.Join(t.TempDir(), "in.txt")
+	os.WriteFile(src, []byte("hello"), 0o644)
+	in, err := stages.Import(ctx, st, "datasets", src, "text")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := storage.PutBytes(ctx, st, in.Key("in.txt"), []byte("HELLO")); err != nil {
+		t.Fatal(err)
+	}
+	_, err = stages.Exec(ctx, upper, stages.Env{Store: st, Inputs: map[string][]stages.Artifact{"text": {in}}, OutputPrefix: "o"})
+	if !errors.Is(err, storage.ErrDigestMismatch) {
+		t.Errorf("stage reading a replaced input: %v, want ErrDigestMismatch", err)
+	}
+	if err := stages.NewInput(ctx, st, in).Fetch(t.TempDir()); !errors.Is(err, storage.ErrDigestMismatch) {
+		t.Errorf("Fetch of a replaced file: %v, want ErrDigestMismatch", err)
+	}
+	if _, err := stages.NewInput(ctx, st, in).Open("other.txt"); !errors.Is(err, storage.ErrNotFound) || !strings.Contains(err.Error(), "has: in.txt") {
+		t.Errorf("Open of a file the artifact lacks: %v", err)
 	}
 }
 
@@ -281,8 +335,8 @@ func TestCheckpoints(t *testing.T) {
 		t.Errorf("attempts started at steps %v, want [0 3]", steps)
 	}
 	objs, _ := st.List(ctx, "checkpoints/k/")
-	if len(objs) != 2 { // latest.json and the files of the last checkpoint
-		t.Errorf("%d checkpoint objects kept, want 2 (older ones are deleted)", len(objs))
+	if len(objs) != 3 { // latest.json, the file of the last checkpoint and its manifest
+		t.Errorf("%d checkpoint objects kept, want 3 (older ones are deleted): %+v", len(objs), objs)
 	}
 	if err := stages.DropCheckpoints(ctx, st, "checkpoints/k"); err != nil {
 		t.Fatal(err)

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"strings"
 	"testing"
@@ -187,5 +188,15 @@ func TestDamagedRecordIsACacheMiss(t *testing.T) {
 	}
 	if _, err := e.nodeRecord(ctx, "def"); err == nil {
 		t.Error("a record of another key was accepted")
+	}
+	// Outputs of an older manifest format (no format version: the digest
+	// was computed differently) are not trusted either.
+	d := storage.Digest([]byte("x"))
+	old := `{"key":"ghi","outputs":{"o":{"digest":"` + d + `","prefix":"artifacts/ghi/1/o","files":[{"name":"x","size":1,"digest":"` + d + `"}],"producer":{"stage":"s"}}}}`
+	if _, err := storage.PutBytes(ctx, st, nodeRecordKey("ghi"), []byte(old)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.nodeRecord(ctx, "ghi"); !errors.Is(err, errBadRecord) || !strings.Contains(err.Error(), "output o: invalid artifact manifest: no format version") {
+		t.Errorf("record of an older format: %v", err)
 	}
 }

@@ -9,13 +9,15 @@ import (
 
 	"github.com/nerflow/nerflow/stages"
 	"github.com/nerflow/nerflow/storage"
+	"github.com/nerflow/nerflow/storage/artifact"
 )
 
 // importDataset makes an external dataset an artifact of the engine's
 // store. A local path (or file:// URL) is hashed and uploaded; a store URL
 // (s3://bucket/key) names an object, or a prefix holding several, in another
 // store, which is copied. Either way the files land under
-// datasets/<content digest>/, and a copy that is already there is skipped.
+// datasets/<content digest>/, a copy that is already there is skipped, and
+// the artifact's manifest is written beside them, last.
 func importDataset(ctx context.Context, st storage.Store, ds string) (stages.Artifact, error) {
 	if !strings.Contains(ds, "://") {
 		a, err := stages.Import(ctx, st, datasetPrefix, ds, "")
@@ -71,15 +73,19 @@ func importDataset(ctx context.Context, st storage.Store, ds string) (stages.Art
 		a.Files = append(a.Files, stages.File{Name: strings.TrimPrefix(o.Key, strip), Size: o.Size, Digest: o.Digest})
 	}
 	a.Seal()
-	a.Prefix = datasetPrefix + "/" + strings.TrimPrefix(a.Digest, "sha256:")
+	prefix := datasetPrefix + "/" + strings.TrimPrefix(a.Digest, "sha256:")
 	for i, o := range objs {
-		f := a.Files[i]
-		if info, err := st.Stat(ctx, a.Key(f.Name)); err == nil && info.Digest == f.Digest {
+		f, key := a.Files[i], prefix+"/"+a.Files[i].Name
+		if info, err := st.Stat(ctx, key); err == nil && info.Digest == f.Digest {
 			continue
 		}
-		if err := copyObject(ctx, src, o.Key, st, a.Key(f.Name), f.Digest); err != nil {
-			return a, fmt.Errorf("dataset %s: %w", storage.Redact(ds), err)
+		if err := copyObject(ctx, src, o.Key, st, key, f.Digest); err != nil {
+			return stages.Artifact{}, fmt.Errorf("dataset %s: %w", storage.Redact(ds), err)
 		}
+	}
+	// The manifest comes last, once every file is in place.
+	if a, err = artifact.Write(ctx, st, prefix, a); err != nil {
+		return stages.Artifact{}, fmt.Errorf("dataset %s: %w", storage.Redact(ds), err)
 	}
 	return a, nil
 }

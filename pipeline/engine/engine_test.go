@@ -20,6 +20,7 @@ import (
 	_ "github.com/nerflow/nerflow/pipeline/teststages"
 	"github.com/nerflow/nerflow/stages"
 	"github.com/nerflow/nerflow/storage"
+	"github.com/nerflow/nerflow/storage/artifact"
 	"github.com/nerflow/nerflow/storage/fsstore"
 	"github.com/nerflow/nerflow/storage/s3store"
 )
@@ -238,6 +239,45 @@ func TestDiamond(t *testing.T) {
 		wantStates(t, changed, map[string]string{"a": "cached", "b": "cached", "c": "done", "d": "done"})
 		if got := output(t, c, changed, "d", "out", "out.txt"); got != "Ab|AC" {
 			t.Errorf("d = %q, want Ab|AC", got)
+		}
+	})
+}
+
+// TestEqualContentHitsCache: a node re-executed (its key changed) that
+// produces the same bytes has an output of the same digest, so its children
+// keep their keys and are cached.
+func TestEqualContentHitsCache(t *testing.T) {
+	forBoth(t, func(t *testing.T, c *cluster) {
+		const text = `
+nodes:
+  a: {stage: test.emit, params: {text: A}}
+  b: {stage: test.concat, inputs: {in: a}, params: {sep: "|"}}
+  c: {stage: test.concat, inputs: {in: b}, params: {suffix: "!"}}
+`
+		first := run(t, c, graph(t, text))
+		if first.State != engine.Succeeded {
+			t.Fatalf("run %s: %s", first.State, first.Error)
+		}
+		// With one input the separator is unused: b's key changes, its
+		// output does not.
+		second := run(t, c, graph(t, text, "b.sep=+"))
+		wantStates(t, second, map[string]string{"a": "cached", "b": "done", "c": "cached"})
+		b1, _ := first.Node("b")
+		b2, _ := second.Node("b")
+		o1, o2 := b1.Outputs["out"], b2.Outputs["out"]
+		if o1.Digest != o2.Digest || o1.Prefix == o2.Prefix || o1.Producer.Run == o2.Producer.Run || o1.Producer.NodeKey == o2.Producer.NodeKey {
+			t.Errorf("b's outputs: want one digest from two executions (runs, keys, prefixes): %+v and %+v", o1, o2)
+		}
+		// Each execution's output is an artifact of the store, with its
+		// producer and lineage.
+		stored, err := artifact.Read(context.Background(), c.store, o2.Prefix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, _ := second.Node("a")
+		if stored.Digest != o2.Digest || stored.Producer.Run != second.ID || stored.Producer.Stage != "test.concat" ||
+			len(stored.Lineage) != 1 || stored.Lineage[0] != (artifact.Input{Name: "in", Digest: a.Outputs["out"].Digest}) {
+			t.Errorf("stored manifest %+v", stored)
 		}
 	})
 }
@@ -472,6 +512,9 @@ nodes:
 		}
 		if strings.Contains(a.Producer.Source, cfg.SecretKey) {
 			t.Errorf("the manifest records the secret key: %s", a.Producer.Source)
+		}
+		if stored, err := artifact.Read(ctx, c.store, a.Prefix); err != nil || stored.Digest != a.Digest {
+			t.Errorf("stored manifest of dataset %s: %+v, %v", a.Producer.Source, stored, err)
 		}
 	}
 }

@@ -484,5 +484,12 @@ func (e *Engine) nodeRecord(ctx context.Context, key string) (*NodeRecord, error
 	if rec.Key != key || rec.Outputs == nil {
 		return nil, fmt.Errorf("%w %s: it holds node %q", errBadRecord, Short(key), rec.Key)
 	}
+	for name, a := range rec.Outputs {
+		// An output of another manifest format, or whose digest does not
+		// match its content, is no cache hit.
+		if err := a.Validate(); err != nil {
+			return nil, fmt.Errorf("%w %s: output %s: %v", errBadRecord, Short(key), name, err)
+		}
+	}
 	return &rec, nil
 }

@@ -227,7 +227,7 @@ func (w *Worker) run(ctx context.Context, log *slog.Logger, run string, n *spec.
 		return nil, "", stages.Permanent(err)
 	}
 	outputs, err := stages.Exec(ctx, st, stages.Env{
-		Store: e.store, Node: n.ID, Key: key, Params: params, Inputs: inputs,
+		Store: e.store, Run: run, Node: n.ID, Key: key, Params: params, Inputs: inputs,
 		OutputPrefix:     attemptPrefix(key, stages.NewAttemptID()),
 		CheckpointPrefix: checkpointPrefix(key),
 		Device:           w.opts.Device, Attempt: attempt, Log: log, TempDir: w.opts.TempDir,
@@ -287,6 +287,15 @@ func (w *Worker) inputs(ctx context.Context, run string, ri *runInfo, n *spec.No
 			return nil, stages.Permanent(fmt.Errorf("node %s has no output %s", i.Node, i.Output))
 		}
 		in[i.Port] = append(in[i.Port], a)
+	}
+	// The node key is made of these digests: check that each is the digest
+	// of its manifest's content, of a format this worker reads.
+	for port, arts := range in {
+		for _, a := range arts {
+			if err := a.Validate(); err != nil {
+				return nil, stages.Permanent(fmt.Errorf("input %s (%s): %w", port, a.Prefix, err))
+			}
+		}
 	}
 	return in, nil
 }

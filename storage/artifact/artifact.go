@@ -83,7 +83,7 @@ type Manifest struct {
 	SchemaVersion int `json:"schema_version,omitempty"`
 	// Prefix is the store key prefix under which the files live.
 	Prefix string `json:"prefix"`
-	// Files are sorted by name.
+	// Files are sorted by name; there is at least one.
 	Files []File `json:"files"`
 	// Meta holds small string attributes: counts, the tagging scheme,
 	// scores. Part of the digest.
@@ -213,6 +213,8 @@ func (m *Manifest) validate() error {
 		return fmt.Errorf("producer: negative version %d", m.Producer.Version)
 	case m.Created.IsZero():
 		return errors.New("no created time")
+	case len(m.Files) == 0:
+		return errors.New("no files")
 	}
 	if err := storage.ValidateKey(m.Prefix); err != nil {
 		return fmt.Errorf("prefix: %w", err)

@@ -262,6 +262,7 @@ func TestReadRejectsBadManifests(t *testing.T) {
 		`digest "sha256:1"`:                          func(m *artifact.Manifest) { m.Digest = "sha256:1" },
 		"producer: neither a stage nor a source":     func(m *artifact.Manifest) { m.Producer = artifact.Producer{} },
 		"no created time":                            func(m *artifact.Manifest) { m.Created = time.Time{} },
+		"no files":                                   func(m *artifact.Manifest) { m.Files = nil; m.Digest = m.ContentDigest() },
 		`describes the files under "elsewhere"`:      func(m *artifact.Manifest) { m.Prefix = "elsewhere" },
 		`files[1]: "a" is not sorted`: func(m *artifact.Manifest) {
 			m.Files[0], m.Files[1] = m.Files[1], m.Files[0]
@@ -380,5 +381,50 @@ func TestDelete(t *testing.T) {
 	}
 	if objs, _ := s.List(ctx, "ck"); len(objs) != 0 {
 		t.Errorf("left %+v", objs)
+	}
+}
+
+func TestCreate(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	w := artifact.NewWriter(s, "c", artifact.Manifest{Kind: "predictions", Producer: producer})
+	f, err := w.Create(ctx, "pred.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Create(ctx, "pred.txt"); err == nil || !strings.Contains(err.Error(), "written twice") {
+		t.Errorf("second Create of one name: %v", err)
+	}
+	io.WriteString(f, "B-PER\n")
+	io.WriteString(f, "O\n")
+	open, err := w.Create(ctx, "forgotten.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Commit(ctx); !errors.Is(err, artifact.ErrNotClosed) || !strings.Contains(err.Error(), "forgotten.txt") {
+		t.Errorf("Commit with a file open: %v, want ErrNotClosed naming it", err)
+	}
+	// The aborted file's writer fails, and it is not part of the artifact.
+	if _, err := io.WriteString(open, "x"); err == nil {
+		t.Error("writing to a file aborted by Commit succeeded")
+	}
+	if err := open.Close(); !errors.Is(err, artifact.ErrNotClosed) {
+		t.Errorf("Close of the aborted file: %v", err)
+	}
+	a, err := w.Commit(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(a.Files) != 1 {
+		t.Fatalf("files %+v, want pred.txt alone", a.Files)
+	}
+	if b, err := artifact.ReadFile(ctx, s, a, "pred.txt"); err != nil || string(b) != "B-PER\nO\n" {
+		t.Errorf("pred.txt = %q, %v", b, err)
+	}
+	if _, err := s.Stat(ctx, "c/forgotten.txt"); !errors.Is(err, storage.ErrNotFound) {
+		t.Errorf("the aborted file was stored: %v", err)
 	}
 }

@@ -4,13 +4,19 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
+	"slices"
 	"sync"
 
 	"github.com/nerflow/nerflow/storage"
 )
+
+// ErrNotClosed is wrapped by the error of a Commit that found a file from
+// Create not closed yet.
+var ErrNotClosed = errors.New("created but not closed")
 
 // Writer stores the files of one artifact and then commits its manifest.
 // Its methods may be called from several goroutines.
@@ -21,16 +27,17 @@ type Writer struct {
 	mu        sync.Mutex
 	manifest  Manifest
 	names     map[string]bool
+	open      map[string]*fileWriter // from Create, not closed yet
 	committed bool
 }
 
 // NewWriter starts an artifact at prefix described by m (kind, schema
 // version, producer, lineage, metadata); the files come from the Writer's
-// Put methods.
+// Put and Create methods.
 func NewWriter(s storage.Store, prefix string, m Manifest) *Writer {
 	m.Files = nil
 	m.Meta = maps.Clone(m.Meta)
-	return &Writer{store: s, prefix: prefix, manifest: m, names: map[string]bool{}}
+	return &Writer{store: s, prefix: prefix, manifest: m, names: map[string]bool{}, open: map[string]*fileWriter{}}
 }
 
 // Prefix is where the artifact's files go.
@@ -72,15 +79,7 @@ func (w *Writer) Put(ctx context.Context, name string, r io.Reader, opts ...stor
 	if err := w.claim(name); err != nil {
 		return storage.ObjectInfo{}, err
 	}
-	info, err := w.store.Put(ctx, w.prefix+"/"+name, r, opts...)
-	if err != nil {
-		w.release(name)
-		return storage.ObjectInfo{}, fmt.Errorf("artifact %s: writing %s: %w", w.prefix, name, err)
-	}
-	w.mu.Lock()
-	w.manifest.Files = append(w.manifest.Files, File{Name: name, Size: info.Size, Digest: info.Digest})
-	w.mu.Unlock()
-	return info, nil
+	return w.put(ctx, name, r, opts...)
 }
 
 // PutBytes stores b as file name of the artifact.
@@ -92,10 +91,65 @@ func (w *Writer) PutBytes(ctx context.Context, name string, b []byte, opts ...st
 func (w *Writer) PutJSON(ctx context.Context, name string, v any, opts ...storage.PutOption) (storage.ObjectInfo, error) {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
-		return storage.ObjectInfo{}, fmt.Errorf("artifact: encoding %s: %w", name, err)
+		return storage.ObjectInfo{}, fmt.Errorf("artifact %s: encoding %s: %w", w.prefix, name, err)
 	}
 	opts = append([]storage.PutOption{storage.WithContentType("application/json")}, opts...)
 	return w.PutBytes(ctx, name, append(b, '\n'), opts...)
+}
+
+// Create returns a writer that streams file name to the store; the file is
+// part of the artifact once Close returns nil. Always Close it: Commit
+// fails while a created file is open.
+func (w *Writer) Create(ctx context.Context, name string, opts ...storage.PutOption) (io.WriteCloser, error) {
+	if err := w.claim(name); err != nil {
+		return nil, err
+	}
+	pr, pw := io.Pipe()
+	fw := &fileWriter{pw: pw, done: make(chan error, 1)}
+	w.mu.Lock()
+	w.open[name] = fw
+	w.mu.Unlock()
+	go func() {
+		_, err := w.put(ctx, name, pr, opts...)
+		pr.CloseWithError(err) // unblocks a Write if the store gave up early
+		w.mu.Lock()
+		delete(w.open, name)
+		w.mu.Unlock()
+		fw.done <- err
+	}()
+	return fw, nil
+}
+
+type fileWriter struct {
+	pw     *io.PipeWriter
+	done   chan error
+	closed bool
+	err    error
+}
+
+func (f *fileWriter) Write(p []byte) (int, error) { return f.pw.Write(p) }
+
+func (f *fileWriter) Close() error {
+	if f.closed {
+		return f.err
+	}
+	f.closed = true
+	f.pw.Close()
+	f.err = <-f.done
+	return f.err
+}
+
+// put stores the claimed file name.
+func (w *Writer) put(ctx context.Context, name string, r io.Reader, opts ...storage.PutOption) (storage.ObjectInfo, error) {
+	info, err := w.store.Put(ctx, w.prefix+"/"+name, r, opts...)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err != nil {
+		delete(w.names, name)
+		return storage.ObjectInfo{}, fmt.Errorf("artifact %s: writing %s: %w", w.prefix, name, err)
+	}
+	w.manifest.Files = append(w.manifest.Files, File{Name: name, Size: info.Size, Digest: info.Digest})
+	return info, nil
 }
 
 // claim reserves name, so that two Puts of one name are caught instead of
@@ -116,20 +170,22 @@ func (w *Writer) claim(name string) error {
 	return nil
 }
 
-func (w *Writer) release(name string) {
-	w.mu.Lock()
-	delete(w.names, name)
-	w.mu.Unlock()
-}
-
 // Commit writes the manifest, publishing the artifact, and returns it
-// sealed. Files whose Put failed are not part of it. A failed Commit may be
-// retried.
+// sealed. Files whose Put failed are not part of it. A Commit that finds
+// files from Create still open aborts them (their writers fail) and fails
+// with ErrNotClosed. A failed Commit may be retried.
 func (w *Writer) Commit(ctx context.Context) (Manifest, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.committed {
 		return Manifest{}, fmt.Errorf("artifact %s: committed twice", w.prefix)
+	}
+	if len(w.open) > 0 {
+		names := slices.Sorted(maps.Keys(w.open))
+		for _, f := range w.open {
+			f.pw.CloseWithError(ErrNotClosed) // ends the store's Put, which stores nothing
+		}
+		return Manifest{}, fmt.Errorf("artifact %s: file %s: %w", w.prefix, names[0], ErrNotClosed)
 	}
 	// The files' sizes and digests are those their Puts returned: checking
 	// them again, as Write does, would cost a round trip per file.
