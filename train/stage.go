@@ -45,6 +45,7 @@ func init() {
 		stages.FloatParam("tau", r.Tau, "noisy-label removal: a distant label the model gives at most this probability is noise", stages.Range(0, 1)),
 		stages.IntParam("update_interval", r.UpdateInterval, "batches between noisy-label removals (0: no removal)", stages.AtLeast(0)),
 		stages.FloatParam("drop_o", r.DropO, "fraction of O tokens left out of the loss", stages.Range(0, 0.99)),
+		stages.BoolParam("unknown_as_entity", false, "tokens of the unknown type \"?\" count as entities of some type (else the loss ignores them)"),
 		stages.IntParam("epochs", r.Epochs, "training epochs", stages.Range(1, 1000)),
 		stages.IntParam("batch_size", r.BatchSize, "sentences per batch", stages.Range(1, 4096)),
 		stages.FloatParam("learning_rate", r.LearningRate, "peak learning rate of Adam", stages.Range(1e-7, 1)),
@@ -149,7 +150,7 @@ func stageConfigs(p stages.Params) (Config, TrainConfig) {
 	}
 	r := TrainConfig{
 		Loss: p.String("loss"), Q: p.Float("q"), Tau: p.Float("tau"), UpdateInterval: p.Int("update_interval"),
-		DropO: p.Float("drop_o"), Epochs: p.Int("epochs"), BatchSize: p.Int("batch_size"),
+		DropO: p.Float("drop_o"), UnknownAsEntity: p.Bool("unknown_as_entity"), Epochs: p.Int("epochs"), BatchSize: p.Int("batch_size"),
 		LearningRate: p.Float("learning_rate"), Warmup: p.Float("warmup"), MaxGradNorm: p.Float("max_grad_norm"),
 		Patience: p.Int("patience"), Seed: uint64(p.Int("seed")),
 	}

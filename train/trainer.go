@@ -31,6 +31,10 @@ type TrainConfig struct {
 	// DropO is the fraction of O tokens left out of the loss, drawn once
 	// per run (distant labels miss many entities, so an O is weak evidence).
 	DropO float64 `json:"drop_o"`
+	// UnknownAsEntity keeps tokens of the unknown type "?" in the
+	// entity-vs-O loss as entities (and, for the CRF, restricts them to
+	// entity tags); by default they are ignored by the loss altogether.
+	UnknownAsEntity bool `json:"unknown_as_entity"`
 
 	Epochs       int     `json:"epochs"`
 	BatchSize    int     `json:"batch_size"`
@@ -231,6 +235,9 @@ func (t *Trainer) Run(ctx context.Context, trainSet, dev *corpus.Corpus) (*Resul
 			devGold = append(devGold, s.Tags)
 		}
 	}
+	if !cfg.UnknownAsEntity {
+		ignoreUnknown(exs)
+	}
 	dropOutside(exs, cfg.DropO, t.rng(streamDropO))
 	weights := newNoiseWeights(exs, cfg.UpdateInterval > 0)
 
@@ -376,6 +383,17 @@ func (t *Trainer) score(exs []example, gold [][]string) (float64, error) {
 		return 0, err
 	}
 	return rep.Micro.F1, nil
+}
+
+// ignoreUnknown marks the tokens of entities of unknown type as ignored.
+func ignoreUnknown(exs []example) {
+	for i := range exs {
+		for t, y := range exs[i].targets {
+			if y == anyEntity {
+				exs[i].targets[t] = ignored
+			}
+		}
+	}
 }
 
 // dropOutside marks each O token as ignored with probability p, as RoSTER

@@ -227,3 +227,36 @@ func copyDir(src, dst string) error {
 	}
 	return nil
 }
+
+// Entities of unknown type ("?", from untyped gazetteers) train both heads,
+// ignored by default or as entities of some type.
+func TestUnknownTypeTags(t *testing.T) {
+	lines := append(slices.Clone(fixture), "Zorg/B-? Blip/I-? visited Paris/B-LOC .", "Quux/B-? met Anna/B-PER .")
+	c := fixtureCorpus(lines)
+	for _, tc := range []struct{ head, scheme, loss string }{{TokenHead, "io", LossGCE}, {CRFHead, "bioes", LossCRF}} {
+		for _, asEntity := range []bool{false, true} {
+			m := newTiny(t, c, tinyConfig(tc.head, tc.scheme), 1)
+			cfg := tinyTrainConfig(tc.loss)
+			cfg.Epochs, cfg.UnknownAsEntity = 2, asEntity
+			tr, err := NewTrainer(m, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := tr.Run(context.Background(), c, nil); err != nil {
+				t.Fatalf("%s, unknown as entity %v: %v", tc.head, asEntity, err)
+			}
+		}
+	}
+	m := newTiny(t, c, tinyConfig(TokenHead, "io"), 1)
+	exs, err := m.encodeCorpus(fixtureCorpus(lines[len(lines)-1:]), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(exs[0].targets, []int32{anyEntity, 0, 1, 0}) {
+		t.Fatalf("targets %v", exs[0].targets)
+	}
+	ignoreUnknown(exs)
+	if !slices.Equal(exs[0].targets, []int32{ignored, 0, 1, 0}) {
+		t.Fatalf("targets after ignoreUnknown %v", exs[0].targets)
+	}
+}
