@@ -14,6 +14,9 @@ type example struct {
 	chars   [][]int64 // per token, at most Config.MaxWordLen
 	casing  []int64
 	targets []int32 // class, ignored or anyEntity per token; nil when unlabeled
+	// soft holds soft targets (LossKL): per token, p(O) then the weights of
+	// the entity tags.
+	soft [][]float32
 }
 
 func (e *example) len() int { return len(e.words) }

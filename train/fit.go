@@ -17,7 +17,9 @@ type Job struct {
 	// Table holds pretrained word vectors (optional).
 	Table *embeddings.Table
 	// Types are the entity types; empty means those of the training tags.
-	Types  []string
+	Types []string
+	// Soft are soft targets for LossKL (see WithSoftTargets).
+	Soft   [][][]float32
 	Model  Config
 	Run    TrainConfig
 	Device gotch.Device
@@ -49,6 +51,9 @@ func Fit(ctx context.Context, job Job, opts ...TrainerOption) (*Tagger, *Result,
 	m, err := NewTagger(job.Model, NewVocab(job.Train, job.Table, vopts...), labels, job.Table, job.Run.Seed, job.Device)
 	if err != nil {
 		return nil, nil, err
+	}
+	if job.Soft != nil {
+		opts = append(opts, WithSoftTargets(job.Soft))
 	}
 	tr, err := NewTrainer(m, job.Run, opts...)
 	if err != nil {

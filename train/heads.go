@@ -13,6 +13,12 @@ const (
 	LossCE  = "ce"  // cross entropy (token head)
 	LossGCE = "gce" // generalized cross entropy with Q (token head)
 	LossCRF = "crf" // negative log-likelihood (CRF head)
+	// LossKL fits soft targets (token head): KL divergence of the
+	// entity-vs-O distribution to [p(O), 1 - p(O)] on every token, and of
+	// the type distribution to the target's entity tags, renormalized, on
+	// tokens where they are not all 0 (RoSTER's ensemble distillation and
+	// self-training).
+	LossKL = "kl"
 )
 
 // checkLoss says whether loss can train a tagger with head.
@@ -20,8 +26,8 @@ func checkLoss(loss, head string, q float64) error {
 	switch {
 	case head == CRFHead && loss != LossCRF:
 		return fmt.Errorf("the crf head trains with loss %q only, not %q", LossCRF, loss)
-	case head == TokenHead && loss != LossCE && loss != LossGCE:
-		return fmt.Errorf("the token head trains with loss %q or %q, not %q", LossCE, LossGCE, loss)
+	case head == TokenHead && loss != LossCE && loss != LossGCE && loss != LossKL:
+		return fmt.Errorf("the token head trains with loss %q, %q or %q, not %q", LossCE, LossGCE, LossKL, loss)
 	case loss == LossGCE && (q <= 0 || q > 1):
 		return fmt.Errorf("gce needs 0 < q <= 1, got %v", q)
 	}
@@ -69,6 +75,9 @@ func (m *Tagger) loss(g *graph, h *ts.Tensor, b *batch, exs []example, weights [
 		return g.t(nll.MulScalar(ts.FloatScalar(1/float64(len(b.ids))), false))
 	}
 
+	if lossName == LossKL {
+		return m.softLoss(g, h, b, exs)
+	}
 	entity := make([]int64, b.n)
 	entityW := make([]float32, b.n)
 	typ := make([]int64, b.n)
@@ -108,6 +117,37 @@ func (m *Tagger) loss(g *graph, h *ts.Tensor, b *batch, exs []example, weights [
 		default:
 			total = g.t(total.Add(l, false))
 		}
+	}
+	return total
+}
+
+// softLoss is LossKL on a batch of examples with soft targets.
+func (m *Tagger) softLoss(g *graph, h *ts.Tensor, b *batch, exs []example) *ts.Tensor {
+	k := m.Labels.NumTags()
+	entity := make([]float32, 2*b.n)
+	entityW := make([]float32, b.n)
+	types := make([]float32, (k-1)*b.n)
+	typeW := make([]float32, b.n)
+	for i, id := range b.ids {
+		for t, s := range exs[id].soft {
+			p := b.pos(i, t)
+			entity[2*p], entity[2*p+1], entityW[p] = s[0], 1-s[0], 1
+			total := float32(0)
+			for _, x := range s[1:] {
+				total += x
+			}
+			if total > 0 {
+				typeW[p] = 1
+				for c, x := range s[1:] {
+					types[p*(k-1)+c] = x / total
+				}
+			}
+		}
+	}
+	typLogits, entityLogits := m.tokenHeadOutputs(g, h)
+	total := klDivergence(g, entityLogits, entity, entityW)
+	if l := klDivergence(g, typLogits, types, typeW); l != nil {
+		total = g.t(total.Add(l, false))
 	}
 	return total
 }

@@ -40,7 +40,7 @@ func init() {
 	params := []stages.Param{
 		stages.StringParam("head", d.Head, "token (RoSTER's entity-vs-O and type classifier) or crf", stages.OneOf(TokenHead, CRFHead)),
 		stages.StringParam("scheme", d.Scheme, "tag scheme the tagger predicts", stages.OneOf("io", "bio", "bioes")),
-		stages.StringParam("loss", r.Loss, "ce or gce (token head), crf (crf head)", stages.OneOf(LossCE, LossGCE, LossCRF)),
+		stages.StringParam("loss", r.Loss, "ce or gce (token head), crf (crf head), or kl to fit the soft targets of the input soft (token head)", stages.OneOf(LossCE, LossGCE, LossCRF, LossKL)),
 		stages.FloatParam("q", r.Q, "exponent of generalized cross entropy", stages.Range(0, 1)),
 		stages.FloatParam("tau", r.Tau, "noisy-label removal: a distant label the model gives at most this probability is noise", stages.Range(0, 1)),
 		stages.IntParam("update_interval", r.UpdateInterval, "batches between noisy-label removals (0: no removal)", stages.AtLeast(0)),
@@ -76,6 +76,7 @@ func init() {
 			{Name: "corpus", Kind: "corpus", Doc: "training sentences with tags in any scheme (type \"?\": entity of unknown type)"},
 			{Name: "dev", Kind: "corpus", Optional: true, Doc: "sentences with gold tags, for model selection"},
 			{Name: "embeddings", Kind: "embeddings", Optional: true, Doc: "pretrained word vectors (stage embeddings)"},
+			{Name: "soft", Kind: "predictions", Optional: true, Doc: "soft targets for loss kl, aligned with corpus (" + PredictionsFile + ", e.g. averaged predictions of several taggers)"},
 		},
 		Outputs: []stages.Port{
 			{Name: "model", Kind: "checkpoint", Doc: TaggerFile + " and " + WeightsFile},
@@ -174,6 +175,11 @@ func runTrainStage(c *stages.Context) error {
 	}
 	if in := c.Input("embeddings"); in != nil {
 		if job.Table, err = readEmbeddings(in); err != nil {
+			return err
+		}
+	}
+	if in := c.Input("soft"); in != nil {
+		if job.Soft, job.Types, err = readSoftTargets(in, modelCfg.Scheme); err != nil {
 			return err
 		}
 	}
@@ -369,6 +375,56 @@ func readCorpusInput(in *stages.Input, p stages.Params, port string) (*corpus.Co
 		return nil, stages.Permanent(fmt.Errorf("input %s: %w", port, err))
 	}
 	return c, nil
+}
+
+// readSoftTargets reads predictions as soft targets, and the entity types
+// of their tag set, which must be the tag set of scheme.
+func readSoftTargets(in *stages.Input, scheme string) ([][][]float32, []string, error) {
+	rc, err := in.Open(PredictionsFile)
+	if err != nil {
+		return nil, nil, stages.Permanent(fmt.Errorf("input soft: %w", err))
+	}
+	defer rc.Close()
+	tags, preds, err := ReadPredictions(rc, PredictionsFile)
+	if err != nil {
+		return nil, nil, stages.Permanent(fmt.Errorf("input soft: %w", err))
+	}
+	types, err := typesOfTagSet(tags, scheme)
+	if err != nil {
+		return nil, nil, stages.Permanent(fmt.Errorf("input soft: %w", err))
+	}
+	soft := make([][][]float32, len(preds))
+	for i, p := range preds {
+		soft[i] = p.Probs
+	}
+	return soft, types, nil
+}
+
+// typesOfTagSet recovers the entity types of a tag set written by a
+// tagger of the scheme, checking that it is exactly that scheme's tag set.
+func typesOfTagSet(tags []string, scheme string) ([]string, error) {
+	sch, err := corpus.ParseScheme(scheme)
+	if err != nil {
+		return nil, err
+	}
+	var types []string
+	for _, tag := range tags {
+		t, err := corpus.ParseTag(tag)
+		if err != nil {
+			return nil, err
+		}
+		if t.Prefix != 'O' && (len(types) == 0 || types[len(types)-1] != t.Type) {
+			types = append(types, t.Type)
+		}
+	}
+	labels, err := NewLabels(sch, types)
+	if err != nil {
+		return nil, err
+	}
+	if strings.Join(labels.Tags, " ") != strings.Join(tags, " ") {
+		return nil, fmt.Errorf("tag set %v is not that of a %s tagger (%v)", tags, scheme, labels.Tags)
+	}
+	return types, nil
 }
 
 func fileNames(in *stages.Input) string {

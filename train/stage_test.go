@@ -167,6 +167,22 @@ func TestStagesTrainPredictEvaluate(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// A student distills the predictions (loss kl, soft targets aligned
+	// with the dev sentences, which need no tags).
+	student, err := e.exec(StageTrain, tinyStageParams(map[string]any{"loss": "kl", "corpus_file": "dev_text.txt", "corpus_labels": "", "epochs": 2}),
+		map[string][]stages.Artifact{"corpus": {data}, "soft": {outs["predictions"]}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := student["model"].File(WeightsFile); !ok {
+		t.Fatal("the student has no weights")
+	}
+	_, err = e.exec(StageTrain, tinyStageParams(map[string]any{"loss": "kl", "scheme": "bio", "corpus_file": "dev_text.txt", "corpus_labels": ""}),
+		map[string][]stages.Artifact{"corpus": {data}, "soft": {outs["predictions"]}})
+	if err == nil || !strings.Contains(err.Error(), "not that of a bio tagger") {
+		t.Fatalf("soft targets of an io tagger for a bio student: %v", err)
+	}
+
 	// Evaluating the model and evaluating its predictions agree with a
 	// direct evaluation.
 	evalParams := map[string]any{"gold_file": "dev_text.txt", "gold_labels": "dev_label.txt"}

@@ -19,7 +19,8 @@ import (
 
 // TrainConfig are the hyperparameters of a training run.
 type TrainConfig struct {
-	// Loss is LossCE or LossGCE for the token head, LossCRF for the CRF.
+	// Loss is LossCE, LossGCE or LossKL (soft targets, see
+	// WithSoftTargets) for the token head, LossCRF for the CRF.
 	Loss string `json:"loss"`
 	// Q is the exponent of generalized cross entropy.
 	Q float64 `json:"q"`
@@ -71,6 +72,9 @@ func (c TrainConfig) validate(head string) error {
 	}
 	if c.UpdateInterval > 0 && (c.Tau <= 0 || c.Tau >= 1) {
 		errs = append(errs, fmt.Errorf("tau %v, want (0, 1)", c.Tau))
+	}
+	if c.Loss == LossKL && (c.UpdateInterval > 0 || c.DropO > 0) {
+		errs = append(errs, errors.New("noisy-label removal and drop_o apply to hard labels, not to loss kl"))
 	}
 	if c.DropO < 0 || c.DropO >= 1 {
 		errs = append(errs, fmt.Errorf("drop_o %v, want [0, 1)", c.DropO))
@@ -125,6 +129,7 @@ type Trainer struct {
 	// holding everything needed to resume (see Resume).
 	checkpoint func(dir string, epoch int) error
 	resumeDir  string
+	soft       [][][]float32
 	workDir    string
 	tempDir    bool // workDir was made by the trainer, removed after Run
 }
@@ -151,6 +156,13 @@ func WithCheckpoints(workDir string, save func(dir string, epoch int) error) Tra
 // directory starts afresh.
 func Resume(dir string) TrainerOption { return func(t *Trainer) { t.resumeDir = dir } }
 
+// WithSoftTargets gives the soft targets of LossKL, aligned with the
+// training sentences: soft[i][t] holds p(O) of token t of sentence i, then
+// the weights of the entity tags in Labels order (renormalized by the loss;
+// all 0 leaves the token out of the type loss). The sentences' tags are not
+// used and may be absent.
+func WithSoftTargets(soft [][][]float32) TrainerOption { return func(t *Trainer) { t.soft = soft } }
+
 // NewTrainer prepares a run of model with cfg.
 func NewTrainer(model *Tagger, cfg TrainConfig, opts ...TrainerOption) (*Trainer, error) {
 	if err := cfg.validate(model.Config.Head); err != nil {
@@ -159,6 +171,9 @@ func NewTrainer(model *Tagger, cfg TrainConfig, opts ...TrainerOption) (*Trainer
 	t := &Trainer{model: model, cfg: cfg, log: slog.New(slog.DiscardHandler)}
 	for _, o := range opts {
 		o(t)
+	}
+	if (cfg.Loss == LossKL) != (t.soft != nil) {
+		return nil, fmt.Errorf("training config: loss %q with soft targets: %v (loss kl needs them, the others do not use them)", cfg.Loss, t.soft != nil)
 	}
 	return t, nil
 }
@@ -218,9 +233,14 @@ func (t *Trainer) Run(ctx context.Context, trainSet, dev *corpus.Corpus) (*Resul
 		t.workDir, t.tempDir = dir, true
 	}
 
-	exs, err := m.encodeCorpus(trainSet, true)
+	exs, err := m.encodeCorpus(trainSet, t.soft == nil)
 	if err != nil {
 		return nil, fmt.Errorf("training set: %w", err)
+	}
+	if t.soft != nil {
+		if err := attachSoft(exs, t.soft, m.Labels.NumTags()); err != nil {
+			return nil, fmt.Errorf("soft targets: %w", err)
+		}
 	}
 	var devGold [][]string
 	var devExs []example
@@ -383,6 +403,32 @@ func (t *Trainer) score(exs []example, gold [][]string) (float64, error) {
 		return 0, err
 	}
 	return rep.Micro.F1, nil
+}
+
+// attachSoft checks soft targets against the examples and gives each
+// example its own, with all-O hard targets (unused by LossKL).
+func attachSoft(exs []example, soft [][][]float32, k int) error {
+	if len(soft) != len(exs) {
+		return fmt.Errorf("%d sentences of soft targets for %d training sentences", len(soft), len(exs))
+	}
+	for i := range exs {
+		if len(soft[i]) != exs[i].len() {
+			return fmt.Errorf("sentence %d: %d tokens but %d soft targets", i+1, exs[i].len(), len(soft[i]))
+		}
+		for t, s := range soft[i] {
+			if len(s) != k {
+				return fmt.Errorf("sentence %d, token %d: %d values for %d tags", i+1, t+1, len(s), k)
+			}
+			for _, x := range s {
+				if x < 0 || x > 1 || x != x {
+					return fmt.Errorf("sentence %d, token %d: value %v outside [0, 1]", i+1, t+1, x)
+				}
+			}
+		}
+		exs[i].soft = soft[i]
+		exs[i].targets = make([]int32, exs[i].len())
+	}
+	return nil
 }
 
 // ignoreUnknown marks the tokens of entities of unknown type as ignored.

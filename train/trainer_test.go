@@ -2,6 +2,7 @@ package train
 
 import (
 	"context"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -258,5 +259,80 @@ func TestUnknownTypeTags(t *testing.T) {
 	ignoreUnknown(exs)
 	if !slices.Equal(exs[0].targets, []int32{ignored, 0, 1, 0}) {
 		t.Fatalf("targets after ignoreUnknown %v", exs[0].targets)
+	}
+}
+
+// Distillation: a student trained with loss kl on a teacher's predicted
+// distributions comes to agree with the teacher.
+func TestSoftTargetsDistill(t *testing.T) {
+	c := fixtureCorpus(fixture)
+	teacher := newTiny(t, c, tinyConfig(TokenHead, "io"), 1)
+	tr, err := NewTrainer(teacher, tinyTrainConfig(LossCE))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tr.Run(context.Background(), c, nil); err != nil {
+		t.Fatal(err)
+	}
+	preds, err := teacher.Predict(c, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	soft := make([][][]float32, len(preds))
+	for i, p := range preds {
+		soft[i] = p.Probs
+	}
+	untagged := &corpus.Corpus{}
+	for _, s := range c.Sentences {
+		untagged.Sentences = append(untagged.Sentences, corpus.Sentence{Tokens: s.Tokens})
+	}
+
+	// Mean total variation distance between the teacher's and a model's
+	// distributions.
+	distance := func(m *Tagger) float64 {
+		got, err := m.Predict(c, 4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, n := 0.0, 0
+		for i := range got {
+			for tok, row := range got[i].Probs {
+				for j, p := range row {
+					d += math.Abs(float64(p-preds[i].Probs[tok][j])) / 2
+				}
+				n++
+			}
+		}
+		return d / float64(n)
+	}
+	student := newTiny(t, c, tinyConfig(TokenHead, "io"), 2)
+	before := distance(student)
+	cfg := tinyTrainConfig(LossKL)
+	cfg.Epochs = 15
+	if _, err := NewTrainer(student, cfg); err == nil {
+		t.Fatal("loss kl without soft targets accepted")
+	}
+	tr, err = NewTrainer(student, cfg, WithSoftTargets(soft))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := tr.Run(context.Background(), untagged, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first, last := res.Epochs[0].TrainLoss, res.Epochs[len(res.Epochs)-1].TrainLoss; !(last < 0.5*first) {
+		t.Fatalf("kl went from %.4f to %.4f", first, last)
+	}
+	after := distance(student)
+	t.Logf("distance to the teacher's distributions: %.4f before, %.4f after", before, after)
+	if !(after < 0.25*before) {
+		t.Fatalf("the distance did not shrink enough")
+	}
+
+	bad := slices.Clone(soft)
+	bad[0] = bad[0][1:]
+	tr, _ = NewTrainer(newTiny(t, c, tinyConfig(TokenHead, "io"), 2), cfg, WithSoftTargets(bad))
+	if _, err := tr.Run(context.Background(), untagged, nil); err == nil || !strings.Contains(err.Error(), "sentence 1") {
+		t.Fatalf("misaligned soft targets: %v", err)
 	}
 }
