@@ -5,7 +5,6 @@ import (
 	"math"
 	"slices"
 
-	"github.com/sugarme/gotch"
 	"github.com/sugarme/gotch/ts"
 )
 
@@ -14,34 +13,43 @@ import (
 // stay inside libtorch where no checkpoint can reach them; kept in tensors
 // here, they are saved with the weights, so a resumed run continues exactly
 // where it stopped.
+//
+// A step creates as few gotch tensors as possible (each costs a 100 KB Go
+// allocation): the gradient handles are kept from step to step (libtorch
+// accumulates into the same gradient tensor as long as it is defined), and
+// the denominator is computed in a scratch tensor per parameter, in place.
 type adam struct {
 	names        []string
 	params       []*ts.Tensor
 	m, v         []*ts.Tensor
+	grads        []*ts.Tensor // handles on the parameters' gradients, nil until defined
+	scratch      []*ts.Tensor
 	step         int
 	beta1, beta2 float64
 	eps          float64
-	device       gotch.Device
 	lastGradNorm float64
 	maxGradNorm  float64 // 0: no clipping
 }
 
 func newAdam(m *Tagger, maxGradNorm float64) (*adam, error) {
-	a := &adam{beta1: 0.9, beta2: 0.999, eps: 1e-8, device: m.device, maxGradNorm: maxGradNorm}
-	vars := m.vs.Variables()
-	for name := range vars {
-		a.names = append(a.names, name)
+	named := m.namedWeights()
+	names := make([]string, len(named))
+	params := make([]*ts.Tensor, len(named))
+	for i, nt := range named {
+		names[i], params[i] = nt.Name, nt.Tensor
 	}
-	slices.Sort(a.names)
+	return newAdamFor(names, params, maxGradNorm)
+}
+
+// newAdamFor optimizes params, named for checkpoints.
+func newAdamFor(names []string, params []*ts.Tensor, maxGradNorm float64) (*adam, error) {
+	a := &adam{names: names, params: params, beta1: 0.9, beta2: 0.999, eps: 1e-8, maxGradNorm: maxGradNorm,
+		grads: make([]*ts.Tensor, len(params))}
 	err := run(func() {
-		for _, name := range a.names {
-			p, err := m.vs.Root().Get(name)
-			if err != nil {
-				panic(torchError{err})
-			}
-			a.params = append(a.params, p)
+		for _, p := range params {
 			a.m = append(a.m, zerosLike(p))
 			a.v = append(a.v, zerosLike(p))
+			a.scratch = append(a.scratch, zerosLike(p))
 		}
 	})
 	if err != nil {
@@ -60,10 +68,29 @@ func zerosLike(p *ts.Tensor) *ts.Tensor {
 }
 
 func (a *adam) close() {
-	for _, x := range slices.Concat(a.m, a.v) {
-		_ = x.Drop()
+	for _, x := range slices.Concat(a.m, a.v, a.scratch, a.grads) {
+		if x != nil {
+			_ = x.Drop()
+		}
 	}
-	a.m, a.v = nil, nil
+	a.m, a.v, a.scratch, a.grads = nil, nil, nil, nil
+}
+
+// grad returns the handle on parameter i's gradient, nil while it has none.
+func (a *adam) grad(i int) *ts.Tensor {
+	if a.grads[i] != nil {
+		return a.grads[i]
+	}
+	gr, err := a.params[i].Grad(false)
+	if err != nil {
+		panic(torchError{err})
+	}
+	if defined, _ := gr.Defined(); !defined {
+		_ = gr.Drop()
+		return nil
+	}
+	a.grads[i] = gr
+	return gr
 }
 
 // noGrad runs f with gradient tracking off on this OS thread, and turns it
@@ -81,13 +108,10 @@ func noGrad(f func()) {
 
 // zeroGrad clears the gradients the last backward pass accumulated.
 func (a *adam) zeroGrad(g *graph) {
-	for _, p := range a.params {
-		grad, err := p.Grad(false)
-		g.check(err)
-		if defined, _ := grad.Defined(); defined {
-			g.inPlace(grad, grad.Zero_)
+	for i := range a.params {
+		if gr := a.grad(i); gr != nil {
+			g.inPlace(gr, gr.Zero_)
 		}
-		grad.Drop()
 	}
 }
 
@@ -97,22 +121,17 @@ func (a *adam) zeroGrad(g *graph) {
 //	m = b1 m + (1-b1) g,  v = b2 v + (1-b2) g²
 //	p -= lr/(1-b1^t) · m / (sqrt(v/(1-b2^t)) + eps)
 //
-// Everything is computed in place but one temporary per parameter, freed at
-// once: a fresh allocation of a large tensor costs a page fault per 4 KB
-// (tens of milliseconds for the word vectors on a VM), while memory freed
-// right away is reused by the allocator.
+// Everything is computed in place: a fresh allocation of a large tensor
+// costs a page fault per 4 KB (tens of milliseconds for the word vectors on
+// a VM).
 func (a *adam) update(g *graph, lr float64) {
 	noGrad(func() {
-		grads := make([]*ts.Tensor, len(a.params))
 		sumSq := 0.0
-		for i, p := range a.params {
-			gr := g.t(p.Grad(false))
-			if defined, _ := gr.Defined(); !defined {
-				continue // a parameter the loss did not reach
+		for i := range a.params {
+			if gr := a.grad(i); gr != nil {
+				norm := scalar(g.t(gr.Norm(false)))
+				sumSq += norm * norm
 			}
-			grads[i] = gr
-			norm := scalar(g.t(gr.Norm(false)))
-			sumSq += norm * norm
 		}
 		a.lastGradNorm = math.Sqrt(sumSq)
 		scale := 1.0
@@ -124,14 +143,14 @@ func (a *adam) update(g *graph, lr float64) {
 		bc2 := 1 - math.Pow(a.beta2, float64(a.step))
 		f := ts.FloatScalar
 		for i, p := range a.params {
-			gr := grads[i]
+			gr := a.grad(i)
 			if gr == nil {
-				continue
+				continue // a parameter no loss has reached yet
 			}
 			if scale != 1 {
 				g.inPlace(gr, func() error { return gr.MulScalar_(f(scale)) })
 			}
-			m, v := a.m[i], a.v[i]
+			m, v, d := a.m[i], a.v[i], a.scratch[i]
 			g.inPlace(m, func() error { return m.Lerp_(gr, f(1-a.beta1)) }) // m + (1-b1)(g-m)
 			// v = (1-b2) (v b2/(1-b2) + g²), in place
 			g.inPlace(v, func() error { return v.MulScalar_(f(a.beta2 / (1 - a.beta2))) })
@@ -140,16 +159,13 @@ func (a *adam) update(g *graph, lr float64) {
 			if lr == 0 {
 				continue
 			}
-			// p += m / d with d = -(bc1/lr) (sqrt(v)/sqrt(bc2) + eps); d
-			// is dropped at once so that the next parameter reuses its
-			// memory.
-			d, err := v.Sqrt(false)
-			g.check(err)
+			// p += m / d with d = -(bc1/lr) (sqrt(v)/sqrt(bc2) + eps)
+			d.Copy_(v) // same shape and type by construction: cannot fail
+			g.inPlace(d, d.Sqrt_)
 			g.inPlace(d, func() error { return d.MulScalar_(f(1 / math.Sqrt(bc2))) })
 			g.inPlace(d, func() error { return d.AddScalar_(f(a.eps)) })
 			g.inPlace(d, func() error { return d.MulScalar_(f(-bc1 / lr)) })
 			g.inPlace(p, func() error { return p.Addcdiv_(m, d) })
-			d.Drop()
 		}
 	})
 }
