@@ -2,6 +2,7 @@ package train
 
 import (
 	"fmt"
+	"unsafe"
 
 	"github.com/sugarme/gotch"
 	lib "github.com/sugarme/gotch/libtch"
@@ -101,29 +102,35 @@ func run(f func()) (err error) {
 
 // floats makes a float32 tensor of the given shape on the graph's device.
 func (g *graph) floats(data []float32, shape ...int64) *ts.Tensor {
-	return g.upload(data, shape)
+	return g.upload(bytesOf(data), shape, gotch.Float)
 }
 
 // ints makes an int64 tensor of the given shape on the graph's device.
 func (g *graph) ints(data []int64, shape ...int64) *ts.Tensor {
-	return g.upload(data, shape)
+	return g.upload(bytesOf(data), shape, gotch.Int64)
 }
 
 // cpuInts makes an int64 tensor on the CPU whatever the device (libtorch
 // wants an RNN's batch sizes there).
 func (g *graph) cpuInts(data []int64) *ts.Tensor {
-	return g.t(ts.OfSlice(data))
+	return g.t(ts.OfDataSize(bytesOf(data), []int64{int64(len(data))}, gotch.Int64))
 }
 
-func (g *graph) upload(data any, shape []int64) *ts.Tensor {
-	x := g.t(ts.OfSlice(data))
-	if len(shape) != 1 {
-		x = g.t(x.View(shape, false))
-	}
+func (g *graph) upload(data []byte, shape []int64, dtype gotch.DType) *ts.Tensor {
+	x := g.t(ts.OfDataSize(data, shape, dtype))
 	if g.device != gotch.CPU {
 		x = g.t(x.To(g.device, false))
 	}
 	return x
+}
+
+// bytesOf views a slice of numbers as its bytes (host order, which is what
+// libtorch reads).
+func bytesOf[T float32 | int64](data []T) []byte {
+	if len(data) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(&data[0])), len(data)*int(unsafe.Sizeof(data[0])))
 }
 
 // float32s copies a float32 tensor's values to the host (from any device,

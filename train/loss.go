@@ -80,10 +80,7 @@ func klDivergence(g *graph, logits *ts.Tensor, soft []float32, weights []float32
 // logits [0, z], whose softmax is [1 - sigmoid(z), sigmoid(z)]: the
 // entity-vs-O head then uses the same losses as the type head.
 func binaryLogits(g *graph, z *ts.Tensor) *ts.Tensor {
-	shape, err := z.Size()
-	g.check(err)
-	zeros := g.t(ts.Zeros(shape, gotch.Float, g.device))
-	return g.t(ts.Cat([]*ts.Tensor{zeros, z}, 1))
+	return g.t(z.ConstantPadNd([]int64{1, 0}, false)) // a column of zeros on the left
 }
 
 func sum(xs []float32) float64 {
