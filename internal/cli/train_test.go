@@ -1,0 +1,48 @@
+package cli
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestTrainCommand(t *testing.T) {
+	text := "John lives in Paris .\nMary visited Berlin .\nPeter flew to London .\nAnna likes Rome .\n"
+	labels := "B-PER O O B-LOC O\nB-PER O B-LOC O\nB-PER O O B-LOC O\nB-PER O B-LOC O\n"
+	dir := writeFiles(t, map[string]string{
+		"text.txt": text, "labels.txt": labels,
+		"bad.txt": "B-PER O\n", // one sentence, two tags: misaligned with text.txt
+		"wink.json": `{"dimensions":3,"wordIndex":4,"vectors":{"paris":[1,0,0,1,0],"berlin":[0,1,0,1,1]}}`,
+	})
+	out := filepath.Join(dir, "model")
+	args := []string{"train", "--train-text", filepath.Join(dir, "text.txt"), "--train-labels", filepath.Join(dir, "labels.txt"),
+		"--dev-text", filepath.Join(dir, "text.txt"), "--dev-labels", filepath.Join(dir, "labels.txt"),
+		"--vectors", filepath.Join(dir, "wink.json"), "--hidden", "8", "--char-filters", "4", "--epochs", "3",
+		"--batch-size", "2", "--out", out, "--log-level", "error"}
+	stdout, err := runCLI(t, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(stdout, "micro avg") {
+		t.Errorf("no dev scores in the output:\n%s", stdout)
+	}
+	for _, f := range []string{"tagger.json", "weights.pt", "report.json"} {
+		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
+			t.Error(err)
+		}
+	}
+	var report struct {
+		Result struct{ Epochs []json.RawMessage }
+	}
+	b, _ := os.ReadFile(filepath.Join(out, "report.json"))
+	if err := json.Unmarshal(b, &report); err != nil || len(report.Result.Epochs) != 3 {
+		t.Errorf("report: %v, %d epochs", err, len(report.Result.Epochs))
+	}
+
+	args[4] = filepath.Join(dir, "bad.txt")
+	if _, err := runCLI(t, args...); err == nil || !strings.Contains(err.Error(), "bad.txt") {
+		t.Errorf("misaligned labels: %v", err)
+	}
+}
