@@ -27,7 +27,8 @@ test: setup
 
 # Benchmarks report ratios against a reference measured in the same run; the
 # engine's need the real servers too.
-bench: setup
+bench:
+	NERFLOW_WITH_BENCH=1 scripts/setup.sh
 	@set -e; eval "$$(scripts/services.sh start)"; trap 'scripts/services.sh stop' EXIT; \
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./...
 

@@ -11,7 +11,8 @@
 # Environment: NERFLOW_CACHE (default ~/.cache/nerflow); LIBTORCH to use a
 # libtorch distribution (e.g. CUDA) instead of Debian's; NERFLOW_SKIP_MINIO=1
 # and NERFLOW_SKIP_EMBEDDINGS=1 on machines that need neither (GPU workers
-# talk to a remote MinIO and receive embeddings as artifacts).
+# talk to a remote MinIO and receive embeddings as artifacts);
+# NERFLOW_WITH_BENCH=1 adds Debian's python3-torch for `make bench`.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -27,6 +28,8 @@ as_root() { if [[ $(id -u) == 0 ]]; then "$@"; else sudo "$@"; fi; }
 # BLAS, libtorch trains ~4x slower.
 packages=(libtorch-dev libopenblas0-pthread redis-server curl)
 [[ -n "${LIBTORCH:-}" ]] && packages=(libopenblas0-pthread redis-server curl)
+# The tagger benchmarks measure a PyTorch reference in the same run.
+[[ -n "${NERFLOW_WITH_BENCH:-}" ]] && packages+=(python3-torch)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
