@@ -14,10 +14,13 @@ setup:
 build: setup
 	$(GO) build -o $(BIN) ./cmd/nerflow
 
-# The main job on embedded defaults (filesystem store under ./.nerflow, no
-# servers): scores the CoNLL-2003 distant labels against the gold labels.
+# The main job on embedded defaults (in-process Redis and workers, file store
+# under ./.nerflow): word vectors, then RoSTER's noise-robust training on
+# CoNLL-2003's distant labels (CE, GCE, GCE + noisy-label removal), each scored
+# on the validation split; reports land in out/conll03-distant. A second run
+# is served from the cache.
 run: build
-	$(BIN) eval --gold $(DATA)/conll03/train_label_true.txt --pred $(DATA)/conll03/train_label_dist.txt
+	$(BIN) run examples/conll03-distant.yaml --export out/conll03-distant
 
 # Tests talk to real servers; NERFLOW_TEST_REQUIRE_SERVICES=1 turns a missing
 # server into a failure instead of a skip.
