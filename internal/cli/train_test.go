@@ -13,7 +13,7 @@ func TestTrainCommand(t *testing.T) {
 	labels := "B-PER O O B-LOC O\nB-PER O B-LOC O\nB-PER O O B-LOC O\nB-PER O B-LOC O\n"
 	dir := writeFiles(t, map[string]string{
 		"text.txt": text, "labels.txt": labels,
-		"bad.txt": "B-PER O\n", // one sentence, two tags: misaligned with text.txt
+		"bad.txt":   "B-PER O\n", // one sentence, two tags: misaligned with text.txt
 		"wink.json": `{"dimensions":3,"wordIndex":4,"vectors":{"paris":[1,0,0,1,0],"berlin":[0,1,0,1,1]}}`,
 	})
 	out := filepath.Join(dir, "model")
