@@ -65,8 +65,10 @@ class Tagger(nn.Module):
     def loss(self, h, b):
         if self.c["head"] == "crf":
             em = self.emit(h)
-            nll = self.log_partition(em, b) - self.log_partition(em + b["allowed"], b)
-            return nll / b["sentences"]
+            k = em.shape[1]
+            gold = (em.view(-1)[b["emit_idx"]].sum() + self.start[b["firsts"]].sum() + self.end[b["lasts"]].sum()
+                    + self.trans.view(-1)[b["moves"]].sum())
+            return (self.log_partition(em, b) - gold) / b["sentences"]
         ent = torch.cat([torch.zeros_like(h[:, :1]), self.ent(h)], 1)
         return F.cross_entropy(ent, b["entity"]) + (F.cross_entropy(self.typ(h), b["type"], reduction="none") * b["type_w"]).sum() / b["type_w"].sum().clamp(min=1)
 
@@ -101,13 +103,19 @@ def packed(batch, k):
         cs = s["chars"][t]
         chars[p, :len(cs)] = torch.tensor(cs)
         mask[p, len(cs):] = -1e4
+    # The gold path's pieces, for its score by gathers (as the Go side).
+    firsts, lasts, moves = [], [], []
+    for i, s in enumerate(sents):
+        tags = s["targets"]
+        firsts.append(tags[0])
+        lasts.append(tags[-1])
+        moves += [tags[t - 1] * k + tags[t] for t in range(1, len(tags))]
     target = torch.tensor(target)
-    allowed = torch.full((n, k), -1e9)
-    allowed[torch.arange(n), target] = 0
     return {
         "words": torch.tensor(words), "casing": torch.tensor(casing), "chars": chars, "char_mask": mask,
         "batch_sizes": torch.tensor(sizes), "sizes": sizes, "offsets": offsets, "sentences": len(sents),
-        "allowed": allowed, "entity": (target > 0).long(), "type": (target - 1).clamp(min=0),
+        "emit_idx": torch.arange(n) * k + target, "firsts": torch.tensor(firsts), "lasts": torch.tensor(lasts),
+        "moves": torch.tensor(moves, dtype=torch.long), "entity": (target > 0).long(), "type": (target - 1).clamp(min=0),
         "type_w": (target > 0).float(), "tokens": n,
     }
 
