@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"sort"
 	"strings"
 	"text/tabwriter"
 
@@ -26,15 +25,11 @@ func init() {
 			Args:  cobra.ExactArgs(1),
 			RunE: func(cmd *cobra.Command, args []string) error {
 				ctx := cmd.Context()
-				e, closeAll, err := a.clusterEngine(ctx, false)
+				_, st, closeAll, err := a.runStatus(ctx, args[0])
 				if err != nil {
 					return err
 				}
 				defer closeAll()
-				st, err := e.Status(ctx, args[0])
-				if err != nil {
-					return err
-				}
 				out := cmd.OutOrStdout()
 				if asJSON {
 					m := map[string]map[string]stages.Artifact{}
@@ -50,12 +45,7 @@ func init() {
 				tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 				fmt.Fprintln(tw, "NODE\tOUTPUT\tKIND\tFILE\tSIZE\tDIGEST")
 				for _, n := range st.Nodes {
-					names := make([]string, 0, len(n.Outputs))
-					for name := range n.Outputs {
-						names = append(names, name)
-					}
-					sort.Strings(names)
-					for _, name := range names {
+					for _, name := range n.OutputNames() {
 						art := n.Outputs[name]
 						for _, f := range art.Files {
 							fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", n.ID, name, orDash(art.Kind), f.Name, bytesString(f.Size),
@@ -77,15 +67,11 @@ func init() {
 			Args: cobra.ExactArgs(3),
 			RunE: func(cmd *cobra.Command, args []string) error {
 				ctx := cmd.Context()
-				e, closeAll, err := a.clusterEngine(ctx, false)
+				e, st, closeAll, err := a.runStatus(ctx, args[0])
 				if err != nil {
 					return err
 				}
 				defer closeAll()
-				st, err := e.Status(ctx, args[0])
-				if err != nil {
-					return err
-				}
 				n, ok := st.Node(args[1])
 				if !ok {
 					ids := make([]string, len(st.Nodes))
@@ -99,12 +85,7 @@ func init() {
 					if len(n.Outputs) == 0 {
 						return fmt.Errorf("node %s is %s and has no outputs", n.ID, n.State)
 					}
-					var names []string
-					for name := range n.Outputs {
-						names = append(names, name)
-					}
-					sort.Strings(names)
-					return fmt.Errorf("node %s has no output %q (outputs: %s)", n.ID, args[2], strings.Join(names, ", "))
+					return fmt.Errorf("node %s has no output %q (outputs: %s)", n.ID, args[2], strings.Join(n.OutputNames(), ", "))
 				}
 				in := stages.NewInput(ctx, e.Store(), art)
 				if len(art.Files) == 1 && (outPath == "" || outPath == "-") {

@@ -23,6 +23,21 @@ import (
 // configured, read-only commands (live=false) still work on the run
 // manifests in the store, which is where embedded runs leave their state;
 // commands that change a live run (live=true) need the Redis server.
+// runStatus connects to the cluster and reads one run's status; the caller
+// calls the returned close function when done with the engine.
+func (a *app) runStatus(ctx context.Context, runID string) (*engine.Engine, *engine.RunStatus, func(), error) {
+	e, closeAll, err := a.clusterEngine(ctx, false)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	st, err := e.Status(ctx, runID)
+	if err != nil {
+		closeAll()
+		return nil, nil, nil, err
+	}
+	return e, st, closeAll, nil
+}
+
 func (a *app) clusterEngine(ctx context.Context, live bool) (*engine.Engine, func(), error) {
 	st, err := storage.Open(ctx, a.cfg.Store)
 	if err != nil {

@@ -49,6 +49,17 @@ type NodeStatus struct {
 }
 
 // Duration is how long the node ran (so far, if it is running).
+// OutputNames returns the names of the node's outputs, sorted, so that
+// listings and error messages are stable.
+func (n NodeStatus) OutputNames() []string {
+	names := make([]string, 0, len(n.Outputs))
+	for name := range n.Outputs {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	return names
+}
+
 func (n NodeStatus) Duration() time.Duration {
 	if n.StartedAt == nil {
 		return 0
