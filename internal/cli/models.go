@@ -10,7 +10,6 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
 	"github.com/nerflow/nerflow/pipeline/engine"
@@ -29,7 +28,11 @@ func (a *app) openRegistry(ctx context.Context) (*registry.Registry, func(), err
 	opts := []registry.Option{registry.WithLogger(a.log)}
 	closeAll := func() { st.Close() }
 	if a.cfg.Redis.Addr != "" {
-		rdb := redis.NewClient(&redis.Options{Addr: a.cfg.Redis.Addr, Password: a.cfg.Redis.Password, DB: a.cfg.Redis.DB})
+		rdb, err := a.redisClient(ctx)
+		if err != nil {
+			st.Close()
+			return nil, nil, err
+		}
 		opts = append(opts, registry.WithRedis(rdb, a.cfg.Redis.Namespace))
 		closeAll = func() { rdb.Close(); st.Close() }
 	}
