@@ -104,8 +104,8 @@ nodes:
 		t.Fatalf("the baseline run was counted: %v", got)
 	}
 
-	run(fan)        // 4 nodes executed
-	run(fan)        // 4 nodes cached
+	run(fan) // 4 nodes executed
+	run(fan) // 4 nodes cached
 	failed := run(`
 name: bad
 nodes:
