@@ -92,7 +92,7 @@ func NewCollector(e *engine.Engine, rdb redis.UniversalClient, ns string, log *s
 		runs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "nerflow_runs_finished_total", Help: "Runs finished, by outcome (succeeded, failed, cancelled).",
 		}, []string{"state"}),
-		queueSize: prometheus.NewDesc("nerflow_queue_tasks", "Tasks in a queue, by state (pending, active, scheduled, retry, archived, completed).",
+		queueSize: prometheus.NewDesc(QueueTasks, "Tasks in a queue, by state (pending, active, scheduled, retry, archived, completed).",
 			[]string{"queue", "state"}, nil),
 		queueLatency: prometheus.NewDesc("nerflow_queue_latency_seconds", "Age of the oldest pending task of a queue.",
 			[]string{"queue"}, nil),
@@ -291,3 +291,7 @@ func (c *Collector) observeNode(n engine.NodeStatus) {
 // Runs is the counter of finished runs by state (for tests and for
 // processes that want to add their own observations).
 func (c *Collector) Runs() *prometheus.CounterVec { return c.runs }
+
+// QueueTasks is the name of the queue-depth gauge, which autoscalers of the
+// worker pools read (deploy/k8s/autoscaling.yaml).
+const QueueTasks = "nerflow_queue_tasks"
