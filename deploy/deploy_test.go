@@ -134,6 +134,17 @@ type k8sObjects struct {
 	namespaces  map[string]bool
 }
 
+// kinds are the Kubernetes objects the manifests may hold.
+var kinds = map[string]func() metav1.Object{
+	"v1 Namespace":                           func() metav1.Object { return &corev1.Namespace{} },
+	"v1 ConfigMap":                           func() metav1.Object { return &corev1.ConfigMap{} },
+	"v1 Secret":                              func() metav1.Object { return &corev1.Secret{} },
+	"v1 Service":                             func() metav1.Object { return &corev1.Service{} },
+	"v1 PersistentVolumeClaim":               func() metav1.Object { return &corev1.PersistentVolumeClaim{} },
+	"apps/v1 Deployment":                     func() metav1.Object { return &appsv1.Deployment{} },
+	"autoscaling/v2 HorizontalPodAutoscaler": func() metav1.Object { return &autoscalingv2.HorizontalPodAutoscaler{} },
+}
+
 // decodeK8s decodes every document of the manifests strictly into its
 // Kubernetes API type: an unknown or misspelled field, a duplicate key or a
 // value of the wrong type is an error.
@@ -154,35 +165,13 @@ func decodeK8s(t *testing.T) *k8sObjects {
 			if err := yaml.Unmarshal(doc, &tm); err != nil {
 				t.Fatalf("%s: %v", where, err)
 			}
-			var obj metav1.Object
-			var into any
-			switch tm.APIVersion + " " + tm.Kind {
-			case "v1 Namespace":
-				ns := &corev1.Namespace{}
-				obj, into = ns, ns
-			case "v1 ConfigMap":
-				cm := &corev1.ConfigMap{}
-				obj, into = cm, cm
-			case "v1 Secret":
-				s := &corev1.Secret{}
-				obj, into = s, s
-			case "v1 Service":
-				s := &corev1.Service{}
-				obj, into = s, s
-			case "v1 PersistentVolumeClaim":
-				p := &corev1.PersistentVolumeClaim{}
-				obj, into = p, p
-			case "apps/v1 Deployment":
-				d := &appsv1.Deployment{}
-				obj, into = d, d
-			case "autoscaling/v2 HorizontalPodAutoscaler":
-				h := &autoscalingv2.HorizontalPodAutoscaler{}
-				obj, into = h, h
-			default:
+			newObj, ok := kinds[tm.APIVersion+" "+tm.Kind]
+			if !ok {
 				t.Errorf("%s: unexpected kind %s %s", where, tm.APIVersion, tm.Kind)
 				continue
 			}
-			if err := yaml.UnmarshalStrict(doc, into); err != nil {
+			obj := newObj()
+			if err := yaml.UnmarshalStrict(doc, obj); err != nil {
 				t.Errorf("%s: %v", where, err)
 				continue
 			}
@@ -192,7 +181,7 @@ func decodeK8s(t *testing.T) *k8sObjects {
 			if tm.Kind != "Namespace" && obj.GetNamespace() != "nerflow" {
 				t.Errorf("%s: %s %s is in namespace %q, want nerflow", where, tm.Kind, obj.GetName(), obj.GetNamespace())
 			}
-			switch v := into.(type) {
+			switch v := obj.(type) {
 			case *corev1.Namespace:
 				o.namespaces[v.Name] = true
 			case *corev1.ConfigMap:

@@ -6,19 +6,20 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
 	"github.com/nerflow/nerflow/schedule"
 )
 
-// scheduleStore connects to Redis and returns its schedules.
-func (a *app) scheduleStore(ctx context.Context) (*schedule.Store, *redis.Client, error) {
+// withSchedules runs fn with the schedules of the configured Redis.
+func (a *app) withSchedules(cmd *cobra.Command, fn func(ctx context.Context, store *schedule.Store) error) error {
+	ctx := cmd.Context()
 	rdb, err := a.redisClient(ctx)
 	if err != nil {
-		return nil, nil, err
+		return err
 	}
-	return schedule.NewStore(rdb, a.cfg.Redis.Namespace), rdb, nil
+	defer rdb.Close()
+	return fn(ctx, schedule.NewStore(rdb, a.cfg.Redis.Namespace))
 }
 
 func init() {
@@ -57,12 +58,9 @@ prefixed with CRON_TZ=Zone.`,
 					return err
 				}
 				defer closeAll()
-				store, rdb, err := a.scheduleStore(ctx)
-				if err != nil {
-					return err
-				}
-				defer rdb.Close()
-				return schedule.New(store, e, schedule.WithLogger(a.log), schedule.WithPollInterval(poll)).Run(ctx)
+				return a.withSchedules(cmd, func(ctx context.Context, store *schedule.Store) error {
+					return schedule.New(store, e, schedule.WithLogger(a.log), schedule.WithPollInterval(poll)).Run(ctx)
+				})
 			},
 		}
 		cmd.Flags().DurationVar(&poll, "poll-interval", time.Second, "how often the schedules are looked at")
@@ -82,19 +80,15 @@ func scheduleAdd(a *app) *cobra.Command {
 		Example: `  nerflow schedule add nightly --cron "0 2 * * *" examples/conll03-distant.yaml --set gce.epochs=3`,
 		Args:    cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			store, rdb, err := a.scheduleStore(ctx)
-			if err != nil {
-				return err
-			}
-			defer rdb.Close()
-			s := schedule.Schedule{Name: args[0], Cron: cronExpr, SpecFile: args[1], Overrides: sets, Missed: missed}
-			if err := store.Add(ctx, s); err != nil {
-				return err
-			}
-			c, _ := schedule.ParseCron(cronExpr)
-			fmt.Fprintf(cmd.OutOrStdout(), "schedule %s added; next run %s\n", args[0], c.Next(time.Now().UTC()).Format(time.RFC3339))
-			return nil
+			return a.withSchedules(cmd, func(ctx context.Context, store *schedule.Store) error {
+				s := schedule.Schedule{Name: args[0], Cron: cronExpr, SpecFile: args[1], Overrides: sets, Missed: missed}
+				if err := store.Add(ctx, s); err != nil {
+					return err
+				}
+				c, _ := schedule.ParseCron(cronExpr)
+				fmt.Fprintf(cmd.OutOrStdout(), "schedule %s added; next run %s\n", args[0], c.Next(time.Now().UTC()).Format(time.RFC3339))
+				return nil
+			})
 		},
 	}
 	cmd.Flags().StringVar(&cronExpr, "cron", "", `cron expression, e.g. "0 2 * * *" or @daily (required)`)
@@ -111,35 +105,31 @@ func scheduleList(a *app) *cobra.Command {
 		Short: "List schedules with their next tick and last outcome",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx := cmd.Context()
-			store, rdb, err := a.scheduleStore(ctx)
-			if err != nil {
-				return err
-			}
-			defer rdb.Close()
-			list, err := store.List(ctx)
-			if err != nil {
-				return err
-			}
-			out := cmd.OutOrStdout()
-			if asJSON {
-				return writeJSON(out, list)
-			}
-			tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "SCHEDULE\tCRON\tSPEC\tNEXT\tLAST\tRUN")
-			for _, e := range list {
-				next := "paused"
-				if !e.Paused {
-					next = e.Next.Format("2006-01-02 15:04")
+			return a.withSchedules(cmd, func(ctx context.Context, store *schedule.Store) error {
+				list, err := store.List(ctx)
+				if err != nil {
+					return err
 				}
-				last, run := "-", "-"
-				if e.State.Last != nil {
-					last = e.State.Last.Outcome + " " + e.State.Last.Tick.Format("01-02 15:04")
-					run = orDash(e.State.Last.Run)
+				out := cmd.OutOrStdout()
+				if asJSON {
+					return writeJSON(out, list)
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s%s\t%s\t%s\t%s\n", e.Name, e.Cron, e.SpecFile, overridesNote(e.Overrides), next, last, run)
-			}
-			return tw.Flush()
+				tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+				fmt.Fprintln(tw, "SCHEDULE\tCRON\tSPEC\tNEXT\tLAST\tRUN")
+				for _, e := range list {
+					next := "paused"
+					if !e.Paused {
+						next = e.Next.Format("2006-01-02 15:04")
+					}
+					last, run := "-", "-"
+					if e.State.Last != nil {
+						last = e.State.Last.Outcome + " " + e.State.Last.Tick.Format("01-02 15:04")
+						run = orDash(e.State.Last.Run)
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%s%s\t%s\t%s\t%s\n", e.Name, e.Cron, e.SpecFile, overridesNote(e.Overrides), next, last, run)
+				}
+				return tw.Flush()
+			})
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
@@ -152,13 +142,9 @@ func scheduleRm(a *app) *cobra.Command {
 		Short: "Remove a schedule (its runs stay)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			store, rdb, err := a.scheduleStore(ctx)
-			if err != nil {
-				return err
-			}
-			defer rdb.Close()
-			return store.Remove(ctx, args[0])
+			return a.withSchedules(cmd, func(ctx context.Context, store *schedule.Store) error {
+				return store.Remove(ctx, args[0])
+			})
 		},
 	}
 }
@@ -173,16 +159,12 @@ func schedulePause(a *app, pause bool) *cobra.Command {
 		Short: short,
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			store, rdb, err := a.scheduleStore(ctx)
-			if err != nil {
-				return err
-			}
-			defer rdb.Close()
-			if pause {
-				return store.Pause(ctx, args[0])
-			}
-			return store.Resume(ctx, args[0])
+			return a.withSchedules(cmd, func(ctx context.Context, store *schedule.Store) error {
+				if pause {
+					return store.Pause(ctx, args[0])
+				}
+				return store.Resume(ctx, args[0])
+			})
 		},
 	}
 }
@@ -197,29 +179,25 @@ func scheduleHistory(a *app) *cobra.Command {
 		Short: "Show what became of a schedule's latest ticks",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			store, rdb, err := a.scheduleStore(ctx)
-			if err != nil {
-				return err
-			}
-			defer rdb.Close()
-			if _, _, err := store.Get(ctx, args[0]); err != nil {
-				return err
-			}
-			evs, err := store.History(ctx, args[0], limit)
-			if err != nil {
-				return err
-			}
-			out := cmd.OutOrStdout()
-			if asJSON {
-				return writeJSON(out, evs)
-			}
-			tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "TICK\tOUTCOME\tRUN\tSCHEDULER\tDETAIL")
-			for _, e := range evs {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", e.Tick.Format("2006-01-02 15:04"), e.Outcome, orDash(e.Run), e.Scheduler, orDash(e.Detail))
-			}
-			return tw.Flush()
+			return a.withSchedules(cmd, func(ctx context.Context, store *schedule.Store) error {
+				if _, _, err := store.Get(ctx, args[0]); err != nil {
+					return err
+				}
+				evs, err := store.History(ctx, args[0], limit)
+				if err != nil {
+					return err
+				}
+				out := cmd.OutOrStdout()
+				if asJSON {
+					return writeJSON(out, evs)
+				}
+				tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+				fmt.Fprintln(tw, "TICK\tOUTCOME\tRUN\tSCHEDULER\tDETAIL")
+				for _, e := range evs {
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", e.Tick.Format("2006-01-02 15:04"), e.Outcome, orDash(e.Run), e.Scheduler, orDash(e.Detail))
+				}
+				return tw.Flush()
+			})
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
