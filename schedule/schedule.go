@@ -344,17 +344,37 @@ func (st *Store) History(ctx context.Context, name string, limit int) ([]Event, 
 	return out, nil
 }
 
-// record stores the outcome of a tick: the new state and an event.
+// record stores the outcome of a tick: an event in the history, and the
+// new state unless a later tick was recorded meanwhile (a slow firing that
+// finishes after another scheduler handled the next tick).
 func (st *Store) record(ctx context.Context, name string, state State, ev Event) error {
 	state.Last = &ev
 	sb, _ := json.Marshal(state)
 	eb, _ := json.Marshal(ev)
-	_, err := st.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		p.HSet(ctx, st.statesKey(), name, sb)
-		p.LPush(ctx, st.historyKey(name), eb)
-		p.LTrim(ctx, st.historyKey(name), 0, HistoryLength-1)
-		return nil
-	})
+	txf := func(tx *redis.Tx) error {
+		var cur State
+		if b, err := tx.HGet(ctx, st.statesKey(), name).Result(); err == nil {
+			_ = json.Unmarshal([]byte(b), &cur)
+		}
+		newer := cur.LastTick.After(state.LastTick)
+		_, err := tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			if !newer {
+				p.HSet(ctx, st.statesKey(), name, sb)
+			}
+			p.LPush(ctx, st.historyKey(name), eb)
+			p.LTrim(ctx, st.historyKey(name), 0, HistoryLength-1)
+			return nil
+		})
+		return err
+	}
+	var err error
+	// Another schedule's tick recorded at the same moment fails the
+	// transaction (one hash holds every state): try again.
+	for range 10 {
+		if err = st.rdb.Watch(ctx, txf, st.statesKey()); !errors.Is(err, redis.TxFailedErr) {
+			break
+		}
+	}
 	if err != nil {
 		return fmt.Errorf("recording tick of %s: %w", name, err)
 	}

@@ -25,7 +25,6 @@ type Scheduler struct {
 	now    func() time.Time
 	poll   time.Duration
 	grace  time.Duration
-	claim  time.Duration
 	name   string
 }
 
@@ -54,7 +53,7 @@ func WithName(name string) Option { return func(s *Scheduler) { s.name = name } 
 func New(store *Store, e *engine.Engine, opts ...Option) *Scheduler {
 	host, _ := os.Hostname()
 	s := &Scheduler{store: store, engine: e, log: slog.Default(), now: time.Now, poll: time.Second,
-		grace: time.Minute, claim: 7 * 24 * time.Hour, name: host + ":" + strconv.Itoa(os.Getpid())}
+		grace: time.Minute, name: host + ":" + strconv.Itoa(os.Getpid())}
 	for _, o := range opts {
 		o(s)
 	}
@@ -118,6 +117,13 @@ func due(c interface{ Next(time.Time) time.Time }, after, now time.Time) (time.T
 	return last, n
 }
 
+// claimTTL keeps the claim of a tick for two periods of the schedule, at
+// least an hour and at most a week.
+func claimTTL(c interface{ Next(time.Time) time.Time }, tick time.Time) time.Duration {
+	next := c.Next(tick)
+	return min(max(2*next.Sub(tick), time.Hour), 7*24*time.Hour)
+}
+
 func (s *Scheduler) tickOne(ctx context.Context, e *Entry, now time.Time) (*Event, error) {
 	c, err := ParseCron(e.Cron)
 	if err != nil {
@@ -131,8 +137,10 @@ func (s *Scheduler) tickOne(ctx context.Context, e *Entry, now time.Time) (*Even
 	if n == 0 {
 		return nil, nil
 	}
-	// Exactly one scheduler handles a tick: the one that claims it.
-	ok, err := s.store.rdb.SetNX(ctx, s.store.claimKey(e.Name, tick), s.name, s.claim).Result()
+	// Exactly one scheduler handles a tick: the one that claims it. The
+	// claim outlives the firing (which may hash large datasets) and the
+	// recording of the tick, after which no scheduler finds the tick due.
+	ok, err := s.store.rdb.SetNX(ctx, s.store.claimKey(e.Name, tick), s.name, claimTTL(c, tick)).Result()
 	if err != nil {
 		return nil, fmt.Errorf("claiming tick: %w", err)
 	}
