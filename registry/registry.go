@@ -60,7 +60,7 @@ type Version struct {
 	// Model is the manifest of the model artifact (read it with
 	// stages.NewInput(ctx, store, v.Model)).
 	Model stages.Artifact `json:"model"`
-	// Registered is when Sync registered it.
+	// Registered is when the run that registered it finished.
 	Registered time.Time `json:"registered"`
 	// Nerflow is the version of the binary that produced it.
 	Nerflow string `json:"nerflow"`
@@ -116,7 +116,6 @@ type Registry struct {
 	rdb   redis.UniversalClient
 	ns    string
 	log   *slog.Logger
-	now   func() time.Time
 	mu    sync.Mutex
 }
 
@@ -134,7 +133,7 @@ func WithLogger(l *slog.Logger) Option { return func(r *Registry) { r.log = l } 
 
 // New returns the registry of store.
 func New(store storage.Store, opts ...Option) *Registry {
-	r := &Registry{store: store, log: slog.Default(), now: time.Now, ns: "nerflow"}
+	r := &Registry{store: store, log: slog.Default(), ns: "nerflow"}
 	for _, o := range opts {
 		o(r)
 	}
@@ -498,7 +497,7 @@ func (r *Registry) register(ctx context.Context, m *engine.Manifest, regNode *sp
 			return v, false, nil
 		}
 	}
-	v := &Version{Name: name, Version: 1, Model: card.Model, Registered: r.now().UTC(), Nerflow: card.Nerflow,
+	v := &Version{Name: name, Version: 1, Model: card.Model, Registered: finished(m).UTC(), Nerflow: card.Nerflow,
 		Lineage: lineage(m, card), Metrics: card.Metrics}
 	if len(nums) > 0 {
 		v.Version = nums[len(nums)-1] + 1

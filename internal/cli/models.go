@@ -194,7 +194,7 @@ func printVersion(w io.Writer, v *registry.Version, tags []string) {
 	fmt.Fprintf(w, "model      %s\n", v.Ref())
 	fmt.Fprintf(w, "tags       %s\n", orDash(strings.Join(tags, ", ")))
 	fmt.Fprintf(w, "registered %s by nerflow %s\n", v.Registered.Format("2006-01-02 15:04:05 MST"), v.Nerflow)
-	fmt.Fprintf(w, "artifact   %s (%s, %d files)\n", engine.Short(v.Model.Digest), v.Model.Prefix, len(v.Model.Files))
+	fmt.Fprintf(w, "artifact   %s (%s, %d files)\n", shortDigest(v.Model.Digest), v.Model.Prefix, len(v.Model.Files))
 	fmt.Fprintf(w, "run        %s (spec %s%s)\n", v.Run, orDash(v.SpecFile), overridesNote(v.Overrides))
 	if v.Stage != "" {
 		fmt.Fprintf(w, "trained by %s (%s v%d, node key %s)\n", v.Node, v.Stage, v.StageVersion, engine.Short(v.Key))
@@ -205,10 +205,10 @@ func printVersion(w io.Writer, v *registry.Version, tags []string) {
 		fmt.Fprintf(w, "params     %s\n", params.String())
 	}
 	for _, in := range v.Inputs {
-		fmt.Fprintf(w, "input      %-12s %s\n", in.Name, engine.Short(in.Digest))
+		fmt.Fprintf(w, "input      %-12s %s\n", in.Name, shortDigest(in.Digest))
 	}
 	for _, d := range v.Datasets {
-		fmt.Fprintf(w, "dataset    %s %s (%s)\n", engine.Short(d.Digest), d.Source, strings.Join(d.Ports, ", "))
+		fmt.Fprintf(w, "dataset    %s %s (%s)\n", shortDigest(d.Digest), d.Source, strings.Join(d.Ports, ", "))
 	}
 	for _, m := range v.Metrics {
 		fmt.Fprintf(w, "metrics    %s: P %.2f R %.2f F1 %.2f over %d sentences\n", orDash(m.Node),
@@ -226,3 +226,6 @@ func overridesNote(o []string) string {
 	}
 	return ", --set " + strings.Join(o, " --set ")
 }
+
+// shortDigest abbreviates "sha256:<hex>" to 12 hex digits.
+func shortDigest(d string) string { return engine.Short(strings.TrimPrefix(d, "sha256:")) }
