@@ -434,6 +434,33 @@ func (r *Registry) Sync(ctx context.Context) ([]Version, error) {
 	return created, err
 }
 
+// SyncRun waits up to timeout for the manifest of run to record its end,
+// then syncs. A run's state reaches Redis a moment before its final
+// manifest reaches the store, so a caller that has just seen the run
+// finish (nerflow run) uses this rather than Sync.
+func (r *Registry) SyncRun(ctx context.Context, run string, timeout time.Duration) ([]Version, error) {
+	deadline := time.Now().Add(timeout)
+	for {
+		var m engine.Manifest
+		_, err := storage.GetJSON(ctx, r.store, "runs/"+run+"/manifest.json", &m)
+		if err != nil && !errors.Is(err, storage.ErrNotFound) {
+			return nil, fmt.Errorf("reading the manifest of run %s: %w", run, err)
+		}
+		if err == nil && m.State != engine.Running {
+			break
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("run %s: its manifest does not record its end after %s", run, timeout)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	return r.Sync(ctx)
+}
+
 func finished(m *engine.Manifest) time.Time {
 	if m.FinishedAt != nil {
 		return *m.FinishedAt

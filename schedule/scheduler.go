@@ -227,6 +227,10 @@ func (s *Scheduler) upToDate(ctx context.Context, g *spec.Graph, run string) (bo
 	if err != nil {
 		return false, "", err
 	}
+	if m.State != engine.Succeeded {
+		// Redis said it succeeded; its final manifest is on its way.
+		return false, "the manifest of run " + run + " is not final yet", nil
+	}
 	a, _ := json.Marshal(g)
 	b, _ := json.Marshal(m.Graph)
 	if !bytes.Equal(a, b) {

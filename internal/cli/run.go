@@ -101,7 +101,7 @@ The spec syntax is described in docs/spec.md; ` + "`nerflow stages`" + ` lists t
 					// Register the models the run declared (register stage).
 					// The run itself succeeded: a registry problem is
 					// reported, and the next models command tries again.
-					created, err := registry.New(st, registry.WithLogger(log)).Sync(ctx)
+					created, err := registry.New(st, registry.WithLogger(log)).SyncRun(ctx, final.ID, 30*time.Second)
 					if err != nil {
 						log.Warn("registering the run's models", "err", err)
 					}
