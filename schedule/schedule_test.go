@@ -131,6 +131,17 @@ func TestTwoSchedulersFakeClock(t *testing.T) {
 		if err != nil || rs.State != engine.Succeeded {
 			t.Fatalf("run %s: %v %+v", run, err, rs)
 		}
+		// Its final manifest follows the state in Redis.
+		for {
+			m, err := we.Manifest(ctx, run)
+			if err == nil && m.State == engine.Succeeded {
+				break
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("run %s: no final manifest", run)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
 	}
 	one := func(evs []schedule.Event, outcome string) schedule.Event {
 		t.Helper()
