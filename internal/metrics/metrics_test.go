@@ -67,6 +67,16 @@ func TestMetricsAfterSmallRuns(t *testing.T) {
 	}
 	defer pool.Shutdown()
 
+	// asynq writes the worker's first heartbeat just after it starts.
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		ws, err := workers.List(ctx, rdb, ns)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ws) == 1 || time.Now().After(deadline) {
+			break
+		}
+	}
 	c := metrics.NewCollector(e, rdb, ns, quiet)
 	reg := metrics.NewRegistry(c)
 	// A run finished before the first scrape is the baseline.
