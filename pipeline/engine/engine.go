@@ -53,6 +53,11 @@ type Engine struct {
 	retention time.Duration
 	maxNode   time.Duration
 	runTTL    time.Duration
+	// restoreDelay holds back the nodes queued again by a restore (see
+	// restore); lostGrace is how long a running node may go unlisted by
+	// every live asynq server before it counts as lost (see lost.go).
+	restoreDelay time.Duration
+	lostGrace    time.Duration
 
 	mu     sync.Mutex
 	graphs map[string]*runInfo // run id -> graph and datasets (immutable per run)
@@ -86,12 +91,19 @@ func WithMaxNodeDuration(d time.Duration) Option { return func(e *Engine) { e.ma
 // run manifest in the store.
 func WithRunTTL(d time.Duration) Option { return func(e *Engine) { e.runTTL = d } }
 
+// WithRestoreDelay sets how long nodes queued again by the restore of a
+// run that Redis lost wait before they start (default 10s). It must exceed
+// a third of the workers' NodeLease, so that a worker still executing such
+// a node re-claims its key first and the restored task waits for it.
+func WithRestoreDelay(d time.Duration) Option { return func(e *Engine) { e.restoreDelay = d } }
+
 // New returns an engine over a Redis client and an artifact store. The
 // caller keeps ownership of both.
 func New(rdb redis.UniversalClient, store storage.Store, opts ...Option) *Engine {
 	e := &Engine{
 		rdb: rdb, store: store, log: slog.Default(), ns: "nerflow",
 		retention: 24 * time.Hour, maxNode: 7 * 24 * time.Hour, runTTL: 7 * 24 * time.Hour,
+		restoreDelay: 10 * time.Second, lostGrace: 15 * time.Second,
 		graphs: map[string]*runInfo{},
 	}
 	for _, o := range opts {
@@ -173,8 +185,13 @@ func (e *Engine) Submit(ctx context.Context, g *spec.Graph, opts SubmitOptions) 
 	e.mu.Lock()
 	e.graphs[id] = &runInfo{graph: g, datasets: datasets}
 	e.mu.Unlock()
+	// The manifest and the live marker are what a run is rebuilt from if
+	// Redis loses its data: without them the run would not be durable.
 	if err := e.writeManifest(ctx, id); err != nil {
-		e.log.Warn("writing run manifest", "run", id, "err", err)
+		return id, fmt.Errorf("writing run manifest: %w", err)
+	}
+	if _, err := storage.PutBytes(ctx, e.store, liveKey(id), []byte(id)); err != nil {
+		return id, fmt.Errorf("recording live run: %w", err)
 	}
 	for _, n := range g.Roots() {
 		if err := e.enqueue(ctx, id, n); err != nil {
@@ -207,21 +224,26 @@ type payload struct {
 // enqueue puts node n of run on its queue. An existing task with the same
 // id means it is already enqueued (or was executed): not an error.
 func (e *Engine) enqueue(ctx context.Context, run string, n *spec.Node) error {
+	return e.enqueueAs(ctx, run, n, taskID(run, n.ID), 0)
+}
+
+// enqueueAs enqueues node n under task id id, to be processed after delay.
+func (e *Engine) enqueueAs(ctx context.Context, run string, n *spec.Node, id string, delay time.Duration) error {
 	timeout := n.Timeout
 	if timeout <= 0 {
 		timeout = e.maxNode
 	}
 	b, _ := json.Marshal(payload{Run: run, Node: n.ID})
 	t := asynq.NewTask(TaskType, b,
-		asynq.TaskID(taskID(run, n.ID)), asynq.Queue(e.queue(n.Queue)), asynq.MaxRetry(n.MaxRetries),
-		asynq.Timeout(timeout), asynq.Retention(e.retention))
+		asynq.TaskID(id), asynq.Queue(e.queue(n.Queue)), asynq.MaxRetry(n.MaxRetries),
+		asynq.Timeout(timeout), asynq.Retention(e.retention), asynq.ProcessIn(delay))
 	_, err := e.client.EnqueueContext(ctx, t)
 	if errors.Is(err, asynq.ErrTaskIDConflict) {
 		// Callers enqueue only nodes in state queued, which no live task
 		// has consumed yet. A task under the id that is finished (completed
 		// or archived) is therefore left over from an earlier attempt of
 		// the run (before a retry): replace it. A live one is this node's.
-		info, ierr := e.inspector.GetTaskInfo(e.queue(n.Queue), taskID(run, n.ID))
+		info, ierr := e.inspector.GetTaskInfo(e.queue(n.Queue), id)
 		if ierr != nil || (info.State != asynq.TaskStateCompleted && info.State != asynq.TaskStateArchived) {
 			return nil
 		}
@@ -288,7 +310,18 @@ func (e *Engine) info(ctx context.Context, run string) (*runInfo, error) {
 	}
 	gs, _ := vals[0].(string)
 	if gs == "" {
-		return nil, fmt.Errorf("run %s: %w", run, ErrNoRun)
+		// Redis may have lost the run: its manifest in the store has the
+		// graph (and the datasets) too.
+		m, merr := e.Manifest(ctx, run)
+		if merr != nil || m.Graph == nil {
+			return nil, fmt.Errorf("run %s: %w", run, ErrNoRun)
+		}
+		ri = &runInfo{graph: m.Graph, datasets: m.Datasets}
+		if ri.datasets == nil {
+			ri.datasets = map[string]stages.Artifact{}
+		}
+		e.cacheInfo(run, ri)
+		return ri, nil
 	}
 	g, err := spec.UnmarshalGraph([]byte(gs))
 	if err != nil {
@@ -300,13 +333,17 @@ func (e *Engine) info(ctx context.Context, run string) (*runInfo, error) {
 			return nil, fmt.Errorf("run %s: datasets: %w", run, err)
 		}
 	}
+	e.cacheInfo(run, ri)
+	return ri, nil
+}
+
+func (e *Engine) cacheInfo(run string, ri *runInfo) {
 	e.mu.Lock()
 	if len(e.graphs) >= maxCachedGraphs {
 		clear(e.graphs) // a long-lived worker sees many runs; reload on demand
 	}
 	e.graphs[run] = ri
 	e.mu.Unlock()
-	return ri, nil
 }
 
 const maxCachedGraphs = 256

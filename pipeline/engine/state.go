@@ -77,6 +77,12 @@ func attemptPrefix(key, attempt string) string { return "artifacts/" + key + "/"
 func checkpointPrefix(key string) string       { return "checkpoints/" + key }
 func manifestKey(run string) string            { return "runs/" + run + "/manifest.json" }
 
+// liveKey marks a run that has not ended, for the reconciler to find runs
+// that Redis forgot; written at submit, deleted when the run ends.
+func liveKey(run string) string { return livePrefix + run }
+
+const livePrefix = "live/"
+
 const datasetPrefix = "datasets"
 
 // NodeRecord is what the store keeps for a committed node.
