@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -23,9 +24,13 @@ import (
 // up to two minutes, all constants of asynq. The reconciler does not wait
 // for that: it enqueues the node again under a new task id, and the new
 // execution waits at most one NodeLease for the dead one's claim on the
-// node key to lapse. From a SIGKILL to the re-run starting that is at most
-// 10 s (heartbeat expiry) + 5 s (heartbeat period) + ReconcileInterval +
-// NodeLease: 40 s with the defaults.
+// node key to lapse. A node counts as lost once its server's heartbeat
+// expired (at most 10 s after a SIGKILL) and it started at least 15 s ago
+// (the listing of a task lags its start by up to a beat); the next pass of
+// the reconciler (ReconcileInterval) re-drives it, and the new execution
+// starts when the dead one's key lease lapses (NodeLease after its last
+// renewal, which runs concurrently). With the defaults the re-run starts
+// at most 15 + 5 + 15 = 35 s after the kill, usually 15-20 s.
 
 // liveness is a snapshot of asynq's live servers.
 type liveness struct {
@@ -49,6 +54,14 @@ func (e *Engine) liveness() (*liveness, error) {
 	return l, nil
 }
 
+// self reports whether this process's own asynq servers are in the
+// snapshot. Right after Redis lost its data no server is listed until
+// its next beat, and every node would look lost.
+func (l *liveness) self() bool {
+	host, _ := os.Hostname()
+	return l.procs[host+":"+strconv.Itoa(os.Getpid())]
+}
+
 // lost reports whether the running node whose Redis hash is h has lost its
 // worker. A task appears in its server's listing only at the next beat, so
 // a recent start counts as lost only when its whole server is gone; and a
@@ -59,7 +72,10 @@ func (e *Engine) lost(l *liveness, queue string, h map[string]string) bool {
 	if task == "" || started == nil || l.tasks[task] {
 		return false
 	}
-	if l.now.Sub(*started) < e.lostGrace && l.procs[h["host"]+":"+h["pid"]] {
+	// A task shows in its server's listing at the next beat; a whole
+	// server still beating is not dead (a task it lists no more, with the
+	// node still running, is re-driven by asynq's own recovery).
+	if l.now.Sub(*started) < e.lostGrace || l.procs[h["host"]+":"+h["pid"]] {
 		return false
 	}
 	info, err := e.inspector.GetTaskInfo(e.queue(queue), task)
@@ -156,6 +172,9 @@ func (e *Engine) reconcile(ctx context.Context, interval time.Duration, restore 
 			if l, err = e.liveness(); err != nil {
 				return errors.Join(append(errs, err)...)
 			}
+		}
+		if !l.self() {
+			continue // heartbeats not rewritten yet (Redis restarted)
 		}
 		if err := e.redriveLost(ctx, id, l); err != nil {
 			errs = append(errs, err)

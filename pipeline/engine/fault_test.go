@@ -1,0 +1,312 @@
+package engine_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/nerflow/nerflow/internal/testenv"
+	"github.com/nerflow/nerflow/pipeline/engine"
+	"github.com/nerflow/nerflow/pipeline/teststages"
+	"github.com/nerflow/nerflow/stages"
+	"github.com/nerflow/nerflow/storage"
+	"github.com/nerflow/nerflow/storage/artifact"
+)
+
+// Fault tests: servers stopped or emptied mid-run, with the short node
+// lease and reconcile interval below so that they fit in CI's time. They
+// are not parallel: they count stage executions, which are per process.
+
+const (
+	testLease     = 2 * time.Second
+	testReconcile = 500 * time.Millisecond
+)
+
+func faultWorker(name string) engine.WorkerOptions {
+	o := fastWorker()
+	o.Name = name
+	o.NodeLease = testLease
+	o.ReconcileInterval = testReconcile
+	return o
+}
+
+// faultCluster is a submitting engine and two workers, each with its own
+// Redis client and store connection as separate processes would have.
+type faultCluster struct {
+	sub   *engine.Engine
+	store storage.Store
+}
+
+func newFaultCluster(t *testing.T, redisAddr, storeURL string) *faultCluster {
+	t.Helper()
+	ns := randomName("nffault-")
+	newEngine := func() (*engine.Engine, storage.Store) {
+		// go-redis gives up on a command after a few quick retries; the
+		// engine waits outages out above it.
+		rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
+		s, err := storage.Open(context.Background(), storeURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := engine.New(rdb, s, engine.WithNamespace(ns), engine.WithLogger(testLogger(t)), engine.WithRestoreDelay(time.Second))
+		t.Cleanup(func() { e.Close(); s.Close(); rdb.Close() })
+		return e, s
+	}
+	sub, st := newEngine()
+	for _, name := range []string{"worker-a", "worker-b"} {
+		e, _ := newEngine()
+		w := e.NewWorker(faultWorker(name))
+		if err := w.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(w.Shutdown)
+	}
+	return &faultCluster{sub: sub, store: st}
+}
+
+// waitRun polls run id (through outages: errors are retried) until cond.
+func waitRun(t *testing.T, e *engine.Engine, id, what string, limit time.Duration, cond func(*engine.RunStatus) bool) *engine.RunStatus {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	var last *engine.RunStatus
+	var lastErr error
+	for time.Now().Before(deadline) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		st, err := e.Status(ctx, id)
+		cancel()
+		if err == nil {
+			last = st
+			if cond(st) {
+				return st
+			}
+		}
+		lastErr = err
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("run %s: %s did not happen in %s (last status %+v, last error %v)", id, what, limit, last, lastErr)
+	return nil
+}
+
+func progressOf(st *engine.RunStatus, node string) int64 {
+	n, _ := st.Node(node)
+	if n == nil || n.State != engine.Running || n.Progress == nil {
+		return 0
+	}
+	return n.Progress.Done
+}
+
+func over(st *engine.RunStatus) bool { return st.State != engine.Running }
+
+// checkOutputs reads every output of a finished run back from the store:
+// manifests and files must be whole (their digests verified).
+func checkOutputs(t *testing.T, store storage.Store, st *engine.RunStatus) {
+	t.Helper()
+	for _, n := range st.Nodes {
+		for name, a := range n.Outputs {
+			stored, err := artifact.Read(context.Background(), store, a.Prefix)
+			if err != nil || stored.Digest != a.Digest {
+				t.Errorf("%s.%s: manifest at %s: %v (digest %s, want %s)", n.ID, name, a.Prefix, err, stored.Digest, a.Digest)
+				continue
+			}
+			for _, f := range a.Files {
+				if _, err := stages.NewInput(context.Background(), store, a).ReadFile(f.Name); err != nil {
+					t.Errorf("%s.%s: %s: %v", n.ID, name, f.Name, err)
+				}
+			}
+		}
+	}
+}
+
+const faultSpec = `
+nodes:
+  text: {stage: test.emit, params: {text: %s}}
+  slow: {stage: test.slow, params: {steps: %d, step_time: 100ms}, inputs: {in: text}}
+  after: {stage: test.concat, inputs: {in: text}, params: {suffix: "!"}}
+  last: {stage: test.seed, inputs: {in: after}, params: {seed: 3}}
+`
+
+// TestRedisRestartedEmpty: Redis loses all its data mid-run (restarted
+// without persistence). The workers restore the run from its manifest and
+// node records in the store and finish it; nothing committed is computed
+// again and the running node is not run twice.
+func TestRedisRestartedEmpty(t *testing.T) {
+	rs := testenv.PrivateRedis(t)
+	_, url := s3Store(t)
+	c := newFaultCluster(t, rs.Addr(), url)
+	teststages.ResetExecutions()
+	g := graph(t, fmt.Sprintf(faultSpec, randomName("redis-"), 30))
+	ctx := context.Background()
+	id, err := c.sub.Submit(ctx, g, engine.SubmitOptions{Spec: []byte("test")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitRun(t, c.sub, id, "slow reaching step 5", time.Minute, func(st *engine.RunStatus) bool { return progressOf(st, "slow") >= 5 })
+	rs.Stop()
+	fault := time.Now()
+	rs.Start()
+	st := waitRun(t, c.sub, id, "the run finishing", 2*time.Minute, over)
+	t.Logf("Redis restarted empty: run finished %s after the restart", time.Since(fault).Round(100*time.Millisecond))
+	if st.State != engine.Succeeded {
+		t.Fatalf("run %s: %s", st.State, st.Error)
+	}
+	for stage, want := range map[string]int{"test.emit": 1, "test.slow": 1, "test.concat": 1, "test.seed": 1} {
+		if got := teststages.Executions(stage); got != want {
+			t.Errorf("%s executed %d times, want %d", stage, got, want)
+		}
+	}
+	checkOutputs(t, c.store, st)
+}
+
+// TestRunStateLostThenCancelAndRetry: a run whose Redis keys vanished can
+// still be read, retried and cancelled.
+func TestRunStateLostThenCancelAndRetry(t *testing.T) {
+	rs := testenv.PrivateRedis(t)
+	_, url := s3Store(t)
+	c := newFaultCluster(t, rs.Addr(), url)
+	ctx := context.Background()
+	flush := func() {
+		rdb := redis.NewClient(&redis.Options{Addr: rs.Addr()})
+		defer rdb.Close()
+		if err := rdb.FlushAll(ctx).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	failing := graph(t, `
+nodes:
+  text: {stage: test.emit, params: {text: `+randomName("lost-")+`}}
+  bad: {stage: test.fail, retries: 0, inputs: {in: text}}
+  after: {stage: test.concat, inputs: {in: bad}}
+`)
+	id, err := c.sub.Submit(ctx, failing, engine.SubmitOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitRun(t, c.sub, id, "the run failing", time.Minute, over)
+	flush()
+	n, err := c.sub.Retry(ctx, id)
+	if err != nil || n != 2 {
+		t.Fatalf("retry after Redis lost the run: %d nodes, %v", n, err)
+	}
+	st := waitRun(t, c.sub, id, "the retried run failing", time.Minute, over)
+	wantStates(t, st, map[string]string{"text": "done", "bad": "failed", "after": "cancelled"})
+
+	long, err := c.sub.Submit(ctx, graph(t, fmt.Sprintf(faultSpec, randomName("cancel-"), 100)), engine.SubmitOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitRun(t, c.sub, long, "slow running", time.Minute, func(st *engine.RunStatus) bool { return progressOf(st, "slow") >= 1 })
+	flush()
+	st, err = c.sub.Status(ctx, long)
+	if err != nil || st.State != engine.Running {
+		t.Fatalf("status after Redis lost the run: %v, %+v", err, st)
+	}
+	if err := c.sub.Cancel(ctx, long, "test"); err != nil {
+		t.Fatalf("cancel after Redis lost the run: %v", err)
+	}
+	waitRun(t, c.sub, long, "the cancel", time.Minute, func(st *engine.RunStatus) bool { return st.State == engine.Cancelled })
+}
+
+// TestStoreOutageWaitedOut: MinIO stops for longer than a node's retries
+// used to last (three attempts, 2 s and 4 s apart); nodes wait it out
+// without spending attempts, status keeps working, and the run succeeds
+// with whole artifacts.
+func TestStoreOutageWaitedOut(t *testing.T) {
+	ms, s3 := testenv.PrivateMinIO(t)
+	url := "s3://" + randomName("nfout-") + "?endpoint=" + s3.Endpoint + "&access_key=" + s3.AccessKey +
+		"&secret_key=" + s3.SecretKey + "&secure=false"
+	c := newFaultCluster(t, testenv.Redis(t), url)
+	teststages.ResetExecutions()
+	ctx := context.Background()
+	id, err := c.sub.Submit(ctx, graph(t, fmt.Sprintf(faultSpec, randomName("minio-"), 20)), engine.SubmitOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitRun(t, c.sub, id, "slow reaching step 3", time.Minute, func(st *engine.RunStatus) bool { return progressOf(st, "slow") >= 3 })
+	ms.Stop()
+	fault := time.Now()
+	const outage = 20 * time.Second
+	time.Sleep(outage / 2)
+	// Status needs only Redis for a live run.
+	if st, err := c.sub.Status(ctx, id); err != nil || st.State != engine.Running {
+		t.Errorf("status while the store is down: %v %+v", err, st)
+	}
+	time.Sleep(outage / 2)
+	ms.Start()
+	st := waitRun(t, c.sub, id, "the run finishing", 2*time.Minute, over)
+	t.Logf("MinIO stopped for %s: run finished %s after the store stopped", outage, time.Since(fault).Round(100*time.Millisecond))
+	if st.State != engine.Succeeded {
+		t.Fatalf("run %s: %s", st.State, st.Error)
+	}
+	for _, n := range st.Nodes {
+		if n.Attempt != 0 {
+			t.Errorf("node %s finished on attempt %d: the outage spent attempts", n.ID, n.Attempt)
+		}
+	}
+	for stage, want := range map[string]int{"test.emit": 1, "test.concat": 1, "test.seed": 1} {
+		if got := teststages.Executions(stage); got != want {
+			t.Errorf("%s executed %d times, want %d", stage, got, want)
+		}
+	}
+	checkOutputs(t, c.store, st)
+}
+
+// TestConcurrentIdenticalSubmits: two runs of one spec submitted at once
+// compute each node once; the other run waits and is cached.
+func TestConcurrentIdenticalSubmits(t *testing.T) {
+	_, url := s3Store(t)
+	c := newFaultCluster(t, testenv.Redis(t), url)
+	teststages.ResetExecutions()
+	g := graph(t, fmt.Sprintf(faultSpec, randomName("twice-"), 10))
+	ctx := context.Background()
+	ids := make([]string, 2)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i := range ids {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			id, err := c.sub.Submit(ctx, g, engine.SubmitOptions{})
+			if err != nil {
+				t.Error(err)
+			}
+			ids[i] = id
+		}()
+	}
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
+	var sts []*engine.RunStatus
+	for _, id := range ids {
+		st := waitRun(t, c.sub, id, "the run finishing", time.Minute, over)
+		if st.State != engine.Succeeded {
+			t.Fatalf("run %s %s: %s", id, st.State, st.Error)
+		}
+		sts = append(sts, st)
+	}
+	t.Logf("two identical submits: both finished %s after submitting", time.Since(start).Round(100*time.Millisecond))
+	for stage, want := range map[string]int{"test.emit": 1, "test.slow": 1, "test.concat": 1, "test.seed": 1} {
+		if got := teststages.Executions(stage); got != want {
+			t.Errorf("%s executed %d times, want %d", stage, got, want)
+		}
+	}
+	for _, node := range []string{"text", "slow", "after", "last"} {
+		a, _ := sts[0].Node(node)
+		b, _ := sts[1].Node(node)
+		if a.State == b.State || a.Outputs[firstOutput(a)].Digest != b.Outputs[firstOutput(b)].Digest {
+			t.Errorf("node %s: %s and %s (%v, %v); want one done and one cached, same outputs", node, a.State, b.State, a.Outputs, b.Outputs)
+		}
+	}
+}
+
+func firstOutput(n *engine.NodeStatus) string {
+	names := n.OutputNames()
+	if len(names) == 0 {
+		return ""
+	}
+	return names[0]
+}
