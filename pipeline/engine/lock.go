@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -106,11 +107,17 @@ func (w *Worker) acquireKey(ctx context.Context, log *slog.Logger, key, token st
 			}
 		}
 	}()
-	stop := func() {
-		close(stopc)
-		rctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		_ = releaseScript.Run(rctx, w.e.rdb, []string{lk}, token).Err()
+	kl := &keyLease{lost: lost}
+	var once sync.Once
+	kl.stop = func() {
+		once.Do(func() {
+			w.leases.Delete(kl)
+			close(stopc)
+			rctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			_ = releaseScript.Run(rctx, w.e.rdb, []string{lk}, token).Err()
+		})
 	}
-	return &keyLease{stop: stop, lost: lost}, nil
+	w.leases.Store(kl, kl)
+	return kl, nil
 }

@@ -74,6 +74,10 @@ type Worker struct {
 	srv  *asynq.Server
 	stop chan struct{}
 	done chan struct{}
+	// leases are the node-key leases held by running nodes (*keyLease):
+	// released on Shutdown, since asynq hands the tasks back without
+	// waiting for their handlers.
+	leases sync.Map
 }
 
 // NewWorker returns a worker; Start it, then Shutdown.
@@ -143,7 +147,7 @@ func (e *Engine) NewWorker(opts WorkerOptions) *Worker {
 		// errors spend no attempt.
 		IsFailure: isFailure,
 		Logger:    newAsynqLogger(e.log.With("component", "asynq"), 30*time.Second),
-		LogLevel: asynq.WarnLevel,
+		LogLevel:  asynq.WarnLevel,
 	})
 	return w
 }
@@ -170,6 +174,10 @@ func (w *Worker) Shutdown() {
 		<-w.done
 	}
 	w.srv.Shutdown()
+	w.leases.Range(func(k, v any) bool {
+		v.(*keyLease).stop()
+		return true
+	})
 }
 
 // isFailure says whether a handler error counts as a failed attempt.
@@ -497,4 +505,3 @@ func anyStrings(s []string) []any {
 	}
 	return out
 }
-
