@@ -1,8 +1,8 @@
 package spec
 
 import (
-	"errors"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
