@@ -118,6 +118,41 @@ func TestRunEmbedded(t *testing.T) {
 	if err != nil || !strings.Contains(st, "train[seed=2]") {
 		t.Errorf("status: %v\n%s", err, st)
 	}
+	checkGetOutput(ctx, t, dir, newest)
+}
+
+// checkGetOutput: -o FILE writes that file (not a directory named FILE),
+// -o DIR/ keeps the file's name, and nothing is overwritten without --force.
+func checkGetOutput(ctx context.Context, t *testing.T, dir, run string) {
+	t.Helper()
+	get := func(args ...string) error {
+		out, err := runPipelineCLI(ctx, t, dir, append([]string{"artifacts", "get", run, "total", "total"}, args...)...)
+		if err != nil {
+			return fmt.Errorf("%w\n%s", err, out)
+		}
+		return nil
+	}
+	if err := get("-o", "total.json"); err != nil {
+		t.Fatalf("-o total.json: %v", err)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "total.json")); err != nil || !strings.Contains(string(b), `"total": 27`) {
+		t.Errorf("-o total.json wrote %q (%v), want the file itself", b, err)
+	}
+	if err := get("-o", "total.json"); err == nil || !strings.Contains(err.Error(), "--force") {
+		t.Errorf("-o onto an existing file: %v, want a refusal naming --force", err)
+	}
+	if err := get("-o", "total.json", "--force"); err != nil {
+		t.Errorf("-o onto an existing file with --force: %v", err)
+	}
+	if err := get("-o", "out/"); err != nil {
+		t.Fatalf("-o out/: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "out", "total.json")); err != nil {
+		t.Errorf("-o out/ did not keep the file name: %v", err)
+	}
+	if err := get("-o", "out"); err == nil {
+		t.Error("-o DIR holding the file already: overwritten without --force")
+	}
 }
 
 // TestRunInvalidSpec: validation errors name the file, line and field.
