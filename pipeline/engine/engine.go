@@ -93,8 +93,10 @@ func WithRunTTL(d time.Duration) Option { return func(e *Engine) { e.runTTL = d 
 
 // WithRestoreDelay sets how long nodes queued again by the restore of a
 // run that Redis lost wait before they start (default 10s). It must exceed
-// a third of the workers' NodeLease, so that a worker still executing such
-// a node re-claims its key first and the restored task waits for it.
+// a third of the workers' NodeLease plus the time their Redis clients take
+// to reconnect (go-redis retries a failed dial about every second), so that
+// a worker still executing such a node re-claims its key first and the
+// restored task waits for it instead of computing the node again.
 func WithRestoreDelay(d time.Duration) Option { return func(e *Engine) { e.restoreDelay = d } }
 
 // New returns an engine over a Redis client and an artifact store. The

@@ -3,6 +3,8 @@ package engine_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -39,11 +41,63 @@ func faultWorker(name string) engine.WorkerOptions {
 type faultCluster struct {
 	sub   *engine.Engine
 	store storage.Store
+	logs  *countingHandler // the workers' log records
+}
+
+// countingHandler counts log records at WARN and above, and passes every
+// record on to next.
+type countingHandler struct {
+	next slog.Handler
+	mu   *sync.Mutex
+	msgs *[]string
+}
+
+func newCountingHandler(next slog.Handler) *countingHandler {
+	return &countingHandler{next: next, mu: &sync.Mutex{}, msgs: new([]string)}
+}
+
+func (h *countingHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h *countingHandler) Handle(ctx context.Context, r slog.Record) error {
+	if r.Level >= slog.LevelWarn {
+		h.mu.Lock()
+		*h.msgs = append(*h.msgs, r.Level.String()+" "+r.Message)
+		h.mu.Unlock()
+	}
+	if h.next.Enabled(ctx, r.Level) {
+		return h.next.Handle(ctx, r)
+	}
+	return nil
+}
+func (h *countingHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	c := *h
+	c.next = h.next.WithAttrs(as)
+	return &c
+}
+func (h *countingHandler) WithGroup(g string) slog.Handler {
+	c := *h
+	c.next = h.next.WithGroup(g)
+	return &c
+}
+
+// since returns the records counted after the first n.
+func (h *countingHandler) since(n int) []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]string(nil), (*h.msgs)[n:]...)
+}
+
+func (h *countingHandler) count() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(*h.msgs)
 }
 
 func newFaultCluster(t *testing.T, redisAddr, storeURL string) *faultCluster {
 	t.Helper()
 	ns := randomName("nffault-")
+	logs := newCountingHandler(testLogger(t).Handler())
+	engine.RouteRedisLogs(slog.New(logs), 30*time.Second)
+	t.Cleanup(func() { engine.RouteRedisLogs(testLogger(t), 30*time.Second) })
 	newEngine := func() (*engine.Engine, storage.Store) {
 		// go-redis gives up on a command after a few quick retries; the
 		// engine waits outages out above it.
@@ -52,7 +106,7 @@ func newFaultCluster(t *testing.T, redisAddr, storeURL string) *faultCluster {
 		if err != nil {
 			t.Fatal(err)
 		}
-		e := engine.New(rdb, s, engine.WithNamespace(ns), engine.WithLogger(testLogger(t)), engine.WithRestoreDelay(time.Second))
+		e := engine.New(rdb, s, engine.WithNamespace(ns), engine.WithLogger(slog.New(logs)), engine.WithRestoreDelay(3*time.Second))
 		t.Cleanup(func() { e.Close(); s.Close(); rdb.Close() })
 		return e, s
 	}
@@ -65,7 +119,7 @@ func newFaultCluster(t *testing.T, redisAddr, storeURL string) *faultCluster {
 		}
 		t.Cleanup(w.Shutdown)
 	}
-	return &faultCluster{sub: sub, store: st}
+	return &faultCluster{sub: sub, store: st, logs: logs}
 }
 
 // waitRun polls run id (through outages: errors are retried) until cond.
@@ -147,9 +201,21 @@ func TestRedisRestartedEmpty(t *testing.T) {
 	waitRun(t, c.sub, id, "slow reaching step 5", time.Minute, func(st *engine.RunStatus) bool { return progressOf(st, "slow") >= 5 })
 	rs.Stop()
 	fault := time.Now()
+	logsBefore := c.logs.count()
+	// While Redis is away, status degrades to the run manifest and says so.
+	st, err := c.sub.Status(ctx, id)
+	if err != nil || st.Source != "manifest" || len(st.Warnings) == 0 {
+		t.Errorf("status while Redis is down: %v %+v", err, st)
+	}
+	time.Sleep(4 * time.Second)
+	// Each worker polls its queues every 10ms and forwards due tasks
+	// every 100ms: a log line per failure would be hundreds by now.
+	if away := c.logs.since(logsBefore); len(away) > 12 {
+		t.Errorf("%d warnings and errors logged in a 4 s Redis outage, want a few:\n%s", len(away), strings.Join(away, "\n"))
+	}
 	rs.Start()
-	st := waitRun(t, c.sub, id, "the run finishing", 2*time.Minute, over)
-	t.Logf("Redis restarted empty: run finished %s after the restart", time.Since(fault).Round(100*time.Millisecond))
+	st = waitRun(t, c.sub, id, "the run finishing", 2*time.Minute, over)
+	t.Logf("Redis away 4 s, restarted empty: run finished %s after Redis stopped", time.Since(fault).Round(100*time.Millisecond))
 	if st.State != engine.Succeeded {
 		t.Fatalf("run %s: %s", st.State, st.Error)
 	}
@@ -309,4 +375,24 @@ func firstOutput(n *engine.NodeStatus) string {
 		return ""
 	}
 	return names[0]
+}
+
+// TestEmbeddedRedisIsPrivate: the in-process Redis of embedded mode refuses
+// clients that do not know its random password.
+func TestEmbeddedRedisIsPrivate(t *testing.T) {
+	mr, rdb, err := engine.StartPrivateRedis()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mr.Close()
+	defer rdb.Close()
+	ctx := context.Background()
+	if err := rdb.Set(ctx, "k", "v", 0).Err(); err != nil {
+		t.Fatalf("the engine's own client: %v", err)
+	}
+	other := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	defer other.Close()
+	if v, err := other.Get(ctx, "k").Result(); err == nil || !strings.Contains(err.Error(), "NOAUTH") {
+		t.Errorf("a client without the password read %q (%v), want NOAUTH", v, err)
+	}
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // rateLimitedLogger lets through one record per kind of message per period
@@ -81,3 +83,18 @@ func (a asynqLogger) Info(args ...any)  { a.r.l.Info(fmt.Sprint(args...)) }
 func (a asynqLogger) Warn(args ...any)  { a.r.Warn(fmt.Sprint(args...)) }
 func (a asynqLogger) Error(args ...any) { a.r.Error(fmt.Sprint(args...)) }
 func (a asynqLogger) Fatal(args ...any) { a.r.l.Error(fmt.Sprint(args...)); os.Exit(1) }
+
+// RouteRedisLogs sends the go-redis client's own messages (a failed dial
+// per pooled connection while the server is away, printed to stderr by
+// default) to l as warnings, at most one of a kind per period. go-redis has
+// one logger per process, so the commands call this once at start.
+func RouteRedisLogs(l *slog.Logger, period time.Duration) {
+	redis.SetLogger(redisLogger{newRateLimitedLogger(l.With("component", "go-redis"), period)})
+}
+
+type redisLogger struct{ r *rateLimitedLogger }
+
+func (g redisLogger) Printf(_ context.Context, format string, v ...any) {
+	msg := strings.TrimPrefix(fmt.Sprintf(format, v...), "redis: ")
+	g.r.Warn(msg)
+}

@@ -231,6 +231,7 @@ func (w *Worker) execute(ctx context.Context, p payload) error {
 	redrives, _ := e.rdb.HGet(ctx, k.node(n.ID), "redrives").Int()
 	attempt := retried + redrives
 	taskID, _ := asynq.GetTaskID(ctx)
+	log.Debug("node attempt starting", "task", taskID, "worker", w.opts.Name, "attempt", attempt)
 
 	// An unreachable store or Redis is waited out here, with capped
 	// back-off, for OutagePatience: the attempt is tried again from the
@@ -308,7 +309,9 @@ func (w *Worker) run(ctx context.Context, log *slog.Logger, run string, n *spec.
 		return nil, "", fmt.Errorf("looking up cache: %w", err)
 	}
 	// Not in the cache: claim the key, or wait for whoever computes it.
-	lease, err := w.acquireKey(ctx, log, key, run+"/"+n.ID+"@"+w.opts.Name, func(holder string) {
+	// The token names this execution (for status) and is unique to it.
+	token := run + "/" + n.ID + "@" + w.opts.Name + "#" + stages.NewAttemptID()
+	lease, err := w.acquireKey(ctx, log, key, token, func(holder string) {
 		_ = e.rdb.HSet(ctx, runKeys(e.ns, run).node(n.ID), "waiting_for", holder).Err()
 	})
 	if errors.Is(err, errCommitted) {
@@ -316,7 +319,7 @@ func (w *Worker) run(ctx context.Context, log *slog.Logger, run string, n *spec.
 			return rec.Outputs, Cached, nil
 		}
 		// The other execution's record is damaged: compute it here.
-		lease, err = w.acquireKey(ctx, log, key, run+"/"+n.ID+"@"+w.opts.Name, nil)
+		lease, err = w.acquireKey(ctx, log, key, token, nil)
 	}
 	if err != nil {
 		return nil, "", err
@@ -478,21 +481,26 @@ func (w *Worker) fail(ctx context.Context, run string, n *spec.Node, attempt, ma
 // replaces it anyway).
 func (w *Worker) progressWriter(run, node string) func(stages.ProgressUpdate) {
 	var mu sync.Mutex
-	var last time.Time
+	var last, failed time.Time
 	key := runKeys(w.e.ns, run).node(node)
 	return func(p stages.ProgressUpdate) {
 		mu.Lock()
 		now := time.Now()
-		if now.Sub(last) < w.opts.ProgressInterval && (p.Total == 0 || p.Done < p.Total) {
+		// After a failed write, Redis is left alone for a while: the stage
+		// calls this inline and must not wait for an absent server.
+		if now.Sub(last) < w.opts.ProgressInterval && (p.Total == 0 || p.Done < p.Total) || now.Sub(failed) < 5*time.Second {
 			mu.Unlock()
 			return
 		}
 		last = now
 		mu.Unlock()
 		b, _ := json.Marshal(p)
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 		defer cancel()
 		if err := w.e.rdb.HSet(ctx, key, "progress", b).Err(); err != nil {
+			mu.Lock()
+			failed = time.Now()
+			mu.Unlock()
 			w.e.log.Debug("progress not recorded", "node", node, "err", err)
 		}
 	}
