@@ -23,8 +23,10 @@ func IsTransient(err error) bool {
 	if errors.As(err, &ne) {
 		return true
 	}
+	// Not io.EOF nor io.ErrUnexpectedEOF: a truncated or empty input file
+	// says the same, and must fail at once rather than be waited out.
 	for _, e := range []error{syscall.ECONNREFUSED, syscall.ECONNRESET, syscall.EPIPE, syscall.ECONNABORTED,
-		syscall.EHOSTUNREACH, syscall.ENETUNREACH, io.ErrUnexpectedEOF, io.EOF} {
+		syscall.EHOSTUNREACH, syscall.ENETUNREACH} {
 		if errors.Is(err, e) {
 			return true
 		}
@@ -43,7 +45,7 @@ func IsTransient(err error) bool {
 var transientMessages = []string{
 	"connection refused", "connection reset", "broken pipe", "i/o timeout", "no route to host",
 	"server not initialized", "please reduce your request rate", "service unavailable",
-	"loading redis is loading the dataset", "tryagain", "masterdown", "unexpected eof",
+	"loading redis is loading the dataset", "tryagain", "masterdown",
 }
 
 // Unavailable is a Store whose every operation fails with err: what a

@@ -103,6 +103,11 @@ func newFaultCluster(t *testing.T, redisAddr, storeURL string) *faultCluster {
 		// engine waits outages out above it.
 		rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
 		s, err := storage.Open(context.Background(), storeURL)
+		// A MinIO that answers its health check may still be starting.
+		for i := 0; i < 100 && storage.IsTransient(err); i++ {
+			time.Sleep(100 * time.Millisecond)
+			s, err = storage.Open(context.Background(), storeURL)
+		}
 		if err != nil {
 			t.Fatal(err)
 		}

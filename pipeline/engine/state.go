@@ -170,6 +170,7 @@ var startScript = redis.NewScript(`
 local st = redis.call('HGET', KEYS[1], ARGV[1])
 if st == 'done' or st == 'cached' then return st end
 local rs = redis.call('HGET', KEYS[2], 'state')
+if rs == false then return 'missing' end
 if rs ~= 'running' then
   if st ~= 'failed' then redis.call('HSET', KEYS[1], ARGV[1], 'cancelled') end
   return rs or 'missing'

@@ -182,8 +182,19 @@ func (w *Worker) Shutdown() {
 
 // isFailure says whether a handler error counts as a failed attempt.
 func isFailure(err error) bool {
+	if errors.Is(err, errGaveUp) {
+		return true
+	}
 	return err != nil && !errors.Is(err, asynq.ErrLeaseExpired) && !storage.IsTransient(err)
 }
+
+var (
+	// errGaveUp wraps an outage that outlasted OutagePatience: it counts
+	// as a failed attempt after all.
+	errGaveUp = errors.New("store or Redis unreachable for")
+	// errKeyTaken says another execution took over the node key.
+	errKeyTaken = errors.New("another execution took over the node key")
+)
 
 func (w *Worker) handle(ctx context.Context, t *asynq.Task) error {
 	var p payload
@@ -256,15 +267,20 @@ func (w *Worker) execute(ctx context.Context, p payload) error {
 			// asynq hands the task back (shutdown) or the run is over.
 			return err
 		}
+		if errors.Is(err, errKeyTaken) {
+			// Another execution took the node key over (this one was
+			// presumed dead): wait for its result instead.
+			continue
+		}
 		if !storage.IsTransient(err) || stages.IsPermanent(err) {
-			return w.fail(ctx, p.Run, n, attempt, maxRetry, err)
+			return w.fail(ctx, p.Run, n, retried, maxRetry, err)
 		}
 		if outage.IsZero() {
 			outage = time.Now()
 			log.Warn("store or Redis unreachable; waiting, without spending an attempt", "patience", w.opts.OutagePatience, "err", err)
 		}
 		if time.Since(outage) > w.opts.OutagePatience {
-			return w.fail(ctx, p.Run, n, attempt, maxRetry, fmt.Errorf("unreachable for %s: %w", w.opts.OutagePatience, stages.Permanent(err)))
+			return w.fail(ctx, p.Run, n, retried, maxRetry, fmt.Errorf("%w %s: %w", errGaveUp, w.opts.OutagePatience, err))
 		}
 		log.Debug("still unreachable", "err", err, "next try in", backoff)
 		select {
@@ -364,6 +380,11 @@ func (w *Worker) run(ctx context.Context, log *slog.Logger, run string, n *spec.
 		Device:           w.opts.Device, Attempt: attempt, Log: log, TempDir: w.opts.TempDir,
 		Progress: w.progressWriter(run, n.ID),
 	})
+	select {
+	case <-lease.lost:
+		return nil, "", errKeyTaken
+	default:
+	}
 	if err != nil {
 		return nil, "", err
 	}
@@ -450,18 +471,20 @@ func (e *Engine) complete(ctx context.Context, run string, ri *runInfo, n *spec.
 
 // fail handles a failed attempt: asynq retries it unless it was the last
 // one or the error is permanent, in which case the node and the run fail.
-func (w *Worker) fail(ctx context.Context, run string, n *spec.Node, attempt, maxRetry int, cause error) error {
+// retried is asynq's count of failed attempts of this task: re-runs after a
+// worker died are not counted against the node.
+func (w *Worker) fail(ctx context.Context, run string, n *spec.Node, retried, maxRetry int, cause error) error {
 	e := w.e
 	k := runKeys(e.ns, run)
 	// Record the error even with a cancelled ctx (shutdown races).
 	bg := context.WithoutCancel(ctx)
 	e.rdb.HSet(bg, k.node(n.ID), "error", cause.Error(), "finished_at", nowString())
-	if !stages.IsPermanent(cause) && attempt < maxRetry {
+	if !stages.IsPermanent(cause) && retried < maxRetry {
 		return cause
 	}
 	msg := fmt.Sprintf("node %s: %v", n.ID, cause)
 	if !stages.IsPermanent(cause) {
-		msg = fmt.Sprintf("node %s failed after %d attempts: %v", n.ID, attempt+1, cause)
+		msg = fmt.Sprintf("node %s failed after %d attempts: %v", n.ID, retried+1, cause)
 	}
 	failedRun, err := failScript.Run(bg, e.rdb, []string{k.states(), k.meta()}, n.ID, nowString(), msg).Int()
 	if err != nil {
