@@ -20,6 +20,7 @@ import (
 
 	"github.com/nerflow/nerflow/internal/testenv"
 	"github.com/nerflow/nerflow/pipeline/engine"
+	"github.com/nerflow/nerflow/pipeline/spec"
 	_ "github.com/nerflow/nerflow/pipeline/teststages"
 	"github.com/nerflow/nerflow/storage"
 )
@@ -479,5 +480,51 @@ nodes:
 	out, err = run("runs")
 	if err != nil || !strings.Contains(out, id) || !strings.Contains(out, long) {
 		t.Errorf("runs: %v\n%s", err, out)
+	}
+}
+
+// TestStatusWithoutRedis: while Redis is down, status and runs answer from
+// the run manifests in the store and say what they cannot reach.
+func TestStatusWithoutRedis(t *testing.T) {
+	rs := testenv.PrivateRedis(t)
+	s3 := testenv.S3(t)
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	url := "s3://nfstatus-" + hex.EncodeToString(b[:]) + "?endpoint=" + s3.Endpoint + "&secure=false"
+	t.Setenv("NERFLOW_S3_ACCESS_KEY", s3.AccessKey)
+	t.Setenv("NERFLOW_S3_SECRET_KEY", s3.SecretKey)
+	t.Setenv("NERFLOW_STORE", url)
+	t.Setenv("NERFLOW_REDIS_ADDR", rs.Addr())
+	ctx := context.Background()
+	st, err := storage.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	rdb := redis.NewClient(&redis.Options{Addr: rs.Addr()})
+	defer rdb.Close()
+	e := engine.New(rdb, st)
+	defer e.Close()
+	sp, err := spec.Parse([]byte(cliSpec), "spec.yaml", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := sp.Expand()
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := e.Submit(ctx, g, engine.SubmitOptions{}) // no worker: it stays running
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs.Stop()
+	dir := t.TempDir()
+	out, err := runPipelineCLI(ctx, t, dir, "status", id)
+	if err != nil || !strings.Contains(out, "running") || !strings.Contains(out, "warning: cannot reach Redis") {
+		t.Errorf("status with Redis down: %v\n%s", err, out)
+	}
+	out, err = runPipelineCLI(ctx, t, dir, "runs")
+	if err != nil || !strings.Contains(out, id) {
+		t.Errorf("runs with Redis down: %v\n%s", err, out)
 	}
 }
