@@ -115,7 +115,7 @@ never overwritten without --force, and each file appears whole or not at all.`,
 					return err
 				}
 				for i, f := range art.Files {
-					if err := fetchFile(in, f.Name, dsts[i]); err != nil {
+					if err := in.FetchFile(f.Name, dsts[i]); err != nil {
 						return err
 					}
 				}
@@ -165,30 +165,4 @@ func fetchTargets(art stages.Artifact, path string, force bool) ([]string, error
 		}
 	}
 	return dsts, nil
-}
-
-// fetchFile copies one file of an artifact to dst through a temporary file
-// beside it, so that dst is either the whole verified file or untouched.
-func fetchFile(in *stages.Input, name, dst string) error {
-	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-		return err
-	}
-	rc, err := in.Open(name)
-	if err != nil {
-		return err
-	}
-	defer rc.Close()
-	tmp, err := os.CreateTemp(filepath.Dir(dst), "."+filepath.Base(dst)+".*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := io.Copy(tmp, rc); err != nil {
-		tmp.Close()
-		return fmt.Errorf("fetching %s: %w", name, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), dst)
 }
