@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -137,6 +136,9 @@ func (e *Engine) restore(ctx context.Context, m *Manifest) error {
 			if ns.Worker != "" {
 				h["worker"] = ns.Worker
 			}
+			if ns.Attempt > 0 {
+				h["attempt"] = ns.Attempt
+			}
 			p.Del(ctx, k.node(n.ID))
 			p.HSet(ctx, k.node(n.ID), h)
 		}
@@ -237,4 +239,3 @@ func resolveInputs(ri *runInfo, n *spec.Node, parentOutputs map[string]map[strin
 	return in, nil
 }
 
-var _ = json.Marshal

@@ -72,6 +72,7 @@ type Worker struct {
 	e    *Engine
 	opts WorkerOptions
 	srv  *asynq.Server
+	host string // as asynq's server info names it
 	stop chan struct{}
 	done chan struct{}
 	// leases are the node-key leases held by running nodes (*keyLease):
@@ -126,7 +127,8 @@ func (e *Engine) NewWorker(opts WorkerOptions) *Worker {
 	for i, q := range opts.Queues {
 		queues[e.queue(q)] = len(opts.Queues) - i
 	}
-	w := &Worker{e: e, opts: opts, stop: make(chan struct{}), done: make(chan struct{})}
+	host, _ := os.Hostname()
+	w := &Worker{e: e, opts: opts, host: host, stop: make(chan struct{}), done: make(chan struct{})}
 	w.srv = asynq.NewServerFromRedisClient(e.rdb, asynq.Config{
 		Concurrency:              opts.Concurrency,
 		Queues:                   queues,
@@ -303,9 +305,8 @@ func (w *Worker) attempt(ctx context.Context, log *slog.Logger, run string, ri *
 	}
 	key := NodeKey(n, inputs)
 	started := time.Now().UTC()
-	host, _ := os.Hostname()
 	if err := e.rdb.HSet(ctx, k.node(n.ID), "key", key, "started_at", started.Format(time.RFC3339Nano),
-		"attempt", attempt, "worker", w.opts.Name, "queue", n.Queue, "host", host, "pid", os.Getpid(),
+		"attempt", attempt, "worker", w.opts.Name, "queue", n.Queue, "host", w.host, "pid", os.Getpid(),
 		"task", taskID, "waiting_for", "").Err(); err != nil {
 		return nil, "", "", err
 	}
