@@ -258,11 +258,15 @@ func (w *Worker) execute(ctx context.Context, p payload) error {
 				log.Info("store and Redis reachable again; node finished", "waited", time.Since(outage).Round(time.Second))
 			}
 			outJSON, _ := json.Marshal(outputs)
-			if err := e.rdb.HSet(ctx, k.node(n.ID), "outputs", outJSON, "finished_at", nowString(), "error", "").Err(); err != nil {
-				return err
-			}
 			log.Debug("node finished", "state", final, "key", Short(key))
-			return e.complete(ctx, p.Run, ri, n, final)
+			// The outputs are committed: recording that in Redis waits out
+			// an outage too (both steps are idempotent).
+			return w.patiently(ctx, log, func() error {
+				if err := e.rdb.HSet(ctx, k.node(n.ID), "outputs", outJSON, "finished_at", nowString(), "error", "").Err(); err != nil {
+					return err
+				}
+				return e.complete(ctx, p.Run, ri, n, final)
+			})
 		}
 		if ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			// Shut down or interrupted by a cancel: not the stage's fault.
@@ -285,6 +289,26 @@ func (w *Worker) execute(ctx context.Context, p payload) error {
 			return w.fail(ctx, p.Run, n, retried, maxRetry, fmt.Errorf("%w %s: %w", errGaveUp, w.opts.OutagePatience, err))
 		}
 		log.Debug("still unreachable", "err", err, "next try in", backoff)
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 30*time.Second)
+	}
+}
+
+// patiently runs f until it succeeds, fails for another reason than an
+// outage, or the outage outlasts OutagePatience.
+func (w *Worker) patiently(ctx context.Context, log *slog.Logger, f func() error) error {
+	start := time.Now()
+	backoff := 500 * time.Millisecond
+	for {
+		err := f()
+		if err == nil || !storage.IsTransient(err) || time.Since(start) > w.opts.OutagePatience {
+			return err
+		}
+		log.Debug("Redis unreachable; retrying", "err", err, "next try in", backoff)
 		select {
 		case <-ctx.Done():
 			return err
