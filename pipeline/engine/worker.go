@@ -190,6 +190,10 @@ func isFailure(err error) bool {
 	return err != nil && !errors.Is(err, asynq.ErrLeaseExpired) && !storage.IsTransient(err)
 }
 
+// maxOutageBackoff caps the wait between tries while a server is away: it
+// is also how long a node may sit idle after the server came back.
+const maxOutageBackoff = 10 * time.Second
+
 var (
 	// errGaveUp wraps an outage that outlasted OutagePatience: it counts
 	// as a failed attempt after all.
@@ -246,9 +250,10 @@ func (w *Worker) execute(ctx context.Context, p payload) error {
 	taskID, _ := asynq.GetTaskID(ctx)
 	log.Debug("node attempt starting", "task", taskID, "worker", w.opts.Name, "attempt", attempt)
 
-	// An unreachable store or Redis is waited out here, with capped
-	// back-off, for OutagePatience: the attempt is tried again from the
-	// start (a resumable stage from its checkpoint) without being counted.
+	// An unreachable store or Redis is waited out here, with back-off (1 s
+	// doubling, capped at maxOutageBackoff), for OutagePatience: the
+	// attempt is tried again from the start (a resumable stage from its
+	// checkpoint) without being counted.
 	var outage time.Time
 	backoff := time.Second
 	for {
@@ -294,7 +299,7 @@ func (w *Worker) execute(ctx context.Context, p payload) error {
 			return err
 		case <-time.After(backoff):
 		}
-		backoff = min(2*backoff, 30*time.Second)
+		backoff = min(2*backoff, maxOutageBackoff)
 	}
 }
 
@@ -314,7 +319,7 @@ func (w *Worker) patiently(ctx context.Context, log *slog.Logger, f func() error
 			return err
 		case <-time.After(backoff):
 		}
-		backoff = min(2*backoff, 30*time.Second)
+		backoff = min(2*backoff, maxOutageBackoff)
 	}
 }
 
