@@ -238,4 +238,3 @@ func resolveInputs(ri *runInfo, n *spec.Node, parentOutputs map[string]map[strin
 	}
 	return in, nil
 }
-
