@@ -13,6 +13,12 @@
 // Failed attempts are retried by asynq; when the retries are exhausted the
 // node fails, the run fails and nodes not started are cancelled.
 //
+// Faults: a node key is computed by one execution at a time across runs
+// (lock.go); outages of the store or Redis are waited out without spending
+// attempts (worker.go); nodes whose worker died are enqueued again by the
+// workers' reconciler (lost.go); and a run whose Redis state vanished is
+// rebuilt from its manifest and the node records in the store (restore.go).
+//
 // The same code serves a cluster (real Redis, workers in other processes,
 // `nerflow submit`) and embedded mode (in-process miniredis and workers,
 // `nerflow run`, see Embedded).
