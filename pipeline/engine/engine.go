@@ -195,11 +195,18 @@ func (e *Engine) Submit(ctx context.Context, g *spec.Graph, opts SubmitOptions) 
 	e.mu.Unlock()
 	// The manifest and the live marker are what a run is rebuilt from if
 	// Redis loses its data: without them the run would not be durable.
-	if err := e.writeManifest(ctx, id); err != nil {
-		return id, fmt.Errorf("writing run manifest: %w", err)
+	err = e.writeManifest(ctx, id)
+	if err == nil {
+		_, err = storage.PutBytes(ctx, e.store, liveKey(id), []byte(id))
 	}
-	if _, err := storage.PutBytes(ctx, e.store, liveKey(id), []byte(id)); err != nil {
-		return id, fmt.Errorf("recording live run: %w", err)
+	if err != nil {
+		// Nothing was enqueued: withdraw the run rather than leave it
+		// running with no task.
+		msg := fmt.Sprintf("submit could not record the run in the store: %v", err)
+		if cerr := cancelScript.Run(context.WithoutCancel(ctx), e.rdb, []string{k.states(), k.meta()}, nowString(), msg).Err(); cerr != nil && !errors.Is(cerr, redis.Nil) {
+			e.log.Warn("withdrawing run", "run", id, "err", cerr)
+		}
+		return id, fmt.Errorf("recording run %s in the store: %w", id, err)
 	}
 	for _, n := range g.Roots() {
 		if err := e.enqueue(ctx, id, n); err != nil {
