@@ -294,13 +294,22 @@ func (w *Worker) execute(ctx context.Context, p payload) error {
 			return w.fail(ctx, p.Run, n, retried, maxRetry, fmt.Errorf("%w %s: %w", errGaveUp, w.opts.OutagePatience, err))
 		}
 		log.Debug("still unreachable", "err", err, "next try in", backoff)
-		select {
-		case <-ctx.Done():
+		if !waitBackoff(ctx, &backoff) {
 			return err
-		case <-time.After(backoff):
 		}
-		backoff = min(2*backoff, maxOutageBackoff)
 	}
+}
+
+// waitBackoff sleeps for *backoff, then doubles it up to maxOutageBackoff;
+// it reports false if ctx ended first.
+func waitBackoff(ctx context.Context, backoff *time.Duration) bool {
+	select {
+	case <-ctx.Done():
+		return false
+	case <-time.After(*backoff):
+	}
+	*backoff = min(2**backoff, maxOutageBackoff)
+	return true
 }
 
 // patiently runs f until it succeeds, fails for another reason than an
@@ -314,12 +323,9 @@ func (w *Worker) patiently(ctx context.Context, log *slog.Logger, f func() error
 			return err
 		}
 		log.Debug("Redis unreachable; retrying", "err", err, "next try in", backoff)
-		select {
-		case <-ctx.Done():
+		if !waitBackoff(ctx, &backoff) {
 			return err
-		case <-time.After(backoff):
 		}
-		backoff = min(2*backoff, maxOutageBackoff)
 	}
 }
 
