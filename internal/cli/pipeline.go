@@ -41,7 +41,13 @@ func (a *app) runStatus(ctx context.Context, runID string) (*engine.Engine, *eng
 func (a *app) clusterEngine(ctx context.Context, live bool) (*engine.Engine, func(), error) {
 	st, err := storage.Open(ctx, a.cfg.Store)
 	if err != nil {
-		return nil, nil, err
+		if live || !storage.IsTransient(err) {
+			return nil, nil, err
+		}
+		// Read-only commands show what Redis knows and say that the
+		// store is away, rather than failing.
+		a.log.Warn("cannot reach the store; showing what Redis knows", "err", err)
+		st = storage.Unavailable(fmt.Errorf("store unreachable: %w", err))
 	}
 	var rdb *redis.Client
 	var mr *miniredis.Miniredis
@@ -52,17 +58,19 @@ func (a *app) clusterEngine(ctx context.Context, live bool) (*engine.Engine, fun
 				"this command works on cluster runs; an embedded run (nerflow run) lives only as long as its process")
 		}
 		// An empty in-process Redis: every run is looked up in the store.
-		if mr, err = miniredis.Run(); err != nil {
+		if mr, rdb, err = engine.StartPrivateRedis(); err != nil {
 			st.Close()
 			return nil, nil, err
 		}
-		rdb = redis.NewClient(&redis.Options{Addr: mr.Addr()})
 	} else {
 		rdb = redis.NewClient(&redis.Options{Addr: a.cfg.Redis.Addr, Password: a.cfg.Redis.Password, DB: a.cfg.Redis.DB})
 		if err := rdb.Ping(ctx).Err(); err != nil {
-			st.Close()
-			rdb.Close()
-			return nil, nil, fmt.Errorf("redis %s: %w", a.cfg.Redis.Addr, err)
+			if live || !storage.IsTransient(err) {
+				st.Close()
+				rdb.Close()
+				return nil, nil, fmt.Errorf("redis %s: %w", a.cfg.Redis.Addr, err)
+			}
+			a.log.Warn("cannot reach Redis; showing the run manifests in the store", "redis", a.cfg.Redis.Addr, "err", err)
 		}
 	}
 	e := engine.New(rdb, st, engine.WithNamespace(a.cfg.Redis.Namespace), engine.WithLogger(a.log))
