@@ -2,6 +2,7 @@ package train
 
 import (
 	"encoding/json"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -9,6 +10,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -21,25 +23,48 @@ import (
 // training split from ../shared/data, or random ones where it is absent)
 // and, in the same run, a PyTorch implementation of the same architecture
 // (testdata/reference_tagger.py, with Debian's python3-torch) on exactly the
-// same batches, and report both throughputs, their ratio and peak memory:
+// same batches, and report both throughputs, their ratios and peak memory:
 //
 //	go test ./train -run '^$' -bench Throughput -benchtime 1x
 //
-// Both sides use libtorch's default thread count of this process (reported
-// as "threads"). The machine may be shared: each side is measured twice,
-// interleaved, and the better run of each is kept.
+// Each runs at 1 libtorch thread and at all cores (sub-benchmarks
+// threads=N), both sides alike. The machine may be shared: the two sides are
+// measured in interleaved rounds and the best round of each is kept, and the
+// ratios are given by wall clock (*-ratio) and by CPU time (*-cpu-ratio:
+// tokens per CPU-second, which other processes' load disturbs far less; at 1
+// thread it is the fairer figure). The environment can change the run (the
+// GPU build kit uses it):
+//
+//	NERFLOW_BENCH_DATA     directory with train_text.txt and train_label_true.txt
+//	NERFLOW_BENCH_DEVICE   cpu (default) or cuda:N, for both sides
+//	NERFLOW_BENCH_BATCH    sentences per batch (default 32)
+//	NERFLOW_BENCH_STEPS    timed batches per round (default 40)
+//	NERFLOW_BENCH_ROUNDS   interleaved rounds (default 2)
+//	NERFLOW_BENCH_THREADS  comma-separated thread counts (default 1 and all cores)
+//	NERFLOW_BENCH_PYTHON   the Python with torch (default /usr/bin/python3)
 
-const (
-	benchWarmup  = 3
-	benchBatches = 40
-	benchRounds  = 2
-)
+const benchWarmup = 3
 
 func BenchmarkTrainThroughputTokenHead(b *testing.B) { benchThroughput(b, TokenHead, "io", LossCE) }
 func BenchmarkTrainThroughputCRF(b *testing.B)       { benchThroughput(b, CRFHead, "bio", LossCRF) }
 
+func benchEnvInt(b *testing.B, name string, def int) int {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		b.Fatalf("%s=%q: want a positive integer", name, v)
+	}
+	return n
+}
+
 func benchCorpus(b *testing.B) *corpus.Corpus {
-	dir := filepath.Join("..", "..", "shared", "data", "conll03")
+	dir := os.Getenv("NERFLOW_BENCH_DATA")
+	if dir == "" {
+		dir = filepath.Join("..", "..", "shared", "data", "conll03")
+	}
 	c, err := corpus.ReadTextLabels(filepath.Join(dir, "train_text.txt"), filepath.Join(dir, "train_label_true.txt"))
 	if err == nil {
 		return c
@@ -65,20 +90,78 @@ func benchCorpus(b *testing.B) *corpus.Corpus {
 
 // referenceResult is what the PyTorch script prints.
 type referenceResult struct {
-	Train   float64 `json:"train_tokens_per_sec"`
-	Predict float64 `json:"predict_tokens_per_sec"`
-	PeakRSS float64 `json:"peak_rss_bytes"`
-	Threads int     `json:"threads"`
-	Torch   string  `json:"torch"`
+	Train      float64 `json:"train_tokens_per_sec"`
+	Predict    float64 `json:"predict_tokens_per_sec"`
+	TrainCPU   float64 `json:"train_tokens_per_cpu_sec"`
+	PredictCPU float64 `json:"predict_tokens_per_cpu_sec"`
+	PeakRSS    float64 `json:"peak_rss_bytes"`
+	Threads    int     `json:"threads"`
+	Torch      string  `json:"torch"`
+}
+
+// speed is the best throughput seen, by wall clock and by CPU time.
+type speed struct{ wall, cpu float64 }
+
+func (s *speed) add(wall, cpu float64) { s.wall, s.cpu = max(s.wall, wall), max(s.cpu, cpu) }
+
+// timeTokens runs f and returns tokens per second and per CPU-second of
+// this process.
+func timeTokens(tokens int, f func()) (wall, cpu float64) {
+	c0, w0 := cpuTime(), time.Now()
+	f()
+	return float64(tokens) / time.Since(w0).Seconds(), float64(tokens) / (cpuTime() - c0).Seconds()
+}
+
+// cpuTime is the CPU time this process has used, all threads.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func benchThroughput(b *testing.B, head, scheme, loss string) {
+	python := os.Getenv("NERFLOW_BENCH_PYTHON")
+	if python == "" {
+		python = "/usr/bin/python3"
+	}
+	if _, err := exec.LookPath(python); err != nil {
+		b.Skipf("no %s for the PyTorch reference", python)
+	}
+	device, err := ParseDevice(os.Getenv("NERFLOW_BENCH_DEVICE"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	threads := []int{1}
+	if n := runtime.NumCPU(); n > 1 {
+		threads = append(threads, n)
+	}
+	if v := os.Getenv("NERFLOW_BENCH_THREADS"); v != "" {
+		threads = nil
+		for _, f := range strings.Split(v, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || n < 1 {
+				b.Fatalf("NERFLOW_BENCH_THREADS=%q: want positive integers", v)
+			}
+			threads = append(threads, n)
+		}
+	}
+	defer SetThreads(Threads())
+	for _, n := range threads {
+		b.Run(fmt.Sprintf("threads=%d", n), func(b *testing.B) {
+			SetThreads(n)
+			benchThroughputOn(b, head, scheme, loss, python, device)
+		})
+	}
+}
+
+func benchThroughputOn(b *testing.B, head, scheme, loss, python string, device gotch.Device) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	python := "/usr/bin/python3"
-	if _, err := exec.LookPath(python); err != nil {
-		b.Skip("no /usr/bin/python3 for the PyTorch reference")
-	}
+	batchSize := benchEnvInt(b, "NERFLOW_BENCH_BATCH", 32)
+	steps := benchEnvInt(b, "NERFLOW_BENCH_STEPS", 40)
+	rounds := benchEnvInt(b, "NERFLOW_BENCH_ROUNDS", 2)
 	c := benchCorpus(b)
 	cfg := DefaultConfig()
 	cfg.Head, cfg.Scheme = head, scheme
@@ -87,7 +170,7 @@ func benchThroughput(b *testing.B, head, scheme, loss string) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	m, err := NewTagger(cfg, NewVocab(c, nil, MinWordCount(1)), labels, nil, 1, gotch.CPU)
+	m, err := NewTagger(cfg, NewVocab(c, nil, MinWordCount(1)), labels, nil, 1, device)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -96,7 +179,11 @@ func benchThroughput(b *testing.B, head, scheme, loss string) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	batches := bucketBatches(exs, 32, rand.New(rand.NewPCG(1, 1)))[:benchWarmup+benchBatches]
+	batches := bucketBatches(exs, batchSize, rand.New(rand.NewPCG(1, 1)))
+	if len(batches) < benchWarmup+steps {
+		b.Fatalf("%d batches of %d sentences, want %d", len(batches), batchSize, benchWarmup+steps)
+	}
+	batches = batches[:benchWarmup+steps]
 	timed := batches[benchWarmup:]
 	tokens := 0
 	for _, ids := range timed {
@@ -106,6 +193,7 @@ func benchThroughput(b *testing.B, head, scheme, loss string) {
 	}
 	run := DefaultTrainConfig()
 	run.Loss = loss
+	run.BatchSize = batchSize
 	spec := writeBenchSpec(b, m, exs, batches, run)
 
 	tr, err := NewTrainer(m, run)
@@ -118,52 +206,48 @@ func benchThroughput(b *testing.B, head, scheme, loss string) {
 	}
 	defer opt.close()
 	rng := rand.New(rand.NewPCG(1, 3))
-	trainGo := func(bs [][]int) time.Duration {
-		start := time.Now()
+	trainGo := func(bs [][]int) {
 		for _, ids := range bs {
 			if _, _, err := tr.step(newBatch(exs, ids), exs, nil, opt, run.LearningRate, rng); err != nil {
 				b.Fatal(err)
 			}
 		}
-		return time.Since(start)
 	}
-	predictGo := func(bs [][]int) time.Duration {
-		out := make([]Prediction, len(exs))
-		start := time.Now()
+	out := make([]Prediction, len(exs))
+	predictGo := func(bs [][]int) {
 		if err := m.predictBatches(exs, bs, out); err != nil {
 			b.Fatal(err)
 		}
-		return time.Since(start)
 	}
 
 	trainGo(batches[:benchWarmup])
-	var best struct{ goTrain, goPredict, torchTrain, torchPredict float64 }
+	predictGo(batches[:benchWarmup])
+	var goTrain, goPredict, torchTrain, torchPredict speed
 	var ref referenceResult
 	b.ResetTimer()
-	for range benchRounds {
-		best.goTrain = max(best.goTrain, float64(tokens)/trainGo(timed).Seconds())
-		if head == TokenHead {
-			best.goPredict = max(best.goPredict, float64(tokens)/predictGo(timed).Seconds())
-		}
-		ref = runReference(b, python, spec)
-		best.torchTrain = max(best.torchTrain, ref.Train)
-		best.torchPredict = max(best.torchPredict, ref.Predict)
+	for range rounds {
+		goTrain.add(timeTokens(tokens, func() { trainGo(timed) }))
+		goPredict.add(timeTokens(tokens, func() { predictGo(timed) }))
+		ref = runReference(b, python, spec, device)
+		torchTrain.add(ref.Train, ref.TrainCPU)
+		torchPredict.add(ref.Predict, ref.PredictCPU)
 	}
 	b.StopTimer()
 	b.ReportMetric(0, "ns/op")
-	b.ReportMetric(best.goTrain, "go-train-tok/s")
-	b.ReportMetric(best.torchTrain, "torch-train-tok/s")
-	b.ReportMetric(best.goTrain/best.torchTrain, "train-speed-ratio")
-	if head == TokenHead {
-		b.ReportMetric(best.goPredict, "go-predict-tok/s")
-		b.ReportMetric(best.torchPredict, "torch-predict-tok/s")
-		b.ReportMetric(best.goPredict/best.torchPredict, "predict-speed-ratio")
+	for _, r := range []struct {
+		name      string
+		gos, refs speed
+	}{{"train", goTrain, torchTrain}, {"predict", goPredict, torchPredict}} {
+		b.ReportMetric(r.gos.wall, "go-"+r.name+"-tok/s")
+		b.ReportMetric(r.refs.wall, "torch-"+r.name+"-tok/s")
+		b.ReportMetric(r.gos.wall/r.refs.wall, r.name+"-ratio")
+		b.ReportMetric(r.gos.cpu/r.refs.cpu, r.name+"-cpu-ratio")
 	}
-	goPeak := peakRSS()
-	b.ReportMetric(goPeak/(1<<20), "go-peak-MB")
+	b.ReportMetric(peakRSS()/(1<<20), "go-peak-MB")
 	b.ReportMetric(ref.PeakRSS/(1<<20), "torch-peak-MB")
-	b.ReportMetric(float64(Threads()), "threads")
-	b.Logf("%s head: %d timed batches, %d tokens, vocabulary %d words; PyTorch %s with %d thread(s)", head, len(timed), tokens, len(m.Vocab.Words), ref.Torch, ref.Threads)
+	b.Logf("%s head on %v, batch %d: %d timed batches, %d tokens, vocabulary %d words, %d thread(s); PyTorch %s with %d thread(s); tokens per CPU-second: train %.0f vs %.0f, predict %.0f vs %.0f",
+		head, device, batchSize, len(timed), tokens, len(m.Vocab.Words), Threads(), ref.Torch, ref.Threads,
+		goTrain.cpu, torchTrain.cpu, goPredict.cpu, torchPredict.cpu)
 }
 
 // writeBenchSpec writes the architecture and the batches for the
@@ -205,9 +289,13 @@ func writeBenchSpec(b *testing.B, m *Tagger, exs []example, batches [][]int, run
 	return path
 }
 
-func runReference(b *testing.B, python, spec string) referenceResult {
+func runReference(b *testing.B, python, spec string, device gotch.Device) referenceResult {
+	dev := "cpu"
+	if device.IsCuda() {
+		dev = fmt.Sprintf("cuda:%d", device.CInt())
+	}
 	cmd := exec.Command(python, filepath.Join("testdata", "reference_tagger.py"), spec,
-		"--warmup", strconv.Itoa(benchWarmup), "--threads", strconv.Itoa(Threads()))
+		"--warmup", strconv.Itoa(benchWarmup), "--threads", strconv.Itoa(Threads()), "--device", dev)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.Output()
 	if err != nil {
