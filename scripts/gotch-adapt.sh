@@ -26,6 +26,8 @@
 #   LIBTORCH   directory of a libtorch distribution (lib/, include/); default:
 #              Debian's libtorch-dev under /usr.
 #   NERFLOW_GOTCH_DIR  where to write the adapted module (default third_party/gotch).
+#   NERFLOW_GOTCH_SRC  gotch's pristine source, instead of the module cache
+#              (offline builds: see scripts/gpu-kit-pack.sh).
 set -euo pipefail
 
 GOTCH_VERSION=v0.8.0
@@ -48,13 +50,18 @@ cuda=0
 # The stamp lets a second run return at once when nothing changed.
 script_sum=$(cat "$0" "$root"/scripts/gotch-patches/*.patch | sha256sum | cut -c1-16)
 libtorch_id=$(ls -l "$lib"/libtorch*.so* 2>/dev/null | sha256sum | cut -c1-16)
-stamp="$GOTCH_VERSION script=$script_sum libtorch=$libtorch_id inc=$inc cuda=$cuda"
+stamp="$GOTCH_VERSION script=$script_sum libtorch=$libtorch_id inc=$inc cuda=$cuda src=${NERFLOW_GOTCH_SRC:-modcache}"
 if [[ -f "$dest/.nerflow-adapted" && "$(cat "$dest/.nerflow-adapted")" == "$stamp" ]]; then
   log "up to date ($dest)"; exit 0
 fi
 
-src=$(cd "$root" && GOFLAGS=-mod=mod go mod download -json "github.com/sugarme/gotch@$GOTCH_VERSION" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
-[[ -d "$src" ]] || { log "go mod download of gotch $GOTCH_VERSION failed"; exit 1; }
+if [[ -n "${NERFLOW_GOTCH_SRC:-}" ]]; then
+  src=$NERFLOW_GOTCH_SRC # offline (the GPU build kit)
+  [[ -f "$src/libtch/torch_api_generated.cpp.h" ]] || { log "NERFLOW_GOTCH_SRC=$src holds no gotch source"; exit 1; }
+else
+  src=$(cd "$root" && GOFLAGS=-mod=mod go mod download -json "github.com/sugarme/gotch@$GOTCH_VERSION" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+  [[ -d "$src" ]] || { log "go mod download of gotch $GOTCH_VERSION failed"; exit 1; }
+fi
 
 tmp="$dest.tmp.$$"
 rm -rf "$tmp"; mkdir -p "$(dirname "$dest")"

@@ -169,11 +169,11 @@ func (a *adam) update(g *graph, lr float64) {
 				continue
 			}
 			// p += m / d with d = -(bc1/lr) (sqrt(v)/sqrt(bc2) + eps)
-			d.Copy_(v) // same shape and type by construction: cannot fail
-			g.check(d.Sqrt_())
-			g.check(d.MulScalar_(f(1 / math.Sqrt(bc2))))
-			g.check(d.AddScalar_(f(a.eps)))
-			g.check(d.MulScalar_(f(-bc1 / lr)))
+			//                   = -(bc1/(lr sqrt(bc2))) (sqrt(v) + eps sqrt(bc2)):
+			// four passes over d, the square root written straight into it.
+			g.t(v.SqrtOut(d, false))
+			g.check(d.AddScalar_(f(a.eps * math.Sqrt(bc2))))
+			g.check(d.MulScalar_(f(-bc1 / (lr * math.Sqrt(bc2)))))
 			g.check(p.Addcdiv_(m, d))
 		}
 	})

@@ -1,6 +1,7 @@
 package train
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -73,7 +74,7 @@ func benchCorpus(b *testing.B) *corpus.Corpus {
 	rng := rand.New(rand.NewPCG(1, 2))
 	tags := []string{"O", "O", "O", "O", "O", "B-PER", "I-PER", "B-LOC", "B-ORG", "B-MISC"}
 	c = &corpus.Corpus{}
-	for range 5000 {
+	for range 15000 { // enough for 48 batches of 256
 		var s corpus.Sentence
 		for range 1 + rng.IntN(30) {
 			w := make([]byte, 2+rng.IntN(8))
@@ -309,16 +310,50 @@ func runReference(b *testing.B, python, spec string, device gotch.Device) refere
 }
 
 // peakRSS is the process's peak resident memory (VmHWM), in bytes.
-func peakRSS() float64 {
-	data, err := os.ReadFile("/proc/self/status")
+func peakRSS() float64 { return float64(peakResidentBytes()) }
+
+// BenchmarkTrainMemory trains the token head with GCE and noisy-label
+// removal (RoSTER's first step on distant labels) for several epochs and
+// reports the process's resident memory after the second and the last
+// epoch, and their ratio: a run that leaks, or an allocator that keeps what
+// it freed, grows from one epoch to the next; a healthy one stays within a
+// few percent. The reference is the run's own second epoch (the first one
+// warms libtorch's and the allocator's caches up).
+//
+//	NERFLOW_BENCH_EPOCHS     epochs (default 15)
+//	NERFLOW_BENCH_SENTENCES  training sentences, from the start of the data (default 2000)
+func BenchmarkTrainMemory(b *testing.B) {
+	epochs := benchEnvInt(b, "NERFLOW_BENCH_EPOCHS", 15)
+	sentences := benchEnvInt(b, "NERFLOW_BENCH_SENTENCES", 2000)
+	if epochs < 3 {
+		b.Fatalf("NERFLOW_BENCH_EPOCHS=%d: want at least 3", epochs)
+	}
+	device, err := ParseDevice(os.Getenv("NERFLOW_BENCH_DEVICE"))
 	if err != nil {
-		return 0
+		b.Fatal(err)
 	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kb, _ := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 64)
-			return kb * 1024
-		}
+	c := benchCorpus(b)
+	c.Sentences = c.Sentences[:min(sentences, len(c.Sentences))]
+	run := DefaultTrainConfig()
+	run.Loss, run.Epochs, run.UpdateInterval, run.DropO = LossGCE, epochs, 50, 0.5
+	b.ResetTimer()
+	m, res, err := Fit(context.Background(), Job{Train: c, Model: DefaultConfig(), Run: run, Device: device, MinWordCount: 1})
+	if err != nil {
+		b.Fatal(err)
 	}
-	return 0
+	m.Close()
+	b.StopTimer()
+	mb := func(e EpochReport) float64 { return float64(e.RSSBytes) / (1 << 20) }
+	second, last := res.Epochs[1], res.Epochs[len(res.Epochs)-1]
+	var perEpoch []string
+	for _, e := range res.Epochs {
+		perEpoch = append(perEpoch, strconv.FormatFloat(mb(e), 'f', 0, 64))
+	}
+	b.ReportMetric(0, "ns/op")
+	b.ReportMetric(mb(second), "rss-epoch2-MB")
+	b.ReportMetric(mb(last), "rss-last-MB")
+	b.ReportMetric(mb(last)/mb(second), "rss-last/epoch2")
+	b.ReportMetric(peakRSS()/(1<<20), "peak-MB")
+	b.ReportMetric(last.TokensPerSec, "tok/s")
+	b.Logf("%d sentences, %d epochs; resident MB per epoch: %s", len(c.Sentences), len(res.Epochs), strings.Join(perEpoch, " "))
 }

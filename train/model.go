@@ -113,6 +113,9 @@ func NewTagger(cfg Config, vocab *Vocab, labels *Labels, table *embeddings.Table
 	m := &Tagger{Config: cfg, Vocab: vocab, Labels: labels, device: device, vs: nn.NewVarStore(device)}
 	init := &initializer{rng: rand.New(rand.NewPCG(seed, 0x5eed)), root: m.vs.Root(), device: device}
 	err := run(func() { m.build(init, table) })
+	if err == nil {
+		err = m.flattenLSTM()
+	}
 	if err != nil {
 		m.Close()
 		return nil, err
