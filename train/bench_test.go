@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -356,4 +357,85 @@ func BenchmarkTrainMemory(b *testing.B) {
 	b.ReportMetric(peakRSS()/(1<<20), "peak-MB")
 	b.ReportMetric(last.TokensPerSec, "tok/s")
 	b.Logf("%d sentences, %d epochs; resident MB per epoch: %s", len(c.Sentences), len(res.Epochs), strings.Join(perEpoch, " "))
+}
+
+// BenchmarkConcurrentTrainings trains one tagger alone, then two at once in
+// one process (as a worker serving two nodes), each with the thread share
+// of computeThreads, then two at once with every core each (what a process
+// without the share did), and reports each training's throughput in the
+// pairs against the one alone. On N cores a pair ideally keeps half the
+// speed (0.5) when N is small; oversubscribed threads make it crawl below.
+func BenchmarkConcurrentTrainings(b *testing.B) {
+	steps := benchEnvInt(b, "NERFLOW_BENCH_STEPS", 20)
+	c := benchCorpus(b)
+	sch, _ := corpus.ParseScheme("io")
+	labels, err := NewLabels(sch, []string{"PER", "LOC", "ORG", "MISC"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	vocab := NewVocab(c, nil, MinWordCount(1))
+	// train runs steps batches on its own tagger and returns tokens per second.
+	train := func(seed uint64) float64 {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		refresh, done := computeThreads()
+		defer done()
+		refresh()
+		m, err := NewTagger(DefaultConfig(), vocab, labels, nil, seed, gotch.CPU)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer m.Close()
+		exs, err := m.encodeCorpus(c, true)
+		if err != nil {
+			b.Fatal(err)
+		}
+		run := DefaultTrainConfig()
+		tr, err := NewTrainer(m, run)
+		if err != nil {
+			b.Fatal(err)
+		}
+		opt, err := newAdam(m, run.MaxGradNorm)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer opt.close()
+		rng := rand.New(rand.NewPCG(seed, 3))
+		batches := bucketBatches(exs, 32, rand.New(rand.NewPCG(seed, 1)))[:benchWarmup+steps]
+		tokens := 0
+		var start time.Time
+		for i, ids := range batches {
+			if i == benchWarmup {
+				start = time.Now()
+			}
+			if i >= benchWarmup {
+				tokens += newBatch(exs, ids).n
+			}
+			if _, _, err := tr.step(newBatch(exs, ids), exs, nil, opt, run.LearningRate, rng); err != nil {
+				b.Fatal(err)
+			}
+		}
+		return float64(tokens) / time.Since(start).Seconds()
+	}
+	pair := func() float64 {
+		var wg sync.WaitGroup
+		speeds := make([]float64, 2)
+		for i := range speeds {
+			wg.Go(func() { speeds[i] = train(uint64(i + 1)) })
+		}
+		wg.Wait()
+		return (speeds[0] + speeds[1]) / 2
+	}
+	defer SetThreads(0)
+	b.ResetTimer()
+	alone := train(1)
+	shared := pair()
+	SetThreads(runtime.NumCPU())
+	oversubscribed := pair()
+	b.StopTimer()
+	b.ReportMetric(0, "ns/op")
+	b.ReportMetric(alone, "alone-tok/s")
+	b.ReportMetric(shared/alone, "pair-each/alone")
+	b.ReportMetric(oversubscribed/alone, "pair-all-cores-each/alone")
+	b.Logf("%d cores: alone %.0f tokens/s; in a pair, each %.0f with the share, %.0f with every core", runtime.NumCPU(), alone, shared, oversubscribed)
 }
