@@ -149,38 +149,26 @@ func benchThroughput(b *testing.B, head, scheme, loss string) {
 			threads = append(threads, n)
 		}
 	}
-	defer SetThreads(Threads())
+	defer SetThreads(0)
 	for _, n := range threads {
 		b.Run(fmt.Sprintf("threads=%d", n), func(b *testing.B) {
-			SetThreads(n)
-			benchThroughputOn(b, head, scheme, loss, python, device)
+			benchThroughputOn(b, head, scheme, loss, python, device, n)
 		})
 	}
 }
 
-func benchThroughputOn(b *testing.B, head, scheme, loss, python string, device gotch.Device) {
+func benchThroughputOn(b *testing.B, head, scheme, loss, python string, device gotch.Device, threads int) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
+	SetThreads(threads) // libtorch's count is per OS thread: set it on the locked one
 	batchSize := benchEnvInt(b, "NERFLOW_BENCH_BATCH", 32)
 	steps := benchEnvInt(b, "NERFLOW_BENCH_STEPS", 40)
 	rounds := benchEnvInt(b, "NERFLOW_BENCH_ROUNDS", 2)
 	c := benchCorpus(b)
 	cfg := DefaultConfig()
 	cfg.Head, cfg.Scheme = head, scheme
-	sch, _ := corpus.ParseScheme(scheme)
-	labels, err := NewLabels(sch, []string{"PER", "LOC", "ORG", "MISC"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	m, err := NewTagger(cfg, NewVocab(c, nil, MinWordCount(1)), labels, nil, 1, device)
-	if err != nil {
-		b.Fatal(err)
-	}
+	m, exs := benchTagger(b, c, NewVocab(c, nil, MinWordCount(1)), cfg, 1, device)
 	defer m.Close()
-	exs, err := m.encodeCorpus(c, true)
-	if err != nil {
-		b.Fatal(err)
-	}
 	batches := bucketBatches(exs, batchSize, rand.New(rand.NewPCG(1, 1)))
 	if len(batches) < benchWarmup+steps {
 		b.Fatalf("%d batches of %d sentences, want %d", len(batches), batchSize, benchWarmup+steps)
@@ -198,21 +186,11 @@ func benchThroughputOn(b *testing.B, head, scheme, loss, python string, device g
 	run.BatchSize = batchSize
 	spec := writeBenchSpec(b, m, exs, batches, run)
 
-	tr, err := NewTrainer(m, run)
-	if err != nil {
-		b.Fatal(err)
-	}
-	opt, err := newAdam(m, run.MaxGradNorm)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer opt.close()
-	rng := rand.New(rand.NewPCG(1, 3))
+	step, closeOpt := benchTrainer(b, m, exs, run, 1)
+	defer closeOpt()
 	trainGo := func(bs [][]int) {
 		for _, ids := range bs {
-			if _, _, err := tr.step(newBatch(exs, ids), exs, nil, opt, run.LearningRate, rng); err != nil {
-				b.Fatal(err)
-			}
+			step(ids)
 		}
 	}
 	out := make([]Prediction, len(exs))
@@ -250,6 +228,48 @@ func benchThroughputOn(b *testing.B, head, scheme, loss, python string, device g
 	b.Logf("%s head on %v, batch %d: %d timed batches, %d tokens, vocabulary %d words, %d thread(s); PyTorch %s with %d thread(s); tokens per CPU-second: train %.0f vs %.0f, predict %.0f vs %.0f",
 		head, device, batchSize, len(timed), tokens, len(m.Vocab.Words), Threads(), ref.Torch, ref.Threads,
 		goTrain.cpu, torchTrain.cpu, goPredict.cpu, torchPredict.cpu)
+}
+
+// benchTagger builds a tagger of cfg for CoNLL's types and encodes c for it.
+func benchTagger(b *testing.B, c *corpus.Corpus, vocab *Vocab, cfg Config, seed uint64, device gotch.Device) (*Tagger, []example) {
+	sch, err := corpus.ParseScheme(cfg.Scheme)
+	if err != nil {
+		b.Fatal(err)
+	}
+	labels, err := NewLabels(sch, []string{"PER", "LOC", "ORG", "MISC"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	m, err := NewTagger(cfg, vocab, labels, nil, seed, device)
+	if err != nil {
+		b.Fatal(err)
+	}
+	exs, err := m.encodeCorpus(c, true)
+	if err != nil {
+		m.Close()
+		b.Fatal(err)
+	}
+	return m, exs
+}
+
+// benchTrainer returns a function that trains m on one batch of exs (Adam
+// at run's learning rate, dropout drawn from seed) and one that frees the
+// optimizer.
+func benchTrainer(b *testing.B, m *Tagger, exs []example, run TrainConfig, seed uint64) (step func(ids []int), done func()) {
+	tr, err := NewTrainer(m, run)
+	if err != nil {
+		b.Fatal(err)
+	}
+	opt, err := newAdam(m, run.MaxGradNorm)
+	if err != nil {
+		b.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(seed, 3))
+	return func(ids []int) {
+		if _, _, err := tr.step(newBatch(exs, ids), exs, nil, opt, run.LearningRate, rng); err != nil {
+			b.Fatal(err)
+		}
+	}, opt.close
 }
 
 // writeBenchSpec writes the architecture and the batches for the
@@ -298,6 +318,9 @@ func runReference(b *testing.B, python, spec string, device gotch.Device) refere
 	}
 	cmd := exec.Command(python, filepath.Join("testdata", "reference_tagger.py"), spec,
 		"--warmup", strconv.Itoa(benchWarmup), "--threads", strconv.Itoa(Threads()), "--device", dev)
+	// The Go side sets OpenBLAS's pool to its libtorch thread count (see
+	// SetThreads); the reference gets the same.
+	cmd.Env = append(os.Environ(), "OPENBLAS_NUM_THREADS="+strconv.Itoa(Threads()))
 	cmd.Stderr = os.Stderr
 	out, err := cmd.Output()
 	if err != nil {
@@ -368,11 +391,6 @@ func BenchmarkTrainMemory(b *testing.B) {
 func BenchmarkConcurrentTrainings(b *testing.B) {
 	steps := benchEnvInt(b, "NERFLOW_BENCH_STEPS", 20)
 	c := benchCorpus(b)
-	sch, _ := corpus.ParseScheme("io")
-	labels, err := NewLabels(sch, []string{"PER", "LOC", "ORG", "MISC"})
-	if err != nil {
-		b.Fatal(err)
-	}
 	vocab := NewVocab(c, nil, MinWordCount(1))
 	// train runs steps batches on its own tagger and returns tokens per second.
 	train := func(seed uint64) float64 {
@@ -381,26 +399,10 @@ func BenchmarkConcurrentTrainings(b *testing.B) {
 		refresh, done := computeThreads()
 		defer done()
 		refresh()
-		m, err := NewTagger(DefaultConfig(), vocab, labels, nil, seed, gotch.CPU)
-		if err != nil {
-			b.Fatal(err)
-		}
+		m, exs := benchTagger(b, c, vocab, DefaultConfig(), seed, gotch.CPU)
 		defer m.Close()
-		exs, err := m.encodeCorpus(c, true)
-		if err != nil {
-			b.Fatal(err)
-		}
-		run := DefaultTrainConfig()
-		tr, err := NewTrainer(m, run)
-		if err != nil {
-			b.Fatal(err)
-		}
-		opt, err := newAdam(m, run.MaxGradNorm)
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer opt.close()
-		rng := rand.New(rand.NewPCG(seed, 3))
+		step, closeOpt := benchTrainer(b, m, exs, DefaultTrainConfig(), seed)
+		defer closeOpt()
 		batches := bucketBatches(exs, 32, rand.New(rand.NewPCG(seed, 1)))[:benchWarmup+steps]
 		tokens := 0
 		var start time.Time
@@ -411,9 +413,7 @@ func BenchmarkConcurrentTrainings(b *testing.B) {
 			if i >= benchWarmup {
 				tokens += newBatch(exs, ids).n
 			}
-			if _, _, err := tr.step(newBatch(exs, ids), exs, nil, opt, run.LearningRate, rng); err != nil {
-				b.Fatal(err)
-			}
+			step(ids)
 		}
 		return float64(tokens) / time.Since(start).Seconds()
 	}
