@@ -27,8 +27,14 @@ type adam struct {
 	step         int
 	beta1, beta2 float64
 	eps          float64
-	lastGradNorm float64
+	lastGradNorm float64 // NaN when clipping on the device
 	maxGradNorm  float64 // 0: no clipping
+	// clipOnDevice computes the clipping coefficient on the parameters'
+	// device instead of reading the norm back: on a GPU a read-back waits
+	// for every queued kernel, so the host could not run ahead of the
+	// device. It costs one more pass over the gradients (the coefficient
+	// is applied even when it is 1), which a CPU would only lose.
+	clipOnDevice bool
 }
 
 func newAdam(m *Tagger, maxGradNorm float64) (*adam, error) {
@@ -45,6 +51,11 @@ func newAdam(m *Tagger, maxGradNorm float64) (*adam, error) {
 func newAdamFor(names []string, params []*ts.Tensor, maxGradNorm float64) (*adam, error) {
 	a := &adam{names: names, params: params, beta1: 0.9, beta2: 0.999, eps: 1e-8, maxGradNorm: maxGradNorm,
 		grads: make([]*ts.Tensor, len(params))}
+	if len(params) > 0 {
+		if d, err := params[0].Device(); err == nil && d.IsCuda() {
+			a.clipOnDevice = true
+		}
+	}
 	err := run(func() {
 		for _, p := range params {
 			a.m = append(a.m, zerosLike(p))
@@ -140,12 +151,25 @@ func (a *adam) update(g *graph, lr float64) {
 			}
 		}
 		a.lastGradNorm = 0
-		if len(norms) > 0 {
-			a.lastGradNorm = scalar(g.t(g.t(ts.Stack(norms, 0)).Norm(false)))
-		}
 		scale := 1.0
-		if a.maxGradNorm > 0 && a.lastGradNorm > a.maxGradNorm {
-			scale = a.maxGradNorm / (a.lastGradNorm + 1e-6)
+		switch {
+		case len(norms) == 0:
+		case a.clipOnDevice && a.maxGradNorm > 0:
+			// coef = min(1, max / (norm + 1e-6)), as torch.nn.utils.clip_grad_norm_.
+			total := g.t(g.t(ts.Stack(norms, 0)).Norm(false))
+			coef := g.t(g.t(g.t(total.AddScalar(g.scalar(1e-6), false)).Reciprocal(false)).MulScalar(g.scalar(a.maxGradNorm), false))
+			g.check(coef.ClampMax_(g.scalar(1)))
+			for i := range a.params {
+				if gr := a.grad(i); gr != nil {
+					g.check(gr.Mul_(coef))
+				}
+			}
+			a.lastGradNorm = math.NaN()
+		default:
+			a.lastGradNorm = scalar(g.t(g.t(ts.Stack(norms, 0)).Norm(false)))
+			if a.maxGradNorm > 0 && a.lastGradNorm > a.maxGradNorm {
+				scale = a.maxGradNorm / (a.lastGradNorm + 1e-6)
+			}
 		}
 		a.step++
 		bc1 := 1 - math.Pow(a.beta1, float64(a.step))
