@@ -35,6 +35,9 @@ type Response struct {
 // ErrNoModel is returned while no model is loaded.
 var ErrNoModel = errors.New("no model loaded")
 
+// ErrInvalid wraps the errors of malformed requests.
+var ErrInvalid = errors.New("invalid request")
+
 // Options configure a Batcher.
 type Options struct {
 	// MaxBatch is the most sentences tagged in one forward pass (default
@@ -153,7 +156,7 @@ type prepared struct {
 func prepare(req Request) (prepared, error) {
 	var in prepared
 	if len(req.Texts) > 0 && len(req.Sentences) > 0 {
-		return in, errors.New("give texts or sentences, not both")
+		return in, fmt.Errorf("%w: give texts or sentences, not both", ErrInvalid)
 	}
 	for _, text := range req.Texts {
 		sents := Tokenize(text)
@@ -168,11 +171,11 @@ func prepare(req Request) (prepared, error) {
 	}
 	for i, s := range req.Sentences {
 		if len(s) == 0 {
-			return in, fmt.Errorf("sentence %d has no tokens", i+1)
+			return in, fmt.Errorf("%w: sentence %d has no tokens", ErrInvalid, i+1)
 		}
 		for j, w := range s {
 			if w == "" {
-				return in, fmt.Errorf("sentence %d: token %d is empty", i+1, j+1)
+				return in, fmt.Errorf("%w: sentence %d: token %d is empty", ErrInvalid, i+1, j+1)
 			}
 		}
 		in.words = append(in.words, s)

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"regexp"
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
+	"github.com/nerflow/nerflow/internal/nodelog"
 	"github.com/nerflow/nerflow/pipeline/engine"
 	"github.com/nerflow/nerflow/pipeline/spec"
 	"github.com/nerflow/nerflow/storage"
@@ -39,22 +41,41 @@ func (a *app) runStatus(ctx context.Context, runID string) (*engine.Engine, *eng
 }
 
 func (a *app) clusterEngine(ctx context.Context, live bool) (*engine.Engine, func(), error) {
-	st, err := storage.Open(ctx, a.cfg.Store)
+	c, err := a.connect(ctx, live)
 	if err != nil {
 		return nil, nil, err
+	}
+	return c.engine, c.close, nil
+}
+
+// conn is a connection to the cluster: its Redis, store and engine.
+type conn struct {
+	engine *engine.Engine
+	rdb    redis.UniversalClient
+	store  storage.Store
+	close  func()
+}
+
+// connect opens the configured store and Redis (see clusterEngine for
+// live). The engine's logger also keeps each node's log lines in Redis
+// (package nodelog), for the API and dashboard.
+func (a *app) connect(ctx context.Context, live bool) (*conn, error) {
+	st, err := storage.Open(ctx, a.cfg.Store)
+	if err != nil {
+		return nil, err
 	}
 	var rdb *redis.Client
 	var mr *miniredis.Miniredis
 	if a.cfg.Redis.Addr == "" {
 		if live {
 			st.Close()
-			return nil, nil, errors.New("no Redis server configured (--redis HOST:PORT or NERFLOW_REDIS_ADDR): " +
+			return nil, errors.New("no Redis server configured (--redis HOST:PORT or NERFLOW_REDIS_ADDR): " +
 				"this command works on cluster runs; an embedded run (nerflow run) lives only as long as its process")
 		}
 		// An empty in-process Redis: every run is looked up in the store.
 		if mr, err = miniredis.Run(); err != nil {
 			st.Close()
-			return nil, nil, err
+			return nil, err
 		}
 		rdb = redis.NewClient(&redis.Options{Addr: mr.Addr()})
 	} else {
@@ -62,19 +83,21 @@ func (a *app) clusterEngine(ctx context.Context, live bool) (*engine.Engine, fun
 		if err := rdb.Ping(ctx).Err(); err != nil {
 			st.Close()
 			rdb.Close()
-			return nil, nil, fmt.Errorf("redis %s: %w", a.cfg.Redis.Addr, err)
+			return nil, fmt.Errorf("redis %s: %w", a.cfg.Redis.Addr, err)
 		}
 	}
-	e := engine.New(rdb, st, engine.WithNamespace(a.cfg.Redis.Namespace), engine.WithLogger(a.log))
+	logs := nodelog.NewHandler(a.log.Handler(), rdb, a.cfg.Redis.Namespace)
+	e := engine.New(rdb, st, engine.WithNamespace(a.cfg.Redis.Namespace), engine.WithLogger(slog.New(logs)))
 	closeAll := func() {
 		e.Close()
+		logs.Close()
 		rdb.Close()
 		if mr != nil {
 			mr.Close()
 		}
 		st.Close()
 	}
-	return e, closeAll, nil
+	return &conn{engine: e, rdb: rdb, store: st, close: closeAll}, nil
 }
 
 // loadGraph reads, validates and expands a spec file with --set overrides.

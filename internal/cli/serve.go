@@ -1,0 +1,231 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+	"github.com/spf13/cobra"
+
+	"github.com/nerflow/nerflow/internal/nodelog"
+	"github.com/nerflow/nerflow/pipeline/engine"
+	"github.com/nerflow/nerflow/predict"
+	"github.com/nerflow/nerflow/server"
+	"github.com/nerflow/nerflow/stages"
+	"github.com/nerflow/nerflow/storage"
+	"github.com/nerflow/nerflow/train"
+)
+
+// serveOptions are the flags of nerflow serve.
+type serveOptions struct {
+	modelRun       string
+	modelDir       string
+	device         string
+	workers        int
+	maxBatch       int
+	maxWait        time.Duration
+	reloadInterval time.Duration
+	addr           string
+}
+
+func init() {
+	register(func(a *app) *cobra.Command {
+		var o serveOptions
+		cmd := &cobra.Command{
+			Use:   "serve",
+			Short: "Serve the HTTP API, the dashboard and POST /v1/predict",
+			Long: `Serve answers the JSON API over runs (submit, list, status, cancel, retry,
+nodes with their progress and logs, artifact downloads), workers, schedules
+and models, serves the dashboard (embedded in the binary: it works offline)
+and, with a model, POST /v1/predict.
+
+Every endpoint but GET /healthz needs the bearer token serve.token
+(NERFLOW_SERVE_TOKEN; at least 16 characters); the dashboard asks for it
+once and keeps a session cookie derived from it.
+
+Without a Redis server (embedded mode) the API runs its own in-process
+Redis and worker: runs submitted over HTTP execute in this process and live
+as long as it. With --redis it is the API of the cluster, and --workers N
+also executes nodes here.`,
+			Example: `  NERFLOW_SERVE_TOKEN=$(openssl rand -hex 16) nerflow serve --addr :8080
+  nerflow serve --redis redis:6379 --store s3://nerflow?endpoint=minio:9000 --model-run 20261126-071500-a1b2c3/train
+  curl -H "Authorization: Bearer $TOKEN" -d '{"text":"John Smith lives in Paris."}' localhost:8080/v1/predict`,
+			Args: cobra.NoArgs,
+			RunE: func(cmd *cobra.Command, _ []string) error {
+				if !cmd.Flags().Changed("addr") {
+					o.addr = a.cfg.Serve.Addr
+				}
+				return a.serve(cmd.Context(), o)
+			},
+		}
+		f := cmd.Flags()
+		f.StringVar(&o.addr, "addr", "", "listen address (default serve.addr, 127.0.0.1:8080)")
+		f.StringVar(&o.modelRun, "model-run", "", "serve the checkpoint output of a run's node: RUN/NODE or RUN/NODE/OUTPUT (default output model)")
+		f.StringVar(&o.modelDir, "model-dir", "", "serve a tagger saved in a local directory (tagger.json, weights.pt)")
+		f.StringVar(&o.device, "device", "cpu", "device of the served model: cpu or cuda:N")
+		f.IntVar(&o.workers, "workers", -1, "nodes executed at once in this process (default: the CPUs in embedded mode, none with --redis)")
+		f.IntVar(&o.maxBatch, "max-batch", 64, "most sentences tagged in one forward pass")
+		f.DurationVar(&o.maxWait, "max-wait", 2*time.Millisecond, "how long a request waits for others to share its forward pass")
+		f.DurationVar(&o.reloadInterval, "reload-interval", 10*time.Second, "how often the model's source is checked for a new version")
+		return cmd
+	})
+}
+
+func (a *app) serve(ctx context.Context, o serveOptions) error {
+	if err := checkDevice(o.device); err != nil {
+		return err
+	}
+	if o.modelRun != "" && o.modelDir != "" {
+		return errors.New("give one of --model-run and --model-dir")
+	}
+	c, err := a.serveEngine(ctx, o)
+	if err != nil {
+		return err
+	}
+	defer c.close()
+	opts := []server.Option{server.WithLogger(a.log), server.WithNodeLogs(nodelog.NewReader(c.rdb, a.cfg.Redis.Namespace))}
+	if o.modelRun != "" || o.modelDir != "" {
+		b, name, err := a.servedModel(ctx, c, o)
+		if err != nil {
+			return err
+		}
+		defer b.Close()
+		opts = append(opts, server.WithPredictor(b, name))
+	}
+	srv, err := server.New(c.engine, a.cfg.Serve.Token, opts...)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", o.addr)
+	if err != nil {
+		return err
+	}
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
+	a.log.Info("serving", "addr", "http://"+ln.Addr().String(), "embedded", a.cfg.Redis.Addr == "")
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	a.log.Info("shutting down")
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	return hs.Shutdown(sctx)
+}
+
+// serveEngine connects to the cluster, or starts an in-process Redis for
+// embedded mode, and starts the in-process workers asked for.
+func (a *app) serveEngine(ctx context.Context, o serveOptions) (*conn, error) {
+	var c *conn
+	if a.cfg.Redis.Addr != "" {
+		var err error
+		if c, err = a.connect(ctx, true); err != nil {
+			return nil, err
+		}
+	} else {
+		st, err := storage.Open(ctx, a.cfg.Store)
+		if err != nil {
+			return nil, err
+		}
+		mr := miniredis.NewMiniRedis()
+		mr.ClockTTL(true) // asynq relies on keys expiring as time passes
+		if err := mr.Start(); err != nil {
+			st.Close()
+			return nil, fmt.Errorf("starting in-process redis: %w", err)
+		}
+		rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+		logs := nodelog.NewHandler(a.log.Handler(), rdb, a.cfg.Redis.Namespace)
+		e := engine.New(rdb, st, engine.WithNamespace(a.cfg.Redis.Namespace), engine.WithLogger(slog.New(logs)))
+		c = &conn{engine: e, rdb: rdb, store: st, close: func() {
+			e.Close()
+			logs.Close()
+			rdb.Close()
+			mr.Close()
+			st.Close()
+		}}
+		if o.workers < 0 {
+			o.workers = runtime.NumCPU()
+		}
+		a.log.Warn("embedded mode: runs submitted here execute in this process and live as long as it (give --redis for a cluster)")
+	}
+	if o.workers > 0 {
+		w := c.engine.NewWorker(engine.WorkerOptions{Queues: []string{"gpu", "cpu"}, Concurrency: o.workers, Device: o.device, Name: "serve"})
+		if err := w.Start(); err != nil {
+			c.close()
+			return nil, err
+		}
+		closeConn := c.close
+		c.close = func() { w.Shutdown(); closeConn() }
+	}
+	return c, nil
+}
+
+// servedModel loads the model to serve and keeps it current.
+func (a *app) servedModel(ctx context.Context, c *conn, o serveOptions) (*predict.Batcher, string, error) {
+	device, err := train.ParseDevice(o.device)
+	if err != nil {
+		return nil, "", err
+	}
+	b := predict.NewBatcher(nil, predict.Options{MaxBatch: o.maxBatch, MaxWait: o.maxWait})
+	if o.modelDir != "" {
+		m, err := predict.LoadDir(o.modelDir, device, predict.Info{Name: o.modelDir})
+		if err != nil {
+			b.Close()
+			return nil, "", err
+		}
+		b.Swap(m)
+		return b, o.modelDir, nil
+	}
+	src, name, err := runOutputSource(c.engine, o.modelRun)
+	if err != nil {
+		b.Close()
+		return nil, "", err
+	}
+	w := predict.NewWatcher(b, c.store, src, device, a.log)
+	if _, err := w.Check(ctx); err != nil {
+		b.Close()
+		return nil, "", err
+	}
+	go w.Run(ctx, o.reloadInterval)
+	return b, name, nil
+}
+
+// runOutputSource serves a run node's checkpoint output: RUN/NODE or
+// RUN/NODE/OUTPUT. A retried run may produce it anew; the watcher then
+// reloads it.
+func runOutputSource(e *engine.Engine, ref string) (predict.Source, string, error) {
+	parts := strings.SplitN(ref, "/", 3)
+	if len(parts) < 2 || parts[0] == "" || parts[1] == "" {
+		return nil, "", fmt.Errorf("--model-run %q: want RUN/NODE or RUN/NODE/OUTPUT", ref)
+	}
+	run, node, output := parts[0], parts[1], "model"
+	if len(parts) == 3 {
+		output = parts[2]
+	}
+	src := predict.SourceFunc(func(ctx context.Context) (stages.Artifact, predict.Info, error) {
+		st, err := e.Status(ctx, run)
+		if err != nil {
+			return stages.Artifact{}, predict.Info{}, err
+		}
+		n, ok := st.Node(node)
+		if !ok {
+			return stages.Artifact{}, predict.Info{}, fmt.Errorf("run %s has no node %q", run, node)
+		}
+		art, ok := n.Outputs[output]
+		if !ok {
+			return stages.Artifact{}, predict.Info{}, fmt.Errorf("node %s of run %s (%s) has no output %q", node, run, n.State, output)
+		}
+		return art, predict.Info{Name: node, Version: run}, nil
+	})
+	return src, node, nil
+}
