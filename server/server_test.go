@@ -1,0 +1,176 @@
+package server_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/nerflow/nerflow/eval"
+	"github.com/nerflow/nerflow/pipeline/engine"
+	"github.com/nerflow/nerflow/predict"
+	"github.com/nerflow/nerflow/server"
+)
+
+func TestAPIOnRealServices(t *testing.T) { exerciseAPI(t, newStack(t, true)) }
+
+func TestAPIOnEmbeddedDefaults(t *testing.T) { exerciseAPI(t, newStack(t, false)) }
+
+// exerciseAPI drives every endpoint the way the dashboard and curl users
+// do: auth, a spec submitted over HTTP that trains, scores and tags with a
+// tiny tagger, the run's graph, nodes, logs and files, the control calls,
+// and predictions from the run's model, reloaded when its source moves.
+func exerciseAPI(t *testing.T, s *stack) {
+	// Health is open; everything else needs the token.
+	if code, _ := s.do("GET", "/healthz", nil, false); code != http.StatusOK {
+		t.Fatalf("healthz: %d", code)
+	}
+	for path, want := range map[string]int{"/api/v1/runs": 401, "/api/v1/info": 401, "/metrics": 404, "/assets/app.js": 303, "/": 303, "/login": 200} {
+		if code, _ := s.do("GET", path, nil, false); code != want {
+			t.Errorf("GET %s without token: %d, want %d", path, code, want)
+		}
+	}
+	req, _ := http.NewRequest("GET", s.url+"/api/v1/runs", nil)
+	req.Header.Set("Authorization", "Bearer "+s.token+"x")
+	if res, err := http.DefaultClient.Do(req); err != nil || res.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("a wrong token: %v %v", res.StatusCode, err)
+	}
+	if code, _ := s.do("POST", "/v1/predict", map[string]string{"text": "Paris"}, false); code != http.StatusUnauthorized {
+		t.Fatalf("predict without token: %d", code)
+	}
+
+	// A bad spec is refused with its line.
+	code, b := s.do("POST", "/api/v1/runs", map[string]any{"spec": "name: bad\nnodes:\n  a:\n    stage: no.such\n", "file": "bad.yaml"}, true)
+	if code != http.StatusBadRequest || !strings.Contains(string(b), "bad.yaml:4") {
+		t.Fatalf("bad spec: %d %s", code, b)
+	}
+	if code, b := s.do("POST", "/api/v1/runs", map[string]any{"spec": "x", "bogus": 1}, true); code != http.StatusBadRequest {
+		t.Fatalf("unknown field: %d %s", code, b)
+	}
+
+	// Before any model: predict is unavailable, not an error of the client.
+	if code, b := s.do("POST", "/v1/predict", map[string]string{"text": "Paris"}, true); code != http.StatusServiceUnavailable {
+		t.Fatalf("predict without a model: %d %s", code, b)
+	}
+
+	id := s.submit("tiny.yaml")
+	run := s.wait(id)
+	if run.State != engine.Succeeded {
+		t.Fatalf("run %s: %s %s", id, run.State, run.Error)
+	}
+	var list struct{ Runs []engine.RunSummary }
+	s.get("/api/v1/runs", &list)
+	if len(list.Runs) == 0 || list.Runs[0].ID != id {
+		t.Fatalf("runs list: %+v", list.Runs)
+	}
+	if len(run.Graph.Nodes) != 6 || !strings.Contains(run.Graph.Spec, "train.tagger") {
+		t.Fatalf("graph: %+v", run.Graph)
+	}
+	parents := map[string][]string{}
+	for _, n := range run.Graph.Nodes {
+		parents[n.ID] = n.Parents
+	}
+	if p := parents["eval[seed=2]"]; len(p) != 1 || p[0] != "train[seed=2]" {
+		t.Errorf("parents of eval[seed=2]: %v", p)
+	}
+
+	// A node, its logs (the trainer logs its epochs), its files.
+	train := "/api/v1/runs/" + id + "/nodes/" + url.PathEscape("train[seed=1]")
+	var node engine.NodeStatus
+	s.get(train, &node)
+	if node.State != engine.Done || node.Outputs["model"].Digest == "" || node.Progress == nil || node.Progress.Done != node.Progress.Total {
+		t.Fatalf("node: %+v", node)
+	}
+	var logs struct{ Lines []map[string]any }
+	s.get(train+"/logs", &logs)
+	if len(logs.Lines) == 0 {
+		t.Fatalf("no log lines kept for %s", node.ID)
+	}
+	for _, l := range logs.Lines {
+		if l["msg"] == nil || l["level"] == nil {
+			t.Fatalf("log line %v", l)
+		}
+	}
+	var rep eval.Report
+	s.get("/api/v1/runs/"+id+"/nodes/"+url.PathEscape("eval[seed=1]")+"/outputs/report/files/report.json", &rep)
+	if rep.Sentences != 4 || rep.Micro.Support != 9 {
+		t.Errorf("evaluation report: %+v", rep)
+	}
+	if code, _ := s.do("GET", train+"/outputs/model/files/nope.pt", nil, true); code != http.StatusNotFound {
+		t.Errorf("missing file: %d", code)
+	}
+	if code, _ := s.do("GET", "/api/v1/runs/20990101-000000-000000", nil, true); code != http.StatusNotFound {
+		t.Errorf("missing run: %d", code)
+	}
+
+	// Control: a finished run cannot be cancelled, nor a succeeded one retried.
+	if code, b := s.do("POST", "/api/v1/runs/"+id+"/cancel", nil, true); code != http.StatusConflict {
+		t.Errorf("cancel a finished run: %d %s", code, b)
+	}
+	if code, b := s.do("POST", "/api/v1/runs/"+id+"/retry", nil, true); code != http.StatusConflict {
+		t.Errorf("retry a succeeded run: %d %s", code, b)
+	}
+	// A running run is cancelled, then retried.
+	slow := s.submit("slow.yaml")
+	if code, b := s.do("POST", "/api/v1/runs/"+slow+"/cancel", map[string]string{"reason": "test"}, true); code != http.StatusOK {
+		t.Fatalf("cancel: %d %s", code, b)
+	}
+	if r := s.wait(slow); r.State != engine.Cancelled {
+		t.Fatalf("cancelled run is %s", r.State)
+	}
+	if code, b := s.do("POST", "/api/v1/runs/"+slow+"/retry", nil, true); code != http.StatusOK || !strings.Contains(string(b), `"nodes"`) {
+		t.Fatalf("retry: %d %s", code, b)
+	}
+	if r := s.wait(slow); r.State != engine.Succeeded {
+		t.Fatalf("retried run is %s: %s", r.State, r.Error)
+	}
+
+	// Predictions from the run's seed-1 model, then from seed 2.
+	s.serveModelOf(id, "train[seed=1]")
+	var p1 predict.Response
+	code, b = s.do("POST", "/v1/predict", map[string]string{"text": "John Smith flew to Paris. Anna met Carlos in Berlin."}, true)
+	if code != http.StatusOK || json.Unmarshal(b, &p1) != nil {
+		t.Fatalf("predict: %d %s", code, b)
+	}
+	if p1.Model.Version != "train[seed=1]" || p1.Model.Digest != node.Outputs["model"].Digest || p1.TokenCount != 12 || len(p1.Results) != 1 {
+		t.Fatalf("predict answer: %+v", p1)
+	}
+	t.Logf("seed 1 finds %+v", p1.Results[0].Entities)
+	for _, e := range p1.Results[0].Entities {
+		if e.Confidence <= 0 || e.Confidence > 1 || e.Type != "PER" && e.Type != "LOC" {
+			t.Errorf("entity %+v", e)
+		}
+	}
+	code, b = s.do("POST", "/v1/predict", map[string]any{"tokens": [][]string{{"John", "lives", "in", "Paris"}}}, true)
+	if code != http.StatusOK {
+		t.Fatalf("predict tokens: %d %s", code, b)
+	}
+	for _, bad := range []any{map[string]any{}, map[string]any{"text": "a", "tokens": [][]string{{"a"}}}, map[string]any{"tokens": [][]string{{}}},
+		map[string]any{"text": "a", "model": "other"}} {
+		if code, b := s.do("POST", "/v1/predict", bad, true); code != http.StatusBadRequest && code != http.StatusNotFound {
+			t.Errorf("predict %v: %d %s", bad, code, b)
+		}
+	}
+	s.serveModelOf(id, "train[seed=2]")
+	var p2 predict.Response
+	_, b = s.do("POST", "/v1/predict", map[string]string{"text": "John Smith flew to Paris."}, true)
+	if json.Unmarshal(b, &p2) != nil || p2.Model.Version != "train[seed=2]" || p2.Model.Digest == p1.Model.Digest {
+		t.Fatalf("after the source moved: %s", b)
+	}
+
+	var info map[string]any
+	s.get("/api/v1/info", &info)
+	if info["predict"] != true || info["model"] != "tiny" || info["workers"] != false {
+		t.Errorf("info: %v", info)
+	}
+	if code, _ := s.do("GET", "/api/v1/workers", nil, true); code != http.StatusNotImplemented {
+		t.Errorf("workers without a registry: %d", code)
+	}
+}
+
+func TestTokenRequired(t *testing.T) {
+	if _, err := server.New(nil, "short"); err == nil {
+		t.Fatal("a short token is accepted")
+	}
+}
