@@ -3,23 +3,22 @@ module github.com/nerflow/nerflow
 go 1.26.0
 
 require (
+	github.com/chromedp/chromedp v0.23.0
 	github.com/spf13/cobra v1.10.2
 	github.com/spf13/viper v1.21.0
 	github.com/sugarme/gotch v0.8.0
+	github.com/vbauerster/mpb/v8 v8.16.2
+	golang.org/x/term v0.46.0
 )
 
 require (
 	github.com/VividCortex/ewma v1.2.0 // indirect
 	github.com/acarl005/stripansi v0.0.0-20180116102854-5a71ef0e047d // indirect
 	github.com/chromedp/cdproto v0.159.0 // indirect
-	github.com/chromedp/chromedp v0.23.0 // indirect
 	github.com/clipperhouse/uax29/v2 v2.7.0 // indirect
 	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
 	github.com/mattn/go-runewidth v0.0.30 // indirect
-	github.com/prometheus/client_golang v1.25.0 // indirect
 	github.com/vbauerster/cupwriter v0.0.5 // indirect
-	github.com/vbauerster/mpb/v8 v8.16.2 // indirect
-	golang.org/x/term v0.46.0 // indirect
 )
 
 require (

@@ -11,7 +11,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"strings"
+	"regexp"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -146,17 +146,12 @@ func (h *Handler) WithGroup(name string) slog.Handler {
 	return &c
 }
 
-// secretKey matches attribute names whose values must not leave the
-// process in a node's log.
-func secretKey(k string) bool {
-	k = strings.ToLower(k)
-	for _, s := range []string{"token", "secret", "password", "credential", "authorization"} {
-		if strings.Contains(k, s) {
-			return true
-		}
-	}
-	return false
-}
+// secretName matches attribute names whose values must not leave the
+// process in a node's log: "token", "api_token", "secret_key", "password",
+// ... (not "tokens_per_sec").
+var secretName = regexp.MustCompile(`(?i)(^|[_.-])(token|secret|secret_key|access_key|password|passwd|credentials?|authorization|api_key)$`)
+
+func secretKey(k string) bool { return secretName.MatchString(k) }
 
 // encode writes a record as one JSON object: time, level, msg, then the
 // attributes other than run and node (known from the key).

@@ -114,13 +114,14 @@
         const stage = (run.graph.nodes.find(g => g.id === n.id) || {}).stage;
         if (stage !== "train.tagger" && stage !== "train.evaluate") continue;
         reports.set(n.id, true);
+        const box = stage === "train.tagger" ? curves : evals;
         api(fileURL(run.id, n.id, "report", "report.json")).then(rep => {
-          if (stage === "train.tagger") curves.appendChild(curveCard(n.id, rep));
-          else evals.appendChild(evalCard(n.id, rep));
-        }).catch(e => (stage === "train.tagger" ? curves : evals).appendChild(h("div", { class: "panel" }, h("h3", {}, n.id), problem(e))));
+          box.querySelector("p.placeholder")?.remove();
+          box.appendChild(stage === "train.tagger" ? curveCard(n.id, rep) : evalCard(n.id, rep));
+        }).catch(e => box.appendChild(h("div", { class: "panel" }, h("h3", {}, n.id), problem(e))));
       }
-      if (!curves.children.length) curves.replaceChildren(h("p", { class: "muted" }, "No finished training node yet."));
-      if (!evals.children.length) evals.replaceChildren(h("p", { class: "muted" }, "No finished evaluation yet."));
+      if (!curves.children.length) curves.replaceChildren(h("p", { class: "muted placeholder" }, "No finished training node yet."));
+      if (!evals.children.length) evals.replaceChildren(h("p", { class: "muted placeholder" }, "No finished evaluation yet."));
       if (run.state !== "running" && timer) { clearInterval(timer); timer = null; }
     }
 
@@ -241,7 +242,7 @@
   function predictPage() {
     const text = h("textarea", { rows: 5 }, "John Smith flew from Paris to Berlin on Monday to meet Anna Weber.");
     const out = h("div");
-    show(h("h1", {}, "Predict"), h("p", { class: "muted" }, info.model ? `Model ${info.model} (tag production), through POST /v1/predict.` : "This server serves no model (start nerflow serve with --model)."),
+    show(h("h1", {}, "Predict"), h("p", { class: "muted" }, info.model ? `Model ${info.model}, through POST /v1/predict.` : "This server serves no model (start nerflow serve with --model)."),
       h("div", { class: "panel" }, text, h("div", { class: "toolbar" }, h("button", { id: "tag", onclick: run }, "Find entities"))), out);
     async function run() {
       try {
@@ -271,7 +272,7 @@
   }
 
   function entityTable(entities) {
-    return h("table", {}, h("thead", {}, h("tr", {}, ["entity", "type", "confidence", "bytes", "tokens"].map(c => h("th", {}, c)))),
+    return h("table", {}, h("thead", {}, h("tr", {}, ["entity", "type", "confidence", "bytes", "tokens"].map((c, i) => h("th", { class: i > 1 ? "num" : "" }, c)))),
       h("tbody", {}, entities.map(e => h("tr", {}, h("td", {}, e.text), h("td", {}, e.type), h("td", { class: "num" }, e.confidence.toFixed(3)),
         h("td", { class: "num" }, `${e.start}-${e.end}`), h("td", { class: "num" }, `${e.token_start}-${e.token_end}`)))));
   }
