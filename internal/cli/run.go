@@ -16,6 +16,7 @@ import (
 	"github.com/nerflow/nerflow/internal/config"
 	"github.com/nerflow/nerflow/pipeline/engine"
 	"github.com/nerflow/nerflow/pipeline/spec"
+	"github.com/nerflow/nerflow/registry"
 	"github.com/nerflow/nerflow/stages"
 	"github.com/nerflow/nerflow/storage"
 	"github.com/nerflow/nerflow/storage/fsstore"
@@ -96,6 +97,16 @@ The spec syntax is described in docs/spec.md; ` + "`nerflow stages`" + ` lists t
 					}
 					fmt.Fprintf(out, "exported %d outputs of the final nodes to %s\n", n, export)
 				}
+				if final.State == engine.Succeeded {
+					// Register the models the run declared (register stage).
+					created, err := registry.New(st, registry.WithLogger(log)).Sync(ctx)
+					if err != nil {
+						return err
+					}
+					for _, v := range created {
+						fmt.Fprintf(out, "registered model %s (nerflow models show %s)\n", v.Ref(), v.Ref())
+					}
+				}
 				switch {
 				case errors.Is(runErr, context.Canceled) || errors.Is(runErr, context.DeadlineExceeded):
 					return errors.New("interrupted: finished nodes are cached; run the same command again to resume")
@@ -141,12 +152,28 @@ func storeLocation(st storage.Store, url string) string {
 	return storage.Redact(url)
 }
 
-// exportSinks copies the outputs of the nodes without children to
-// dir/NODE/OUTPUT/FILE.
+// exportSinks copies the outputs of the final nodes to dir/NODE/OUTPUT/FILE:
+// those without children, or whose only children register models (the
+// registry keeps the cards; the user wants the models and reports).
 func exportSinks(ctx context.Context, st storage.Store, run *engine.RunStatus, nodes []*spec.Node, dir string) (int, error) {
+	stage := map[string]string{}
+	for _, node := range nodes {
+		stage[node.ID] = node.Stage
+	}
+	final := func(node *spec.Node) bool {
+		if node.Stage == registry.StageName {
+			return false
+		}
+		for _, c := range node.Children {
+			if stage[c] != registry.StageName {
+				return false
+			}
+		}
+		return true
+	}
 	n := 0
 	for _, node := range nodes {
-		if len(node.Children) > 0 {
+		if !final(node) {
 			continue
 		}
 		ns, ok := run.Node(node.ID)

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/nerflow/nerflow/pipeline/engine"
+	"github.com/nerflow/nerflow/workers"
 )
 
 func init() {
@@ -20,6 +21,7 @@ func init() {
 			grace       time.Duration
 			poll        time.Duration
 			tempDir     string
+			gpuOnCPU    bool
 		)
 		cmd := &cobra.Command{
 			Use:   "worker",
@@ -30,14 +32,24 @@ Start as many workers as you have machines or GPUs; a worker that dies has its
 node re-run by another one (from the stage's last checkpoint when the stage
 supports it).
 
+A GPU device runs one node at a time (its own server of concurrency 1, gpu
+queue first, then cpu nodes when listed); --concurrency is for the cpu queue,
+served on the CPU. The gpu queue is not served without a GPU device unless
+--gpu-on-cpu says so. Workers advertise themselves in Redis (nerflow workers).
+
 On SIGTERM or Ctrl-C the worker stops taking nodes, lets running ones finish
 for --shutdown-timeout, and hands those still running back to their queue.`,
 			Example: `  nerflow worker --redis 10.0.0.5:6379 --store s3://nerflow?endpoint=10.0.0.6:9000 --queues cpu --concurrency 8
-  nerflow worker --queues gpu,cpu --concurrency 1 --device cuda:0`,
+  nerflow worker --queues gpu,cpu --concurrency 4 --device cuda:0,cuda:1`,
 			Args: cobra.NoArgs,
 			RunE: func(cmd *cobra.Command, _ []string) error {
-				if err := checkDevice(device); err != nil {
-					return err
+				var devices []string
+				for _, d := range strings.Split(device, ",") {
+					d = strings.TrimSpace(d)
+					if err := checkDevice(d); err != nil {
+						return err
+					}
+					devices = append(devices, d)
 				}
 				var qs []string
 				for _, q := range strings.Split(queues, ",") {
@@ -47,28 +59,38 @@ for --shutdown-timeout, and hands those still running back to their queue.`,
 					}
 					qs = append(qs, q)
 				}
+				cfg := workers.Config{
+					Queues: qs, Devices: devices, Concurrency: concurrency, GPUOnCPU: gpuOnCPU,
+					Worker: engine.WorkerOptions{ShutdownTimeout: grace, PollInterval: poll, TempDir: tempDir},
+				}
+				if _, err := workers.Plan(cfg); err != nil {
+					return err // before connecting: a configuration error
+				}
 				ctx := cmd.Context()
 				e, closeAll, err := a.clusterEngine(ctx, true)
 				if err != nil {
 					return err
 				}
 				defer closeAll()
-				w := e.NewWorker(engine.WorkerOptions{
-					Queues: qs, Concurrency: concurrency, Device: device, ShutdownTimeout: grace,
-					PollInterval: poll, TempDir: tempDir,
-				})
-				if err := w.Start(); err != nil {
+				rdb, err := a.redisClient(ctx)
+				if err != nil {
+					return err
+				}
+				defer rdb.Close()
+				pool, err := workers.Start(e, rdb, a.cfg.Redis.Namespace, cfg, a.log)
+				if err != nil {
 					return err
 				}
 				<-ctx.Done()
 				a.log.Info("worker shutting down", "grace", grace)
-				w.Shutdown()
+				pool.Shutdown()
 				return nil
 			},
 		}
 		cmd.Flags().StringVar(&queues, "queues", "cpu", "queues to serve, highest priority first: cpu, gpu or gpu,cpu")
-		cmd.Flags().IntVar(&concurrency, "concurrency", 1, "nodes executed at once")
-		cmd.Flags().StringVar(&device, "device", "cpu", "device given to stages: cpu or cuda:N")
+		cmd.Flags().IntVar(&concurrency, "concurrency", 1, "cpu-queue nodes executed at once")
+		cmd.Flags().StringVar(&device, "device", "cpu", "devices: cpu, or GPUs cuda:N[,cuda:M...] (one node at a time per GPU)")
+		cmd.Flags().BoolVar(&gpuOnCPU, "gpu-on-cpu", false, "without a GPU device, serve the gpu queue on the CPU anyway")
 		cmd.Flags().DurationVar(&grace, "shutdown-timeout", 25*time.Second, "on SIGTERM, how long running nodes may finish before they are handed back")
 		cmd.Flags().DurationVar(&poll, "poll-interval", 10*time.Millisecond, "how often an idle worker checks its queues")
 		cmd.Flags().StringVar(&tempDir, "temp-dir", os.TempDir(), "parent directory of stages' scratch directories")
