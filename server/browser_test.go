@@ -55,7 +55,7 @@ func TestDashboardInChromium(t *testing.T) {
 	if r := s.wait(done); r.State != "succeeded" {
 		t.Fatalf("run %s: %s", r.State, r.Error)
 	}
-	s.serveModelOf(done, "train[seed=1]")
+	s.promote("tiny@1")
 	live := s.submit("slow.yaml", "work.step_time=400ms")
 	dir := screenshotDir(t)
 
@@ -113,7 +113,7 @@ func TestDashboardInChromium(t *testing.T) {
 	b.shot("04-run.png")
 	nodes, doneNodes := b.count("g.node"), b.count(`g.node[data-state="done"]`)
 	curves, evals := b.count("[data-curve] path.f1"), b.count("[data-eval] tbody tr")
-	if nodes != 6 || doneNodes != 6 || curves != 2 || evals != 6 {
+	if nodes != 8 || doneNodes != 8 || curves != 2 || evals != 6 {
 		t.Errorf("run page: %d nodes (%d done), %d dev-F1 curves, %d evaluation rows", nodes, doneNodes, curves, evals)
 	}
 	evalText := value(b, chromedp.Text(chromedp.CSS(`[data-eval="eval[seed=1]"]`)))
@@ -141,6 +141,18 @@ func TestDashboardInChromium(t *testing.T) {
 			t.Errorf("%s page is empty", page)
 		}
 	}
+	// Promote tiny@2 from the models page: the tag moves in the registry.
+	b.hash("#/models")
+	b.do("promote", chromedp.WaitVisible(chromedp.CSS(`tr[data-key="tiny@2"] button`)), chromedp.Click(chromedp.CSS(`tr[data-key="tiny@2"] button`)),
+		// The tags cell (the second column), not the tag picker's options.
+		chromedp.Poll[chromedp.Void](`(document.querySelector('tr[data-key="tiny@2"] td:nth-child(2)') || {}).textContent === "production"`))
+	b.shot("09-models-promoted.png")
+	if _, err := s.watcher.Check(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	b.hash("#/predict")
+	b.do("predict again", chromedp.WaitVisible(chromedp.CSS("#tag")), chromedp.Click(chromedp.CSS("#tag")),
+		chromedp.Poll[chromedp.Void](`(document.querySelector("#served-by") || {}).textContent?.includes("tiny 2")`))
 	t.Logf("screenshots in %s", dir)
 }
 

@@ -64,7 +64,7 @@ func exerciseAPI(t *testing.T, s *stack) {
 	if len(list.Runs) == 0 || list.Runs[0].ID != id {
 		t.Fatalf("runs list: %+v", list.Runs)
 	}
-	if len(run.Graph.Nodes) != 6 || !strings.Contains(run.Graph.Spec, "train.tagger") {
+	if len(run.Graph.Nodes) != 8 || !strings.Contains(run.Graph.Spec, "train.tagger") {
 		t.Fatalf("graph: %+v", run.Graph)
 	}
 	parents := map[string][]string{}
@@ -126,17 +126,36 @@ func exerciseAPI(t *testing.T, s *stack) {
 		t.Fatalf("retried run is %s: %s", r.State, r.Error)
 	}
 
-	// Predictions from the run's seed-1 model, then from seed 2.
-	s.serveModelOf(id, "train[seed=1]")
+	// The run registered two versions; serving follows the production tag.
+	var models struct{ Models []map[string]any }
+	s.get("/api/v1/models", &models)
+	if len(models.Models) != 2 || models.Models[0]["ref"] != "tiny@2" || models.Models[1]["ref"] != "tiny@1" || models.Models[1]["f1"] == nil {
+		t.Fatalf("models: %+v", models.Models)
+	}
+	var v1 struct {
+		Model struct{ Digest string }
+		Run   string
+	}
+	s.get("/api/v1/models/tiny@1", &v1)
+	if v1.Run != id {
+		t.Errorf("tiny@1 comes from run %s, not %s", v1.Run, id)
+	}
+	if code, _ := s.do("GET", "/api/v1/models/nope@1", nil, true); code != http.StatusNotFound {
+		t.Errorf("unknown model: %d", code)
+	}
+	if code, _ := s.do("POST", "/api/v1/models/tiny@9/promote", map[string]string{"tag": "production"}, true); code != http.StatusNotFound {
+		t.Errorf("promote an unknown version: %d", code)
+	}
+	s.promote("tiny@1")
 	var p1 predict.Response
 	code, b = s.do("POST", "/v1/predict", map[string]string{"text": "John Smith flew to Paris. Anna met Carlos in Berlin."}, true)
 	if code != http.StatusOK || json.Unmarshal(b, &p1) != nil {
 		t.Fatalf("predict: %d %s", code, b)
 	}
-	if p1.Model.Version != "train[seed=1]" || p1.Model.Digest != node.Outputs["model"].Digest || p1.TokenCount != 12 || len(p1.Results) != 1 {
+	if p1.Model.Name != "tiny" || p1.Model.Version != "1" || p1.Model.Digest != v1.Model.Digest || p1.TokenCount != 12 || len(p1.Results) != 1 {
 		t.Fatalf("predict answer: %+v", p1)
 	}
-	t.Logf("seed 1 finds %+v", p1.Results[0].Entities)
+	t.Logf("tiny@1 finds %+v", p1.Results[0].Entities)
 	for _, e := range p1.Results[0].Entities {
 		if e.Confidence <= 0 || e.Confidence > 1 || e.Type != "PER" && e.Type != "LOC" {
 			t.Errorf("entity %+v", e)
@@ -152,20 +171,31 @@ func exerciseAPI(t *testing.T, s *stack) {
 			t.Errorf("predict %v: %d %s", bad, code, b)
 		}
 	}
-	s.serveModelOf(id, "train[seed=2]")
+	s.promote("tiny@2")
 	var p2 predict.Response
 	_, b = s.do("POST", "/v1/predict", map[string]string{"text": "John Smith flew to Paris."}, true)
-	if json.Unmarshal(b, &p2) != nil || p2.Model.Version != "train[seed=2]" || p2.Model.Digest == p1.Model.Digest {
-		t.Fatalf("after the source moved: %s", b)
+	if json.Unmarshal(b, &p2) != nil || p2.Model.Version != "2" || p2.Model.Digest == p1.Model.Digest {
+		t.Fatalf("after the tag moved: %s", b)
+	}
+	s.get("/api/v1/models", &models)
+	if tags, _ := models.Models[0]["tags"].([]any); len(tags) != 1 || tags[0] != "production" {
+		t.Errorf("tags after promotion: %+v", models.Models)
+	}
+
+	// The workers of this process advertise themselves.
+	var ws struct{ Workers []map[string]any }
+	s.get("/api/v1/workers", &ws)
+	if len(ws.Workers) == 0 || !strings.HasPrefix(ws.Workers[0]["name"].(string), "test") {
+		t.Errorf("workers: %+v", ws.Workers)
 	}
 
 	var info map[string]any
 	s.get("/api/v1/info", &info)
-	if info["predict"] != true || info["model"] != "tiny" || info["workers"] != false {
+	if info["predict"] != true || info["model"] != "tiny" || info["workers"] != true || info["schedules"] != false {
 		t.Errorf("info: %v", info)
 	}
-	if code, _ := s.do("GET", "/api/v1/workers", nil, true); code != http.StatusNotImplemented {
-		t.Errorf("workers without a registry: %d", code)
+	if code, _ := s.do("GET", "/api/v1/schedules", nil, true); code != http.StatusNotImplemented {
+		t.Errorf("schedules without a scheduler: %d", code)
 	}
 }
 

@@ -26,12 +26,13 @@ import (
 	"github.com/nerflow/nerflow/pipeline/engine"
 	_ "github.com/nerflow/nerflow/pipeline/teststages" // test.slow, for a run that is still running
 	"github.com/nerflow/nerflow/predict"
+	"github.com/nerflow/nerflow/registry"
 	"github.com/nerflow/nerflow/server"
-	"github.com/nerflow/nerflow/stages"
 	"github.com/nerflow/nerflow/storage"
 	_ "github.com/nerflow/nerflow/storage/all"
 	"github.com/nerflow/nerflow/storage/fsstore"
 	_ "github.com/nerflow/nerflow/train" // train.tagger, train.evaluate
+	"github.com/nerflow/nerflow/workers"
 )
 
 // stack is what `nerflow serve` runs, in this process: an engine over a
@@ -49,8 +50,6 @@ type stack struct {
 	logs    *lockedBuffer
 
 	mu     sync.Mutex
-	source string // the node whose model serves, e.g. train[seed=1]
-	run    string
 	bodies bytes.Buffer // every response body, for the secrets check
 }
 
@@ -114,32 +113,25 @@ func newStack(t *testing.T, real bool) *stack {
 	logh := nodelog.NewHandler(slog.NewTextHandler(s.logs, &slog.HandlerOptions{Level: slog.LevelDebug}), rdb, ns)
 	log := slog.New(logh)
 	s.e = engine.New(rdb, s.store, engine.WithNamespace(ns), engine.WithLogger(log))
-	w := s.e.NewWorker(engine.WorkerOptions{Queues: []string{"gpu", "cpu"}, Concurrency: 2, ProgressInterval: 50 * time.Millisecond,
-		DelayedPollInterval: 100 * time.Millisecond, RetryDelay: func(int) time.Duration { return 50 * time.Millisecond }, TempDir: t.TempDir()})
-	if err := w.Start(); err != nil {
+	pool, err := workers.Start(s.e, rdb, ns, workers.Config{Queues: []string{"gpu", "cpu"}, Concurrency: 2, GPUOnCPU: true, Name: "test",
+		Worker: engine.WorkerOptions{ProgressInterval: 50 * time.Millisecond, DelayedPollInterval: 100 * time.Millisecond,
+			RetryDelay: func(int) time.Duration { return 50 * time.Millisecond }, TempDir: t.TempDir()}}, log)
+	if err != nil {
 		t.Fatal(err)
 	}
+	regOpts := []registry.Option{registry.WithLogger(log)}
+	if real {
+		regOpts = append(regOpts, registry.WithRedis(rdb, ns))
+	}
+	reg := registry.New(s.store, regOpts...)
 	s.batcher = predict.NewBatcher(nil, predict.Options{MaxBatch: 32})
-	// The model that serves is the seed-1 (or later seed-2) model of the
-	// run the test names: a registry tag, moved by hand.
-	src := predict.SourceFunc(func(ctx context.Context) (stages.Artifact, predict.Info, error) {
-		s.mu.Lock()
-		run, node := s.run, s.source
-		s.mu.Unlock()
-		st, err := s.e.Status(ctx, run)
-		if err != nil {
-			return stages.Artifact{}, predict.Info{}, err
-		}
-		n, _ := st.Node(node)
-		if n == nil || n.Outputs["model"].Digest == "" {
-			return stages.Artifact{}, predict.Info{}, server.ErrNotFound
-		}
-		return n.Outputs["model"], predict.Info{Name: "tiny", Version: node}, nil
-	})
-	s.watcher = predict.NewWatcher(s.batcher, s.store, src, gotch.CPU, log)
+	// The model that serves is the one the registry's production tag
+	// points at, as with nerflow serve --model tiny.
+	s.watcher = predict.NewWatcher(s.batcher, s.store, predict.TaggedSource(reg, "tiny", "production"), gotch.CPU, log)
 	dir, _ := filepath.Abs("testdata")
 	srv, err := server.New(s.e, s.token, server.WithLogger(log), server.WithSpecDir(dir),
-		server.WithNodeLogs(nodelog.NewReader(rdb, ns)), server.WithPredictor(s.batcher, "tiny"))
+		server.WithNodeLogs(nodelog.NewReader(rdb, ns)), server.WithPredictor(s.batcher, "tiny"),
+		server.WithWorkers(server.NewWorkerList(rdb, ns)), server.WithModels(server.NewModelRegistry(reg)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +139,7 @@ func newStack(t *testing.T, real bool) *stack {
 	s.url = hs.URL
 	t.Cleanup(func() {
 		hs.Close()
-		w.Shutdown()
+		pool.Shutdown()
 		s.batcher.Close()
 		s.e.Close()
 		logh.Close()
@@ -158,12 +150,13 @@ func newStack(t *testing.T, real bool) *stack {
 	return s
 }
 
-// serveModelOf makes the watcher serve node's model of run.
-func (s *stack) serveModelOf(run, node string) {
+// promote tags a registered version production through the API and lets
+// the watcher pick it up (it polls in nerflow serve).
+func (s *stack) promote(ref string) {
 	s.t.Helper()
-	s.mu.Lock()
-	s.run, s.source = run, node
-	s.mu.Unlock()
+	if code, b := s.do("POST", "/api/v1/models/"+ref+"/promote", map[string]string{"tag": "production"}, true); code != http.StatusOK {
+		s.t.Fatalf("promote %s: %d %s", ref, code, b)
+	}
 	if _, err := s.watcher.Check(context.Background()); err != nil {
 		s.t.Fatal(err)
 	}

@@ -18,14 +18,18 @@ import (
 	"github.com/nerflow/nerflow/internal/nodelog"
 	"github.com/nerflow/nerflow/pipeline/engine"
 	"github.com/nerflow/nerflow/predict"
+	"github.com/nerflow/nerflow/registry"
 	"github.com/nerflow/nerflow/server"
 	"github.com/nerflow/nerflow/stages"
 	"github.com/nerflow/nerflow/storage"
 	"github.com/nerflow/nerflow/train"
+	"github.com/nerflow/nerflow/workers"
 )
 
 // serveOptions are the flags of nerflow serve.
 type serveOptions struct {
+	model          string
+	tag            string
 	modelRun       string
 	modelDir       string
 	device         string
@@ -68,6 +72,8 @@ also executes nodes here.`,
 		}
 		f := cmd.Flags()
 		f.StringVar(&o.addr, "addr", "", "listen address (default serve.addr, 127.0.0.1:8080)")
+		f.StringVar(&o.model, "model", "", "serve the registered model of this name at --tag, and reload it when the tag moves")
+		f.StringVar(&o.tag, "tag", "production", "registry tag of the served model")
 		f.StringVar(&o.modelRun, "model-run", "", "serve the checkpoint output of a run's node: RUN/NODE or RUN/NODE/OUTPUT (default output model)")
 		f.StringVar(&o.modelDir, "model-dir", "", "serve a tagger saved in a local directory (tagger.json, weights.pt)")
 		f.StringVar(&o.device, "device", "cpu", "device of the served model: cpu or cuda:N")
@@ -83,17 +89,41 @@ func (a *app) serve(ctx context.Context, o serveOptions) error {
 	if err := checkDevice(o.device); err != nil {
 		return err
 	}
-	if o.modelRun != "" && o.modelDir != "" {
-		return errors.New("give one of --model-run and --model-dir")
+	given := 0
+	for _, v := range []string{o.model, o.modelRun, o.modelDir} {
+		if v != "" {
+			given++
+		}
+	}
+	if given > 1 {
+		return errors.New("give one of --model, --model-run and --model-dir")
+	}
+	if o.model != "" {
+		if err := registry.ValidateName(o.model); err != nil {
+			return err
+		}
+		if err := registry.ValidateTag(o.tag); err != nil {
+			return err
+		}
 	}
 	c, err := a.serveEngine(ctx, o)
 	if err != nil {
 		return err
 	}
 	defer c.close()
-	opts := []server.Option{server.WithLogger(a.log), server.WithNodeLogs(nodelog.NewReader(c.rdb, a.cfg.Redis.Namespace))}
-	if o.modelRun != "" || o.modelDir != "" {
-		b, name, err := a.servedModel(ctx, c, o)
+	regOpts := []registry.Option{registry.WithLogger(a.log)}
+	if a.cfg.Redis.Addr != "" {
+		regOpts = append(regOpts, registry.WithRedis(c.rdb, a.cfg.Redis.Namespace))
+	}
+	reg := registry.New(c.store, regOpts...)
+	opts := []server.Option{
+		server.WithLogger(a.log),
+		server.WithNodeLogs(nodelog.NewReader(c.rdb, a.cfg.Redis.Namespace)),
+		server.WithWorkers(server.NewWorkerList(c.rdb, a.cfg.Redis.Namespace)),
+		server.WithModels(server.NewModelRegistry(reg)),
+	}
+	if given > 0 {
+		b, name, err := a.servedModel(ctx, c, reg, o)
 		if err != nil {
 			return err
 		}
@@ -159,19 +189,25 @@ func (a *app) serveEngine(ctx context.Context, o serveOptions) (*conn, error) {
 		a.log.Warn("embedded mode: runs submitted here execute in this process and live as long as it (give --redis for a cluster)")
 	}
 	if o.workers > 0 {
-		w := c.engine.NewWorker(engine.WorkerOptions{Queues: []string{"gpu", "cpu"}, Concurrency: o.workers, Device: o.device, Name: "serve"})
-		if err := w.Start(); err != nil {
+		// In-process workers advertise themselves like any other: the
+		// workers page lists them. Embedded mode serves the gpu queue on
+		// the CPU, as nerflow run does.
+		pool, err := workers.Start(c.engine, c.rdb, a.cfg.Redis.Namespace, workers.Config{
+			Queues: []string{"gpu", "cpu"}, Devices: []string{o.device}, Concurrency: o.workers,
+			GPUOnCPU: a.cfg.Redis.Addr == "", Name: "serve",
+		}, a.log)
+		if err != nil {
 			c.close()
 			return nil, err
 		}
 		closeConn := c.close
-		c.close = func() { w.Shutdown(); closeConn() }
+		c.close = func() { pool.Shutdown(); closeConn() }
 	}
 	return c, nil
 }
 
 // servedModel loads the model to serve and keeps it current.
-func (a *app) servedModel(ctx context.Context, c *conn, o serveOptions) (*predict.Batcher, string, error) {
+func (a *app) servedModel(ctx context.Context, c *conn, reg *registry.Registry, o serveOptions) (*predict.Batcher, string, error) {
 	device, err := train.ParseDevice(o.device)
 	if err != nil {
 		return nil, "", err
@@ -186,15 +222,25 @@ func (a *app) servedModel(ctx context.Context, c *conn, o serveOptions) (*predic
 		b.Swap(m)
 		return b, o.modelDir, nil
 	}
-	src, name, err := runOutputSource(c.engine, o.modelRun)
-	if err != nil {
+	var (
+		src  predict.Source
+		name string
+	)
+	if o.model != "" {
+		src, name = predict.TaggedSource(reg, o.model, o.tag), o.model
+	} else if src, name, err = runOutputSource(c.engine, o.modelRun); err != nil {
 		b.Close()
 		return nil, "", err
 	}
 	w := predict.NewWatcher(b, c.store, src, device, a.log)
 	if _, err := w.Check(ctx); err != nil {
-		b.Close()
-		return nil, "", err
+		if o.model == "" {
+			b.Close()
+			return nil, "", err
+		}
+		// A tag that points nowhere yet is no reason not to serve the
+		// API: predictions answer 503 until a version gets the tag.
+		a.log.Warn("no model to serve yet; checking again every "+o.reloadInterval.String(), "model", o.model, "tag", o.tag, "err", err)
 	}
 	go w.Run(ctx, o.reloadInterval)
 	return b, name, nil

@@ -198,27 +198,36 @@
 
   // ---- workers, schedules, models: tables of whatever the API lists -------
   function cell(v) {
-    if (v === null || v === undefined) return "";
+    if (v === null || v === undefined) return "–";
     if (typeof v === "string" && /^\d{4}-\d\d-\d\dT/.test(v)) return fmtTime(v);
+    if (typeof v === "number" && !Number.isInteger(v)) return v.toFixed(4);
+    if (Array.isArray(v) && v.every(x => typeof x !== "object")) return v.length ? v.join(", ") : "–";
     if (typeof v === "object") return h("span", { class: "mono" }, JSON.stringify(v));
     return String(v);
   }
 
   function listPage(title, path, key, empty, actions) {
     const body = h("div");
+    let last = "";
     show(h("h1", {}, title), body);
-    every(4000, async () => {
+    const refresh = async () => {
       try {
         const data = await api(path);
+        const json = JSON.stringify(data);
+        if (json === last) return; // unchanged: keep the DOM (and what the user is clicking)
+        last = json;
         const items = data[key] || [];
         if (!items.length) { body.replaceChildren(h("p", { class: "muted" }, empty)); return; }
         const cols = [...new Set(items.flatMap(Object.keys))];
+        const done = () => { last = ""; refresh(); };
         body.replaceChildren(h("table", { id: key }, h("thead", {}, h("tr", {}, cols.map(c => h("th", {}, c.replaceAll("_", " "))), actions ? h("th") : "")),
-          h("tbody", {}, items.map(it => h("tr", {}, cols.map(c => h("td", {}, cell(it[c]))), actions ? h("td", {}, actions(it, () => location.reload())) : "")))));
+          h("tbody", {}, items.map(it => h("tr", { "data-key": it.ref || it.name }, cols.map(c => h("td", {}, cell(it[c]))), actions ? h("td", {}, actions(it, done)) : "")))));
       } catch (e) {
+        last = "";
         body.replaceChildren(problem(e));
       }
-    });
+    };
+    every(4000, refresh);
   }
 
   const post = (path, body) => api(path, { method: "POST", body: JSON.stringify(body || {}) });
@@ -248,7 +257,7 @@
       try {
         const r = await post("/v1/predict", { text: text.value });
         out.replaceChildren(annotated(text.value, r.results[0].entities, r.model), entityTable(r.results[0].entities),
-          h("p", { class: "muted" }, `model ${r.model.name || ""} ${r.model.version || ""} · ${r.token_count} tokens · digest ${(r.model.digest || "").slice(7, 19)}`));
+          h("p", { class: "muted", id: "served-by" }, `model ${r.model.name || ""} ${r.model.version || ""} · ${r.token_count} tokens · digest ${(r.model.digest || "").slice(7, 19)}`));
       } catch (e) { out.replaceChildren(problem(e)); }
     }
   }
