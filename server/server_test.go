@@ -97,6 +97,30 @@ func exerciseAPI(t *testing.T, s *stack) {
 	if rep.Sentences != 4 || rep.Micro.Support != 9 {
 		t.Errorf("evaluation report: %+v", rep)
 	}
+	// The predict.entities stage tagged each line of raw.txt.
+	code, b = s.do("GET", "/api/v1/runs/"+id+"/nodes/"+url.PathEscape("entities[seed=1]")+"/outputs/entities/files/entities.jsonl", nil, true)
+	if code != http.StatusOK {
+		t.Fatalf("entities: %d %s", code, b)
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("entities.jsonl has %d lines:\n%s", len(lines), b)
+	}
+	for i, l := range lines {
+		var e struct {
+			Line     int
+			Text     string
+			Entities []predict.Entity
+		}
+		if err := json.Unmarshal([]byte(l), &e); err != nil || e.Line != i+1 || e.Text == "" {
+			t.Fatalf("entities line %d: %s (%v)", i+1, l, err)
+		}
+		for _, ent := range e.Entities {
+			if e.Text[ent.Start:ent.End] != ent.Text {
+				t.Errorf("line %d: entity %+v does not match its offsets", i+1, ent)
+			}
+		}
+	}
 	if code, _ := s.do("GET", train+"/outputs/model/files/nope.pt", nil, true); code != http.StatusNotFound {
 		t.Errorf("missing file: %d", code)
 	}
