@@ -55,9 +55,13 @@ func benchTagger(b *testing.B) *train.Tagger {
 	return m
 }
 
-// benchTexts makes the requests' texts from the fixture's sentences.
-func benchTexts(b *testing.B) []string {
-	data, err := os.ReadFile("testdata/tiny/train_text.txt")
+// benchTexts makes the requests' texts from the sentences of file (default
+// the fixture's), two sentences per request.
+func benchTexts(b *testing.B, file string) []string {
+	if file == "" {
+		file = "testdata/tiny/train_text.txt"
+	}
+	data, err := os.ReadFile(file)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -104,14 +108,25 @@ func (l *latencies) report(b *testing.B, tokens int, elapsed time.Duration, ref 
 // time (predict.Model.Annotate, no HTTP, no batcher). x-reference is
 // tokens/s over the reference's.
 func BenchmarkServe(b *testing.B) {
-	tagger := benchTagger(b)
-	dir := b.TempDir()
-	if err := tagger.Save(dir); err != nil {
+	// NERFLOW_BENCH_MODEL_DIR serves a saved tagger instead (e.g. one
+	// trained on CoNLL-2003: nerflow artifacts get RUN train model -o DIR)
+	// and NERFLOW_BENCH_TEXT takes the requests' sentences from a file of
+	// one sentence per line (e.g. CoNLL-2003's valid_text.txt).
+	dir := os.Getenv("NERFLOW_BENCH_MODEL_DIR")
+	if dir == "" {
+		tagger := benchTagger(b)
+		dir = b.TempDir()
+		if err := tagger.Save(dir); err != nil {
+			b.Fatal(err)
+		}
+		tagger.Close()
+	}
+	model, err := predict.LoadDir(dir, gotch.CPU, predict.Info{Name: "bench"})
+	if err != nil {
 		b.Fatal(err)
 	}
-	model := predict.NewModel(tagger, predict.Info{Name: "bench"})
 	defer model.Close()
-	texts := benchTexts(b)
+	texts := benchTexts(b, os.Getenv("NERFLOW_BENCH_TEXT"))
 	var ref float64
 
 	b.Run("reference=tagger-direct", func(b *testing.B) {

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"regexp"
@@ -8,30 +9,33 @@ import (
 	"github.com/nerflow/nerflow/predict"
 )
 
+// listing answers GET of a plug-in's list as {key: [...]}, or 501 when the
+// server was started without that plug-in.
+func (s *Server) listing(key, missing string, available bool, list func(context.Context) (any, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if !available {
+			writeError(w, http.StatusNotImplemented, "%s", missing)
+			return
+		}
+		items, err := list(r.Context())
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{key: items})
+	}
+}
+
 func (s *Server) listWorkers(w http.ResponseWriter, r *http.Request) {
-	if s.workers == nil {
-		writeError(w, http.StatusNotImplemented, "this server has no worker registry")
-		return
-	}
-	ws, err := s.workers.Workers(r.Context())
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"workers": ws})
+	s.listing("workers", "this server has no worker registry", s.workers != nil, func(ctx context.Context) (any, error) {
+		return s.workers.Workers(ctx)
+	})(w, r)
 }
 
 func (s *Server) listSchedules(w http.ResponseWriter, r *http.Request) {
-	if s.schedules == nil {
-		writeError(w, http.StatusNotImplemented, "this server has no schedules")
-		return
-	}
-	sc, err := s.schedules.Schedules(r.Context())
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"schedules": sc})
+	s.listing("schedules", "this server has no schedules", s.schedules != nil, func(ctx context.Context) (any, error) {
+		return s.schedules.Schedules(ctx)
+	})(w, r)
 }
 
 func (s *Server) controlSchedule(w http.ResponseWriter, r *http.Request) {
@@ -60,16 +64,9 @@ func (s *Server) controlSchedule(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) listModels(w http.ResponseWriter, r *http.Request) {
-	if s.models == nil {
-		writeError(w, http.StatusNotImplemented, "this server has no model registry")
-		return
-	}
-	ms, err := s.models.Models(r.Context())
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"models": ms})
+	s.listing("models", "this server has no model registry", s.models != nil, func(ctx context.Context) (any, error) {
+		return s.models.Models(ctx)
+	})(w, r)
 }
 
 func (s *Server) getModel(w http.ResponseWriter, r *http.Request) {

@@ -72,10 +72,14 @@ func (a *app) connect(ctx context.Context, live bool) (*conn, error) {
 			return nil, errors.New("no Redis server configured (--redis HOST:PORT or NERFLOW_REDIS_ADDR): " +
 				"this command works on cluster runs; an embedded run (nerflow run) lives only as long as its process")
 		}
-		// An empty in-process Redis: every run is looked up in the store.
-		if mr, err = miniredis.Run(); err != nil {
+		// An empty in-process Redis: every run is looked up in the store
+		// (and nerflow serve runs its embedded cluster on it). asynq relies
+		// on keys expiring as time passes.
+		mr = miniredis.NewMiniRedis()
+		mr.ClockTTL(true)
+		if err := mr.Start(); err != nil {
 			st.Close()
-			return nil, err
+			return nil, fmt.Errorf("starting in-process redis: %w", err)
 		}
 		rdb = redis.NewClient(&redis.Options{Addr: mr.Addr()})
 	} else {

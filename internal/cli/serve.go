@@ -4,15 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net"
 	"net/http"
 	"runtime"
 	"strings"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
-	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
 	"github.com/nerflow/nerflow/internal/nodelog"
@@ -21,7 +18,6 @@ import (
 	"github.com/nerflow/nerflow/registry"
 	"github.com/nerflow/nerflow/server"
 	"github.com/nerflow/nerflow/stages"
-	"github.com/nerflow/nerflow/storage"
 	"github.com/nerflow/nerflow/train"
 	"github.com/nerflow/nerflow/workers"
 )
@@ -156,33 +152,13 @@ func (a *app) serve(ctx context.Context, o serveOptions) error {
 // serveEngine connects to the cluster, or starts an in-process Redis for
 // embedded mode, and starts the in-process workers asked for.
 func (a *app) serveEngine(ctx context.Context, o serveOptions) (*conn, error) {
-	var c *conn
-	if a.cfg.Redis.Addr != "" {
-		var err error
-		if c, err = a.connect(ctx, true); err != nil {
-			return nil, err
-		}
-	} else {
-		st, err := storage.Open(ctx, a.cfg.Store)
-		if err != nil {
-			return nil, err
-		}
-		mr := miniredis.NewMiniRedis()
-		mr.ClockTTL(true) // asynq relies on keys expiring as time passes
-		if err := mr.Start(); err != nil {
-			st.Close()
-			return nil, fmt.Errorf("starting in-process redis: %w", err)
-		}
-		rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
-		logs := nodelog.NewHandler(a.log.Handler(), rdb, a.cfg.Redis.Namespace)
-		e := engine.New(rdb, st, engine.WithNamespace(a.cfg.Redis.Namespace), engine.WithLogger(slog.New(logs)))
-		c = &conn{engine: e, rdb: rdb, store: st, close: func() {
-			e.Close()
-			logs.Close()
-			rdb.Close()
-			mr.Close()
-			st.Close()
-		}}
+	// Without a Redis server, connect starts an in-process one: the
+	// embedded cluster of this process.
+	c, err := a.connect(ctx, false)
+	if err != nil {
+		return nil, err
+	}
+	if a.cfg.Redis.Addr == "" {
 		if o.workers < 0 {
 			o.workers = runtime.NumCPU()
 		}

@@ -59,10 +59,14 @@
       h("button", { class: "plain", onclick: () => form.hidden = !form.hidden }, "Submit a run")),
       form, status,
       h("table", { id: "runs" }, h("thead", {}, h("tr", {}, ["Run", "Pipeline", "State", "Created", "Duration", "Source"].map(c => h("th", {}, c)))), table));
+    let last = "";
     every(3000, async () => {
       try {
         const { runs } = await api("/api/v1/runs?limit=200");
         status.replaceChildren();
+        const json = JSON.stringify(runs.map(r => [r.id, r.state, r.finished_at]));
+        if (json === last && !runs.some(r => r.state === "running")) return; // nothing moved
+        last = json;
         table.replaceChildren(...(runs.length ? runs.map(r => h("tr", { class: "click", onclick: () => location.hash = `#/runs/${enc(r.id)}` },
           h("td", { class: "mono" }, h("a", { href: `#/runs/${enc(r.id)}` }, r.id)), h("td", {}, r.name), h("td", {}, badge(r.state)),
           h("td", {}, fmtTime(r.created_at)), h("td", { class: "num" }, runDur(r)), h("td", { class: "muted" }, r.source)))
