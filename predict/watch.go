@@ -83,14 +83,24 @@ func (w *Watcher) Check(ctx context.Context) (bool, error) {
 func (w *Watcher) Run(ctx context.Context, interval time.Duration) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
+	reported := ""
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
-		if _, err := w.Check(ctx); err != nil && ctx.Err() == nil {
+		_, err := w.Check(ctx)
+		switch {
+		case err == nil || ctx.Err() != nil:
+			reported = ""
+		case err.Error() != reported:
+			// Once per distinct problem: a tag that points nowhere yet
+			// would otherwise warn every interval.
 			w.log.Warn("model not reloaded", "err", err)
+			reported = err.Error()
+		default:
+			w.log.Debug("model not reloaded", "err", err)
 		}
 	}
 }

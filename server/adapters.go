@@ -95,7 +95,7 @@ func (m modelRegistry) Models(ctx context.Context) (any, error) {
 		}
 		for i := len(vs) - 1; i >= 0; i-- {
 			v := &vs[i]
-			r := modelRow{Ref: v.Ref(), Tags: registry.TagsOf(model.Tags, v.Version), Stage: v.Stage, Run: v.Run,
+			r := modelRow{Ref: v.Ref(), Tags: append([]string{}, registry.TagsOf(model.Tags, v.Version)...), Stage: v.Stage, Run: v.Run,
 				Digest: engine.Short(strings.TrimPrefix(v.Model.Digest, "sha256:")), Registered: v.Registered}
 			if len(v.Metrics) > 0 {
 				f := v.Metrics[0].Micro.F1

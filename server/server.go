@@ -174,7 +174,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
 	s.mux.ServeHTTP(rec, r)
 	lvl := slog.LevelDebug
-	if rec.status >= 500 {
+	if rec.status >= 500 && rec.status != http.StatusServiceUnavailable && rec.status != http.StatusNotImplemented {
 		lvl = slog.LevelWarn
 	}
 	s.log.Log(r.Context(), lvl, "http", "method", r.Method, "path", r.URL.Path, "status", rec.status,
