@@ -38,6 +38,24 @@ func (s *Server) listSchedules(w http.ResponseWriter, r *http.Request) {
 	})(w, r)
 }
 
+func (s *Server) addSchedule(w http.ResponseWriter, r *http.Request) {
+	if s.schedules == nil {
+		writeError(w, http.StatusNotImplemented, "this server has no schedules")
+		return
+	}
+	var req NewSchedule
+	if !decodeBody(w, r, 64<<10, &req) {
+		return
+	}
+	if err := s.schedules.AddSchedule(r.Context(), req); err != nil {
+		// Validation (name, cron, the spec file and its expansion) is
+		// the schedule store's; its errors are the submitter's to fix.
+		writeError(w, http.StatusBadRequest, "%v", err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, map[string]string{"schedule": req.Name})
+}
+
 func (s *Server) controlSchedule(w http.ResponseWriter, r *http.Request) {
 	if s.schedules == nil {
 		writeError(w, http.StatusNotImplemented, "this server has no schedules")

@@ -48,12 +48,25 @@ type Workers interface {
 	Workers(ctx context.Context) (any, error)
 }
 
-// Schedules lists and controls schedules.
+// Schedules lists, adds and controls schedules.
 type Schedules interface {
 	Schedules(ctx context.Context) (any, error)
+	AddSchedule(ctx context.Context, s NewSchedule) error
 	PauseSchedule(ctx context.Context, name string) error
 	ResumeSchedule(ctx context.Context, name string) error
 	RemoveSchedule(ctx context.Context, name string) error
+}
+
+// NewSchedule is POST /api/v1/schedules.
+type NewSchedule struct {
+	Name string `json:"name"`
+	Cron string `json:"cron"`
+	// SpecFile is a path on the machines of the API and the schedulers,
+	// read at every tick (as `nerflow schedule add` records it).
+	SpecFile string   `json:"spec_file"`
+	Set      []string `json:"set"`
+	// Missed is the missed-tick policy: run-once (default) or skip.
+	Missed string `json:"missed"`
 }
 
 // Models lists, shows and promotes registered models; refs are
@@ -155,6 +168,7 @@ func (s *Server) routes() {
 	api("GET /api/v1/runs/{id}/nodes/{node}/outputs/{output}/files/{file...}", s.download)
 	api("GET /api/v1/workers", s.listWorkers)
 	api("GET /api/v1/schedules", s.listSchedules)
+	api("POST /api/v1/schedules", s.addSchedule)
 	api("POST /api/v1/schedules/{name}/{action}", s.controlSchedule)
 	api("GET /api/v1/models", s.listModels)
 	api("GET /api/v1/models/{ref}", s.getModel)

@@ -210,10 +210,10 @@
     return String(v);
   }
 
-  function listPage(title, path, key, empty, actions) {
+  function listPage(title, path, key, empty, actions, form) {
     const body = h("div");
     let last = "";
-    show(h("h1", {}, title), body);
+    show(h("h1", {}, title), form ? form(() => { last = ""; refresh(); }) : "", body);
     const refresh = async () => {
       try {
         const data = await api(path);
@@ -236,10 +236,27 @@
 
   const post = (path, body) => api(path, { method: "POST", body: JSON.stringify(body || {}) });
 
+  function scheduleForm(done) {
+    const name = h("input", { id: "sched-name", placeholder: "nightly", size: 12 });
+    const cron = h("input", { id: "sched-cron", value: "0 2 * * *", size: 12 });
+    const file = h("input", { id: "sched-spec", placeholder: "/srv/specs/conll03-distant.yaml (on the servers)", size: 44 });
+    const sets = h("input", { id: "sched-set", placeholder: "overrides: gce.epochs=3; ...", size: 30 });
+    const missed = h("select", { id: "sched-missed" }, h("option", {}, "run-once"), h("option", {}, "skip"));
+    const out = h("span", { class: "error" });
+    return h("form", { class: "panel toolbar", onsubmit: async ev => {
+      ev.preventDefault();
+      try {
+        await post("/api/v1/schedules", { name: name.value, cron: cron.value, spec_file: file.value, missed: missed.value,
+          set: sets.value.split(";").map(s => s.trim()).filter(Boolean) });
+        out.textContent = ""; name.value = ""; done();
+      } catch (e) { out.textContent = String(e.message || e); }
+    } }, name, cron, file, sets, missed, h("button", { type: "submit", id: "sched-add" }, "Add schedule"), out);
+  }
+
   function schedulesPage() {
-    listPage("Schedules", "/api/v1/schedules", "schedules", "No schedules: add one with nerflow schedule add NAME --cron '0 2 * * *' SPEC.", (s, done) => [
+    listPage("Schedules", "/api/v1/schedules", "schedules", "No schedules yet: add one above or with nerflow schedule add NAME --cron '0 2 * * *' SPEC.", (s, done) => [
       h("button", { class: "plain", onclick: () => post(`/api/v1/schedules/${enc(s.name)}/${s.paused ? "resume" : "pause"}`).then(done) }, s.paused ? "Resume" : "Pause"), " ",
-      h("button", { class: "danger", onclick: () => confirm(`Delete schedule ${s.name}?`) && post(`/api/v1/schedules/${enc(s.name)}/delete`).then(done) }, "Delete")]);
+      h("button", { class: "danger", onclick: () => confirm(`Delete schedule ${s.name}?`) && post(`/api/v1/schedules/${enc(s.name)}/delete`).then(done) }, "Delete")], scheduleForm);
   }
 
   function modelsPage() {
