@@ -25,6 +25,8 @@ type graphNode struct {
 	Parents []string       `json:"parents"`
 }
 
+const maxCachedGraphs = 512
+
 // graphView is the immutable part of a run: its DAG and spec.
 type graphView struct {
 	Nodes     []graphNode `json:"nodes"`
@@ -127,6 +129,11 @@ func (s *Server) graph(r *http.Request, id string) (*graphView, error) {
 	if g, ok := s.graphs.Load(id); ok {
 		return g.(*graphView), nil
 	}
+	if s.cachedGraphs.Add(1) > maxCachedGraphs {
+		// A long-lived server sees many runs: start over, reload on demand.
+		s.graphs.Clear()
+		s.cachedGraphs.Store(1)
+	}
 	m, err := s.runs.Manifest(r.Context(), id)
 	if err != nil {
 		return nil, fmt.Errorf("reading the graph of run %s: %w", id, err)
@@ -149,7 +156,7 @@ func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) {
 	var req struct {
 		Reason string `json:"reason"`
 	}
-	if r.ContentLength != 0 && !decodeBody(w, r, 4096, &req) {
+	if !decodeOptionalBody(w, r, 4096, &req) {
 		return
 	}
 	id := r.PathValue("id")
@@ -157,11 +164,7 @@ func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) {
 		req.Reason = "cancelled from the API"
 	}
 	if err := s.runs.Cancel(r.Context(), id, req.Reason); err != nil {
-		if !errors.Is(err, engine.ErrNoRun) && strings.Contains(err.Error(), "not running") {
-			writeError(w, http.StatusConflict, "%v", err)
-			return
-		}
-		s.fail(w, r, err)
+		s.controlFailed(w, r, id, err, func(state string) bool { return state != engine.Running })
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"id": id, "state": engine.Cancelled})
@@ -171,14 +174,23 @@ func (s *Server) retryRun(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	n, err := s.runs.Retry(r.Context(), id)
 	if err != nil {
-		if !errors.Is(err, engine.ErrNoRun) && strings.Contains(err.Error(), "nothing to retry") {
-			writeError(w, http.StatusConflict, "%v", err)
-			return
-		}
-		s.fail(w, r, err)
+		s.controlFailed(w, r, id, err, func(state string) bool { return state == engine.Running || state == engine.Succeeded })
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"id": id, "nodes": n})
+}
+
+// controlFailed answers a cancel or retry that failed: 409 when the run's
+// state is one the action does not apply to (conflict says which), else
+// what the error is.
+func (s *Server) controlFailed(w http.ResponseWriter, r *http.Request, id string, err error, conflict func(state string) bool) {
+	if !errors.Is(err, engine.ErrNoRun) {
+		if st, serr := s.runs.Status(r.Context(), id); serr == nil && conflict(st.State) {
+			writeError(w, http.StatusConflict, "%v", err)
+			return
+		}
+	}
+	s.fail(w, r, err)
 }
 
 // node finds a node of a run, answering 404 itself.

@@ -16,9 +16,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nerflow/nerflow/pipeline/engine"
@@ -101,7 +103,8 @@ type Server struct {
 	metrics   http.Handler
 	mux       *http.ServeMux
 
-	graphs sync.Map // run id -> *graphView (a run's graph never changes)
+	graphs       sync.Map // run id -> *graphView (a run's graph never changes)
+	cachedGraphs atomic.Int64
 }
 
 // Option configures a Server.
@@ -244,6 +247,17 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		s.log.Warn("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 		writeError(w, http.StatusInternalServerError, "%v", err)
 	}
+}
+
+// decodeOptionalBody is decodeBody for a body that may be absent.
+func decodeOptionalBody(w http.ResponseWriter, r *http.Request, limit int64, v any) bool {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, limit))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil && !errors.Is(err, io.EOF) {
+		writeError(w, http.StatusBadRequest, "request body: %v", err)
+		return false
+	}
+	return true
 }
 
 // decodeBody reads a JSON body of at most limit bytes into v.

@@ -134,7 +134,9 @@ func (a *app) serve(ctx context.Context, o serveOptions) error {
 	if err != nil {
 		return err
 	}
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
+	// No write timeout: downloads of large artifacts stream for as long as
+	// they need.
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	a.log.Info("serving", "addr", "http://"+ln.Addr().String(), "embedded", a.cfg.Redis.Addr == "")
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
