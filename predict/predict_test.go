@@ -224,3 +224,26 @@ func spansString(r *Response) string {
 	}
 	return strings.Join(parts, " ")
 }
+
+func TestReadRequests(t *testing.T) {
+	raw, err := readRequests(strings.NewReader("John lives in Paris.\n\n  \nAnna met Carlos.\n"), "raw.txt", false, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(raw.texts) != 2 || raw.texts[1] != "Anna met Carlos." || raw.lines[0] != 1 || raw.lines[1] != 4 {
+		t.Fatalf("raw: %+v", raw)
+	}
+	tok, err := readRequests(strings.NewReader("John B-PER\nlives O\n\nAnna B-PER\n"), "x.conll", true, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tok.sentences) != 2 || strings.Join(tok.sentences[0], " ") != "John lives" || tok.lines[1] != 2 {
+		t.Fatalf("tokenized: %+v", tok)
+	}
+	if r := tok.slice(1, 2); len(r.Sentences) != 1 || r.Texts != nil {
+		t.Fatalf("slice: %+v", r)
+	}
+	if _, err := readRequests(strings.NewReader("a\n"), "x.unknown", true, ""); err == nil || !strings.Contains(err.Error(), "x.unknown") {
+		t.Fatalf("unknown format: %v", err)
+	}
+}
