@@ -60,7 +60,7 @@ type Version struct {
 	// Model is the manifest of the model artifact (read it with
 	// stages.NewInput(ctx, store, v.Model)).
 	Model stages.Artifact `json:"model"`
-	// Registered is when Sync registered it.
+	// Registered is when the run that registered it finished.
 	Registered time.Time `json:"registered"`
 	// Nerflow is the version of the binary that produced it.
 	Nerflow string `json:"nerflow"`
@@ -116,7 +116,6 @@ type Registry struct {
 	rdb   redis.UniversalClient
 	ns    string
 	log   *slog.Logger
-	now   func() time.Time
 	mu    sync.Mutex
 }
 
@@ -134,7 +133,7 @@ func WithLogger(l *slog.Logger) Option { return func(r *Registry) { r.log = l } 
 
 // New returns the registry of store.
 func New(store storage.Store, opts ...Option) *Registry {
-	r := &Registry{store: store, log: slog.Default(), now: time.Now, ns: "nerflow"}
+	r := &Registry{store: store, log: slog.Default(), ns: "nerflow"}
 	for _, o := range opts {
 		o(r)
 	}
@@ -435,6 +434,33 @@ func (r *Registry) Sync(ctx context.Context) ([]Version, error) {
 	return created, err
 }
 
+// SyncRun waits up to timeout for the manifest of run to record its end,
+// then syncs. A run's state reaches Redis a moment before its final
+// manifest reaches the store, so a caller that has just seen the run
+// finish (nerflow run) uses this rather than Sync.
+func (r *Registry) SyncRun(ctx context.Context, run string, timeout time.Duration) ([]Version, error) {
+	deadline := time.Now().Add(timeout)
+	for {
+		var m engine.Manifest
+		_, err := storage.GetJSON(ctx, r.store, "runs/"+run+"/manifest.json", &m)
+		if err != nil && !errors.Is(err, storage.ErrNotFound) {
+			return nil, fmt.Errorf("reading the manifest of run %s: %w", run, err)
+		}
+		if err == nil && m.State != engine.Running {
+			break
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("run %s: its manifest does not record its end after %s", run, timeout)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	return r.Sync(ctx)
+}
+
 func finished(m *engine.Manifest) time.Time {
 	if m.FinishedAt != nil {
 		return *m.FinishedAt
@@ -498,7 +524,7 @@ func (r *Registry) register(ctx context.Context, m *engine.Manifest, regNode *sp
 			return v, false, nil
 		}
 	}
-	v := &Version{Name: name, Version: 1, Model: card.Model, Registered: r.now().UTC(), Nerflow: card.Nerflow,
+	v := &Version{Name: name, Version: 1, Model: card.Model, Registered: finished(m).UTC(), Nerflow: card.Nerflow,
 		Lineage: lineage(m, card), Metrics: card.Metrics}
 	if len(nums) > 0 {
 		v.Version = nums[len(nums)-1] + 1

@@ -98,7 +98,7 @@ func TestRegistry(t *testing.T) {
 	reg := registry.New(st)
 
 	first := run()
-	created, err := reg.Sync(ctx)
+	created, err := reg.SyncRun(ctx, first.ID, 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,12 +136,12 @@ func TestRegistry(t *testing.T) {
 	if n, _ := again.Node("register"); n.State != engine.Cached {
 		t.Errorf("register node of the second run is %s, want cached", n.State)
 	}
-	if created, err := reg.Sync(ctx); err != nil || len(created) != 0 {
+	if created, err := reg.SyncRun(ctx, again.ID, 10*time.Second); err != nil || len(created) != 0 {
 		t.Fatalf("sync after a cached run created %+v (%v), want nothing", created, err)
 	}
 	// Another seed is another model.
-	run("train.seed=2")
-	created, err = reg.Sync(ctx)
+	third := run("train.seed=2")
+	created, err = reg.SyncRun(ctx, third.ID, 10*time.Second)
 	if err != nil || len(created) != 1 || created[0].Ref() != "demo@2" {
 		t.Fatalf("sync after seed=2 created %+v (%v), want demo@2", created, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/nerflow/nerflow/pipeline/spec"
+	_ "github.com/nerflow/nerflow/registry" // stage register, which the examples end with
 )
 
 // The example specs parse and validate against the registered stages

@@ -128,9 +128,13 @@ func TestSeedsSpreadOverWorkers(t *testing.T) {
 	}
 	sub, rdb := process()
 
-	ws, err := workers.List(ctx, rdb, ns)
-	if err != nil {
-		t.Fatal(err)
+	// asynq writes a server's first heartbeat just after it starts.
+	var ws []workers.Info
+	for deadline := time.Now().Add(20 * time.Second); len(ws) < 4 && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		var err error
+		if ws, err = workers.List(ctx, rdb, ns); err != nil {
+			t.Fatal(err)
+		}
 	}
 	var names []string
 	for _, w := range ws {

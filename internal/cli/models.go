@@ -17,31 +17,30 @@ import (
 	"github.com/nerflow/nerflow/storage"
 )
 
-// openRegistry opens the configured store's model registry, locking through
-// the configured Redis when there is one, and registers the models of runs
-// finished since the last look.
-func (a *app) openRegistry(ctx context.Context) (*registry.Registry, func(), error) {
+// withRegistry runs fn with the configured store's model registry, locking
+// through the configured Redis when there is one, after registering the
+// models of the runs finished since the last look.
+func (a *app) withRegistry(cmd *cobra.Command, fn func(ctx context.Context, reg *registry.Registry) error) error {
+	ctx := cmd.Context()
 	st, err := storage.Open(ctx, a.cfg.Store)
 	if err != nil {
-		return nil, nil, err
+		return err
 	}
+	defer st.Close()
 	opts := []registry.Option{registry.WithLogger(a.log)}
-	closeAll := func() { st.Close() }
 	if a.cfg.Redis.Addr != "" {
 		rdb, err := a.redisClient(ctx)
 		if err != nil {
-			st.Close()
-			return nil, nil, err
+			return err
 		}
+		defer rdb.Close()
 		opts = append(opts, registry.WithRedis(rdb, a.cfg.Redis.Namespace))
-		closeAll = func() { rdb.Close(); st.Close() }
 	}
 	reg := registry.New(st, opts...)
 	if _, err := reg.Sync(ctx); err != nil {
-		closeAll()
-		return nil, nil, fmt.Errorf("registering the models of finished runs: %w", err)
+		return fmt.Errorf("registering the models of finished runs: %w", err)
 	}
-	return reg, closeAll, nil
+	return fn(ctx, reg)
 }
 
 func init() {
@@ -67,48 +66,44 @@ func modelsList(a *app) *cobra.Command {
 		Short: "List models, or the versions of one model",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			reg, closeAll, err := a.openRegistry(ctx)
-			if err != nil {
-				return err
-			}
-			defer closeAll()
-			out := cmd.OutOrStdout()
-			if len(args) == 0 {
-				ms, err := reg.Models(ctx)
+			return a.withRegistry(cmd, func(ctx context.Context, reg *registry.Registry) error {
+				out := cmd.OutOrStdout()
+				if len(args) == 0 {
+					ms, err := reg.Models(ctx)
+					if err != nil {
+						return err
+					}
+					if asJSON {
+						return writeJSON(out, ms)
+					}
+					tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+					fmt.Fprintln(tw, "MODEL\tVERSIONS\tLATEST\tTAGS\tF1\tREGISTERED")
+					for _, m := range ms {
+						fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\n", m.Name, m.Versions, m.Latest.Version, tagList(m.Tags),
+							f1(m.Latest), m.Latest.Registered.Format("2006-01-02 15:04"))
+					}
+					return tw.Flush()
+				}
+				vs, err := reg.Versions(ctx, args[0])
+				if err != nil {
+					return err
+				}
+				tags, err := reg.Tags(ctx, args[0])
 				if err != nil {
 					return err
 				}
 				if asJSON {
-					return writeJSON(out, ms)
+					return writeJSON(out, vs)
 				}
 				tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-				fmt.Fprintln(tw, "MODEL\tVERSIONS\tLATEST\tTAGS\tF1\tREGISTERED")
-				for _, m := range ms {
-					fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\n", m.Name, m.Versions, m.Latest.Version, tagList(m.Tags),
-						f1(m.Latest), m.Latest.Registered.Format("2006-01-02 15:04"))
+				fmt.Fprintln(tw, "VERSION\tTAGS\tF1\tSTAGE\tRUN\tREGISTERED")
+				for i := len(vs) - 1; i >= 0; i-- {
+					v := &vs[i]
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", v.Ref(), orDash(strings.Join(registry.TagsOf(tags, v.Version), ",")),
+						f1(v), orDash(v.Stage), v.Run, v.Registered.Format("2006-01-02 15:04"))
 				}
 				return tw.Flush()
-			}
-			vs, err := reg.Versions(ctx, args[0])
-			if err != nil {
-				return err
-			}
-			tags, err := reg.Tags(ctx, args[0])
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return writeJSON(out, vs)
-			}
-			tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "VERSION\tTAGS\tF1\tSTAGE\tRUN\tREGISTERED")
-			for i := len(vs) - 1; i >= 0; i-- {
-				v := &vs[i]
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", v.Ref(), orDash(strings.Join(registry.TagsOf(tags, v.Version), ",")),
-					f1(v), orDash(v.Stage), v.Run, v.Registered.Format("2006-01-02 15:04"))
-			}
-			return tw.Flush()
+			})
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
@@ -122,25 +117,21 @@ func modelsShow(a *app) *cobra.Command {
 		Short: "Show a model version: lineage, metrics, tags",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			reg, closeAll, err := a.openRegistry(ctx)
-			if err != nil {
-				return err
-			}
-			defer closeAll()
-			v, err := reg.Resolve(ctx, args[0])
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return writeJSON(cmd.OutOrStdout(), v)
-			}
-			tags, err := reg.Tags(ctx, v.Name)
-			if err != nil {
-				return err
-			}
-			printVersion(cmd.OutOrStdout(), v, registry.TagsOf(tags, v.Version))
-			return nil
+			return a.withRegistry(cmd, func(ctx context.Context, reg *registry.Registry) error {
+				v, err := reg.Resolve(ctx, args[0])
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					return writeJSON(cmd.OutOrStdout(), v)
+				}
+				tags, err := reg.Tags(ctx, v.Name)
+				if err != nil {
+					return err
+				}
+				printVersion(cmd.OutOrStdout(), v, registry.TagsOf(tags, v.Version))
+				return nil
+			})
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
@@ -162,17 +153,13 @@ func modelsPromote(a *app) *cobra.Command {
 			if n == 0 || t != "" {
 				return fmt.Errorf("promote %q: want NAME@VERSION with a version number", args[0])
 			}
-			ctx := cmd.Context()
-			reg, closeAll, err := a.openRegistry(ctx)
-			if err != nil {
-				return err
-			}
-			defer closeAll()
-			if err := reg.Promote(ctx, name, n, tag); err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s@%d is now %s\n", name, n, tag)
-			return nil
+			return a.withRegistry(cmd, func(ctx context.Context, reg *registry.Registry) error {
+				if err := reg.Promote(ctx, name, n, tag); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "%s@%d is now %s\n", name, n, tag)
+				return nil
+			})
 		},
 	}
 	cmd.Flags().StringVar(&tag, "tag", "", "tag to move, e.g. production or staging (required)")
@@ -207,7 +194,7 @@ func printVersion(w io.Writer, v *registry.Version, tags []string) {
 	fmt.Fprintf(w, "model      %s\n", v.Ref())
 	fmt.Fprintf(w, "tags       %s\n", orDash(strings.Join(tags, ", ")))
 	fmt.Fprintf(w, "registered %s by nerflow %s\n", v.Registered.Format("2006-01-02 15:04:05 MST"), v.Nerflow)
-	fmt.Fprintf(w, "artifact   %s (%s, %d files)\n", engine.Short(v.Model.Digest), v.Model.Prefix, len(v.Model.Files))
+	fmt.Fprintf(w, "artifact   %s (%s, %d files)\n", shortDigest(v.Model.Digest), v.Model.Prefix, len(v.Model.Files))
 	fmt.Fprintf(w, "run        %s (spec %s%s)\n", v.Run, orDash(v.SpecFile), overridesNote(v.Overrides))
 	if v.Stage != "" {
 		fmt.Fprintf(w, "trained by %s (%s v%d, node key %s)\n", v.Node, v.Stage, v.StageVersion, engine.Short(v.Key))
@@ -218,10 +205,10 @@ func printVersion(w io.Writer, v *registry.Version, tags []string) {
 		fmt.Fprintf(w, "params     %s\n", params.String())
 	}
 	for _, in := range v.Inputs {
-		fmt.Fprintf(w, "input      %-12s %s\n", in.Name, engine.Short(in.Digest))
+		fmt.Fprintf(w, "input      %-12s %s\n", in.Name, shortDigest(in.Digest))
 	}
 	for _, d := range v.Datasets {
-		fmt.Fprintf(w, "dataset    %s %s (%s)\n", engine.Short(d.Digest), d.Source, strings.Join(d.Ports, ", "))
+		fmt.Fprintf(w, "dataset    %s %s (%s)\n", shortDigest(d.Digest), d.Source, strings.Join(d.Ports, ", "))
 	}
 	for _, m := range v.Metrics {
 		fmt.Fprintf(w, "metrics    %s: P %.2f R %.2f F1 %.2f over %d sentences\n", orDash(m.Node),
@@ -239,3 +226,6 @@ func overridesNote(o []string) string {
 	}
 	return ", --set " + strings.Join(o, " --set ")
 }
+
+// shortDigest abbreviates "sha256:<hex>" to 12 hex digits.
+func shortDigest(d string) string { return engine.Short(strings.TrimPrefix(d, "sha256:")) }

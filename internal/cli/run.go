@@ -99,9 +99,11 @@ The spec syntax is described in docs/spec.md; ` + "`nerflow stages`" + ` lists t
 				}
 				if final.State == engine.Succeeded {
 					// Register the models the run declared (register stage).
-					created, err := registry.New(st, registry.WithLogger(log)).Sync(ctx)
+					// The run itself succeeded: a registry problem is
+					// reported, and the next models command tries again.
+					created, err := registry.New(st, registry.WithLogger(log)).SyncRun(ctx, final.ID, 30*time.Second)
 					if err != nil {
-						return err
+						log.Warn("registering the run's models", "err", err)
 					}
 					for _, v := range created {
 						fmt.Fprintf(out, "registered model %s (nerflow models show %s)\n", v.Ref(), v.Ref())
