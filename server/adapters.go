@@ -11,10 +11,11 @@ import (
 
 	"github.com/nerflow/nerflow/pipeline/engine"
 	"github.com/nerflow/nerflow/registry"
+	"github.com/nerflow/nerflow/schedule"
 	"github.com/nerflow/nerflow/workers"
 )
 
-// Adapters of the operating packages (workers, registry) to the server's
+// Adapters of the operating packages (workers, registry, schedule) to the server's
 // interfaces, shaped as the dashboard lists them.
 
 // NewWorkerList shows the live workers of package workers on the API.
@@ -129,6 +130,70 @@ func (m modelRegistry) Promote(ctx context.Context, ref, tag string) error {
 // notFound marks the registry's lookup failures for a 404.
 func notFound(err error) error {
 	if errors.Is(err, registry.ErrNoModel) || errors.Is(err, registry.ErrNoVersion) || errors.Is(err, registry.ErrNoTag) {
+		return fmt.Errorf("%w: %w", ErrNotFound, err)
+	}
+	return err
+}
+
+// NewScheduleList shows and controls the schedules of package schedule on
+// the API.
+func NewScheduleList(st *schedule.Store) Schedules { return scheduleList{st} }
+
+type scheduleList struct{ st *schedule.Store }
+
+// scheduleRow is one schedule as the dashboard lists it.
+type scheduleRow struct {
+	Name        string     `json:"name"`
+	Cron        string     `json:"cron"`
+	SpecFile    string     `json:"spec_file"`
+	Overrides   []string   `json:"overrides"`
+	Missed      string     `json:"missed"`
+	Paused      bool       `json:"paused"`
+	Next        *time.Time `json:"next"`
+	LastRun     string     `json:"last_run"`
+	LastSuccess string     `json:"last_success"`
+	LastOutcome string     `json:"last_outcome"`
+}
+
+func (l scheduleList) Schedules(ctx context.Context) (any, error) {
+	es, err := l.st.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rows := make([]scheduleRow, 0, len(es))
+	for _, e := range es {
+		r := scheduleRow{Name: e.Name, Cron: e.Cron, SpecFile: e.SpecFile, Overrides: append([]string{}, e.Overrides...), Missed: e.Missed,
+			Paused: e.Paused, LastRun: e.State.LastRun, LastSuccess: e.State.LastSuccess}
+		if !e.Next.IsZero() {
+			next := e.Next
+			r.Next = &next
+		}
+		if ev := e.State.Last; ev != nil {
+			r.LastOutcome = ev.Outcome
+		}
+		rows = append(rows, r)
+	}
+	return rows, nil
+}
+
+func (l scheduleList) AddSchedule(ctx context.Context, s NewSchedule) error {
+	return l.st.Add(ctx, schedule.Schedule{Name: s.Name, Cron: s.Cron, SpecFile: s.SpecFile, Overrides: s.Set, Missed: s.Missed})
+}
+
+func (l scheduleList) PauseSchedule(ctx context.Context, name string) error {
+	return scheduleNotFound(l.st.Pause(ctx, name))
+}
+
+func (l scheduleList) ResumeSchedule(ctx context.Context, name string) error {
+	return scheduleNotFound(l.st.Resume(ctx, name))
+}
+
+func (l scheduleList) RemoveSchedule(ctx context.Context, name string) error {
+	return scheduleNotFound(l.st.Remove(ctx, name))
+}
+
+func scheduleNotFound(err error) error {
+	if errors.Is(err, schedule.ErrNoSchedule) {
 		return fmt.Errorf("%w: %w", ErrNotFound, err)
 	}
 	return err

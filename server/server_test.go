@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -26,7 +27,7 @@ func exerciseAPI(t *testing.T, s *stack) {
 	if code, _ := s.do("GET", "/healthz", nil, false); code != http.StatusOK {
 		t.Fatalf("healthz: %d", code)
 	}
-	for path, want := range map[string]int{"/api/v1/runs": 401, "/api/v1/info": 401, "/metrics": 404, "/assets/app.js": 303, "/": 303, "/login": 200} {
+	for path, want := range map[string]int{"/api/v1/runs": 401, "/api/v1/info": 401, "/metrics": 401, "/assets/app.js": 303, "/": 303, "/login": 200} {
 		if code, _ := s.do("GET", path, nil, false); code != want {
 			t.Errorf("GET %s without token: %d, want %d", path, code, want)
 		}
@@ -215,11 +216,53 @@ func exerciseAPI(t *testing.T, s *stack) {
 
 	var info map[string]any
 	s.get("/api/v1/info", &info)
-	if info["predict"] != true || info["model"] != "tiny" || info["workers"] != true || info["schedules"] != false {
+	if info["predict"] != true || info["model"] != "tiny" || info["workers"] != true || info["schedules"] != true || info["metrics"] != true {
 		t.Errorf("info: %v", info)
 	}
-	if code, _ := s.do("GET", "/api/v1/schedules", nil, true); code != http.StatusNotImplemented {
-		t.Errorf("schedules without a scheduler: %d", code)
+
+	// Schedules: add, list, pause, resume, delete.
+	specFile, _ := filepath.Abs("testdata/tiny.yaml")
+	if code, b := s.do("POST", "/api/v1/schedules", server.NewSchedule{Name: "nightly", Cron: "0 2 * * *", SpecFile: specFile, Set: []string{"train.epochs=2"}}, true); code != http.StatusCreated {
+		t.Fatalf("add schedule: %d %s", code, b)
+	}
+	for _, bad := range []server.NewSchedule{{Name: "bad", Cron: "every night", SpecFile: specFile}, {Name: "nospec", Cron: "@daily", SpecFile: "/nonexistent.yaml"},
+		{Name: "nightly", Cron: "@daily", SpecFile: specFile}} {
+		if code, b := s.do("POST", "/api/v1/schedules", bad, true); code != http.StatusBadRequest {
+			t.Errorf("add %+v: %d %s", bad, code, b)
+		}
+	}
+	var scheds struct{ Schedules []map[string]any }
+	s.get("/api/v1/schedules", &scheds)
+	if len(scheds.Schedules) != 1 || scheds.Schedules[0]["name"] != "nightly" || scheds.Schedules[0]["next"] == nil || scheds.Schedules[0]["paused"] != false {
+		t.Fatalf("schedules: %+v", scheds.Schedules)
+	}
+	if code, b := s.do("POST", "/api/v1/schedules/nightly/pause", nil, true); code != http.StatusOK {
+		t.Fatalf("pause: %d %s", code, b)
+	}
+	s.get("/api/v1/schedules", &scheds)
+	if scheds.Schedules[0]["paused"] != true || scheds.Schedules[0]["next"] != nil {
+		t.Errorf("paused schedule: %+v", scheds.Schedules[0])
+	}
+	if code, _ := s.do("POST", "/api/v1/schedules/nightly/resume", nil, true); code != http.StatusOK {
+		t.Errorf("resume: %d", code)
+	}
+	if code, _ := s.do("POST", "/api/v1/schedules/nightly/delete", nil, true); code != http.StatusOK {
+		t.Errorf("delete: %d", code)
+	}
+	if code, _ := s.do("POST", "/api/v1/schedules/nightly/delete", nil, true); code != http.StatusNotFound {
+		t.Errorf("delete again: %d", code)
+	}
+
+	// Metrics, with the token only.
+	code, b = s.do("GET", "/metrics", nil, true)
+	if code != http.StatusOK || !strings.Contains(string(b), "nerflow_up 1") || !strings.Contains(string(b), "nerflow_queue_processed_total{queue=\"cpu\"}") {
+		var ours []string
+		for _, l := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(l, "nerflow_") {
+				ours = append(ours, l)
+			}
+		}
+		t.Errorf("metrics: %d\n%s", code, strings.Join(ours, "\n"))
 	}
 }
 

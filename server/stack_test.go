@@ -21,12 +21,14 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/sugarme/gotch"
 
+	"github.com/nerflow/nerflow/internal/metrics"
 	"github.com/nerflow/nerflow/internal/nodelog"
 	"github.com/nerflow/nerflow/internal/testenv"
 	"github.com/nerflow/nerflow/pipeline/engine"
 	_ "github.com/nerflow/nerflow/pipeline/teststages" // test.slow, for a run that is still running
 	"github.com/nerflow/nerflow/predict"
 	"github.com/nerflow/nerflow/registry"
+	"github.com/nerflow/nerflow/schedule"
 	"github.com/nerflow/nerflow/server"
 	"github.com/nerflow/nerflow/storage"
 	_ "github.com/nerflow/nerflow/storage/all"
@@ -131,7 +133,9 @@ func newStack(t *testing.T, real bool) *stack {
 	dir, _ := filepath.Abs("testdata")
 	srv, err := server.New(s.e, s.token, server.WithLogger(log), server.WithSpecDir(dir),
 		server.WithNodeLogs(nodelog.NewReader(rdb, ns)), server.WithPredictor(s.batcher, "tiny"),
-		server.WithWorkers(server.NewWorkerList(rdb, ns)), server.WithModels(server.NewModelRegistry(reg)))
+		server.WithWorkers(server.NewWorkerList(rdb, ns)), server.WithModels(server.NewModelRegistry(reg)),
+		server.WithSchedules(server.NewScheduleList(schedule.NewStore(rdb, ns))),
+		server.WithMetrics(metrics.Handler(metrics.NewRegistry(metrics.NewCollector(s.e, rdb, ns, log)))))
 	if err != nil {
 		t.Fatal(err)
 	}

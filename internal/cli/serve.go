@@ -12,10 +12,12 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/nerflow/nerflow/internal/metrics"
 	"github.com/nerflow/nerflow/internal/nodelog"
 	"github.com/nerflow/nerflow/pipeline/engine"
 	"github.com/nerflow/nerflow/predict"
 	"github.com/nerflow/nerflow/registry"
+	"github.com/nerflow/nerflow/schedule"
 	"github.com/nerflow/nerflow/server"
 	"github.com/nerflow/nerflow/stages"
 	"github.com/nerflow/nerflow/train"
@@ -34,6 +36,7 @@ type serveOptions struct {
 	maxWait        time.Duration
 	reloadInterval time.Duration
 	addr           string
+	scheduler      bool
 }
 
 func init() {
@@ -52,9 +55,9 @@ Every endpoint but GET /healthz needs the bearer token serve.token
 once and keeps a session cookie derived from it.
 
 Without a Redis server (embedded mode) the API runs its own in-process
-Redis and worker: runs submitted over HTTP execute in this process and live
-as long as it. With --redis it is the API of the cluster, and --workers N
-also executes nodes here.`,
+Redis, workers and scheduler: runs submitted over HTTP execute in this
+process and live as long as it. With --redis it is the API of the cluster;
+--workers N also executes nodes here and --scheduler fires schedules.`,
 			Example: `  NERFLOW_SERVE_TOKEN=$(openssl rand -hex 16) nerflow serve --addr :8080
   nerflow serve --redis redis:6379 --store s3://nerflow?endpoint=minio:9000 --model-run 20261126-071500-a1b2c3/train
   curl -H "Authorization: Bearer $TOKEN" -d '{"text":"John Smith lives in Paris."}' localhost:8080/v1/predict`,
@@ -74,6 +77,7 @@ also executes nodes here.`,
 		f.StringVar(&o.modelDir, "model-dir", "", "serve a tagger saved in a local directory (tagger.json, weights.pt)")
 		f.StringVar(&o.device, "device", "cpu", "device of the served model: cpu or cuda:N")
 		f.IntVar(&o.workers, "workers", -1, "nodes executed at once in this process (default: the CPUs in embedded mode, none with --redis)")
+		f.BoolVar(&o.scheduler, "scheduler", false, "also fire the cron schedules in this process (always in embedded mode)")
 		f.IntVar(&o.maxBatch, "max-batch", 64, "most sentences tagged in one forward pass")
 		f.DurationVar(&o.maxWait, "max-wait", 2*time.Millisecond, "how long a request waits for others to share its forward pass")
 		f.DurationVar(&o.reloadInterval, "reload-interval", 10*time.Second, "how often the model's source is checked for a new version")
@@ -107,6 +111,15 @@ func (a *app) serve(ctx context.Context, o serveOptions) error {
 		return err
 	}
 	defer c.close()
+	schedules := schedule.NewStore(c.rdb, a.cfg.Redis.Namespace)
+	if o.scheduler || a.cfg.Redis.Addr == "" {
+		sch := schedule.New(schedules, c.engine, schedule.WithLogger(a.log))
+		go func() {
+			if err := sch.Run(ctx); err != nil && ctx.Err() == nil {
+				a.log.Error("scheduler stopped", "err", err)
+			}
+		}()
+	}
 	regOpts := []registry.Option{registry.WithLogger(a.log)}
 	if a.cfg.Redis.Addr != "" {
 		regOpts = append(regOpts, registry.WithRedis(c.rdb, a.cfg.Redis.Namespace))
@@ -117,6 +130,8 @@ func (a *app) serve(ctx context.Context, o serveOptions) error {
 		server.WithNodeLogs(nodelog.NewReader(c.rdb, a.cfg.Redis.Namespace)),
 		server.WithWorkers(server.NewWorkerList(c.rdb, a.cfg.Redis.Namespace)),
 		server.WithModels(server.NewModelRegistry(reg)),
+		server.WithSchedules(server.NewScheduleList(schedules)),
+		server.WithMetrics(metrics.Handler(metrics.NewRegistry(metrics.NewCollector(c.engine, c.rdb, a.cfg.Redis.Namespace, a.log)))),
 	}
 	if given > 0 {
 		b, name, err := a.servedModel(ctx, c, reg, o)
