@@ -121,7 +121,11 @@
         const box = stage === "train.tagger" ? curves : evals;
         api(fileURL(run.id, n.id, "report", "report.json")).then(rep => {
           box.querySelector("p.placeholder")?.remove();
-          box.appendChild(stage === "train.tagger" ? curveCard(n.id, rep) : evalCard(n.id, rep));
+          const card = stage === "train.tagger" ? curveCard(n.id, rep) : evalCard(n.id, rep);
+          card.dataset.node = n.id;
+          // Cards in node order, whichever report arrived first.
+          const after = [...box.children].find(c => c.dataset.node > n.id);
+          box.insertBefore(card, after || null);
         }).catch(e => box.appendChild(h("div", { class: "panel" }, h("h3", {}, n.id), problem(e))));
       }
       if (!curves.children.length) curves.replaceChildren(h("p", { class: "muted placeholder" }, "No finished training node yet."));
