@@ -89,6 +89,19 @@ func TestDashboardInChromium(t *testing.T) {
 		t.Errorf("runs list:\n%s", runsText)
 	}
 
+	// A spec submitted from the runs page's form opens its run.
+	slowSpec, err := os.ReadFile("testdata/slow.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.do("submit form", chromedp.Click(chromedp.CSS("button.plain")), chromedp.WaitVisible(chromedp.CSS("form textarea")),
+		chromedp.SetValue(chromedp.CSS("form textarea"), string(slowSpec)),
+		chromedp.SendKeys(chromedp.CSS("form input"), "work.step_time=10ms"), chromedp.Click(chromedp.CSS(`form button[type="submit"]`)),
+		chromedp.Poll[chromedp.Void](`location.hash.startsWith("#/runs/2")`), chromedp.WaitVisible(chromedp.CSS(`g.node[data-node="prepare"]`)))
+	if h := value(b, chromedp.Evaluate[string](`location.hash`)); strings.Contains(h, live) || strings.Contains(h, done) {
+		t.Errorf("the form's run is %s", h)
+	}
+
 	// The live run: its slow nodes are seen running, then cancelled from
 	// the page.
 	b.hash("#/runs/" + live)
