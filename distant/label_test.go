@@ -205,3 +205,37 @@ func TestLabelUntypedAsOutside(t *testing.T) {
 		t.Errorf("unknown matches %d tokens %d, untyped as %s, ambiguous as %s", r.UnknownMatches, r.UnknownTokens, r.UntypedAs, r.AmbiguousAs)
 	}
 }
+
+// TestReportWarnings: an empty gazetteer and a type that only one
+// gazetteer has ("Chemicals", a typo of the other's "Chemical") are named
+// in the report's warnings; types two places share are not.
+func TestReportWarnings(t *testing.T) {
+	var gs []*Gazetteer
+	for _, g := range []struct{ name, text string }{
+		{"a.tsv", "Chemical\tlithium\nDisease\theart failure\n"},
+		{"b.tsv", "Chemicals\taspirin\nDisease\ttoxicity\n"},
+		{"empty.txt", ""},
+	} {
+		gz, err := Read(strings.NewReader(g.text), Source{Path: g.name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		gs = append(gs, gz)
+	}
+	_, r, err := Run(labelCorpus, gs, nil, corpus.BIO)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"gazetteer empty.txt is empty: it labels nothing",
+		"type Chemical appears only in gazetteer a.tsv, in no other gazetteer nor the gold labels: a typo?",
+		"type Chemicals appears only in gazetteer b.tsv, in no other gazetteer nor the gold labels: a typo?",
+	}
+	if !reflect.DeepEqual(r.Warnings, want) {
+		t.Errorf("warnings:\n%q\nwant\n%q", r.Warnings, want)
+	}
+	var txt bytes.Buffer
+	if err := r.WriteText(&txt); err != nil || !strings.Contains(txt.String(), "warning: gazetteer empty.txt is empty") {
+		t.Errorf("text report lacks the warnings (%v):\n%s", err, txt.String())
+	}
+}

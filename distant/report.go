@@ -47,6 +47,45 @@ type Report struct {
 	AmbiguousPhrases []PhraseCount `json:"ambiguous_phrases"`
 
 	Gold *GoldReport `json:"gold,omitempty"`
+
+	// Warnings point at input that is probably a mistake: an empty
+	// gazetteer, an entity type that only one place (one gazetteer, or the
+	// gold labels) knows, often a typo of another.
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// warnings finds the suspicious input of a finished report.
+func (r Report) warnings() []string {
+	var out []string
+	places := map[string][]string{} // type -> the places that have it
+	for _, g := range r.Gazetteers {
+		if g.Entries == 0 {
+			out = append(out, fmt.Sprintf("gazetteer %s is empty: it labels nothing", g.Source))
+		}
+		for t, n := range g.Types {
+			if t != "" && n > 0 {
+				places[t] = append(places[t], "gazetteer "+g.Source)
+			}
+		}
+	}
+	nplaces := len(r.Gazetteers)
+	if r.Gold != nil {
+		nplaces++
+		for t, s := range r.Gold.Report.Types {
+			if s.Support > 0 {
+				places[t] = append(places[t], "the gold labels")
+			}
+		}
+	}
+	if nplaces < 2 {
+		return out
+	}
+	for _, t := range slices.Sorted(maps.Keys(places)) {
+		if ps := places[t]; len(ps) == 1 {
+			out = append(out, fmt.Sprintf("type %s appears only in %s, in no other gazetteer nor the gold labels: a typo?", t, ps[0]))
+		}
+	}
+	return out
 }
 
 // PhraseCount is a phrase with its number of matches.
@@ -77,6 +116,9 @@ func (r Report) WriteText(w io.Writer) error {
 	p.printf("distant labels: %d sentences, %d tokens; scheme %s, case %s, unicode %s, untyped as %s, ambiguous as %s\n",
 		r.Sentences, r.Tokens, r.Scheme, r.Case, r.UnicodeForm, r.UntypedAs, r.AmbiguousAs)
 
+	for _, w := range r.Warnings {
+		p.printf("warning: %s\n", w)
+	}
 	p.printf("\ngazetteers:\n")
 	for _, g := range r.Gazetteers {
 		var types []string

@@ -13,5 +13,9 @@ func Run(c *corpus.Corpus, gazetteers []*Gazetteer, gold *corpus.Corpus, scheme 
 	if err != nil {
 		return nil, Report{}, err
 	}
-	return labelAndScore(m, c, gold, scheme)
+	labeled, report, err := labelAndScore(m, c, gold, scheme)
+	if err == nil {
+		report.Warnings = report.warnings()
+	}
+	return labeled, report, err
 }

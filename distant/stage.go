@@ -116,6 +116,9 @@ func runStage(c *stages.Context) error {
 		return stages.Permanent(err)
 	}
 	c.Progress(int64(len(text.Sentences)), int64(len(text.Sentences)), "labeled")
+	for _, w := range report.Warnings {
+		c.Log.Warn(w)
+	}
 	c.Log.Info("distant labels", "sentences", report.Sentences, "tokens", report.Tokens,
 		"coverage", report.Coverage, "unknown_coverage", report.UnknownCoverage)
 

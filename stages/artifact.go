@@ -71,14 +71,16 @@ func (in *Input) ReadJSON(name string, v any) error {
 // (created if needed), for libraries that want paths (checkpoint loaders).
 func (in *Input) Fetch(dir string) error {
 	for _, f := range in.Files {
-		if err := in.fetchFile(f.Name, filepath.Join(dir, filepath.FromSlash(f.Name))); err != nil {
+		if err := in.FetchFile(f.Name, filepath.Join(dir, filepath.FromSlash(f.Name))); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (in *Input) fetchFile(name, dst string) error {
+// FetchFile copies file name of the artifact to dst, through a temporary
+// file beside it: dst ends up the whole, verified file or is left as it was.
+func (in *Input) FetchFile(name, dst string) error {
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 		return err
 	}
@@ -87,15 +89,19 @@ func (in *Input) fetchFile(name, dst string) error {
 		return err
 	}
 	defer rc.Close()
-	f, err := os.Create(dst)
+	tmp, err := os.CreateTemp(filepath.Dir(dst), "."+filepath.Base(dst)+".*")
 	if err != nil {
 		return err
 	}
-	if _, err := io.Copy(f, rc); err != nil {
-		f.Close()
+	defer os.Remove(tmp.Name())
+	if _, err := io.Copy(tmp, rc); err != nil {
+		tmp.Close()
 		return fmt.Errorf("fetching %s: %w", in.Key(name), err)
 	}
-	return f.Close()
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), dst)
 }
 
 // Output is the writer of one output artifact. Files are streamed to the

@@ -64,6 +64,18 @@ func OneOf(values ...string) ParamOption { return func(p *Param) { p.Enum = valu
 func Required() ParamOption { return func(p *Param) { p.Required = true; p.Default = nil } }
 
 func newParam(name string, t Type, def any, doc string, opts []ParamOption) Param {
+	// A list declared without a default defaults to the empty list: nil
+	// would be stored as JSON null, which no list parameter accepts back.
+	switch d := def.(type) {
+	case []float64:
+		if d == nil {
+			def = []float64{}
+		}
+	case []string:
+		if d == nil {
+			def = []string{}
+		}
+	}
 	p := Param{Name: name, Type: t, Default: def, Doc: doc}
 	for _, o := range opts {
 		o(&p)
@@ -377,20 +389,22 @@ func (e *ParamError) Unwrap() error { return e.Err }
 func (s *Stage) ResolveParams(raw map[string]any) (Params, error) {
 	p := Params{values: map[string]any{}, types: map[string]Type{}}
 	known := map[string]bool{}
+	var errs ParamErrors
 	for _, d := range s.Params {
 		known[d.Name] = true
 		p.types[d.Name] = d.Type
 		r, ok := raw[d.Name]
 		if !ok {
 			if d.Required {
-				return Params{}, &ParamError{d.Name, fmt.Errorf("required (%s) but not set", d.Type)}
+				errs = append(errs, &ParamError{d.Name, fmt.Errorf("required (%s) but not set", d.Type)})
 			}
 			p.values[d.Name] = d.Default
 			continue
 		}
 		v, err := d.Convert(r)
 		if err != nil {
-			return Params{}, &ParamError{d.Name, err}
+			errs = append(errs, &ParamError{d.Name, err})
+			continue
 		}
 		p.values[d.Name] = v
 	}
@@ -400,15 +414,42 @@ func (s *Stage) ResolveParams(raw map[string]any) (Params, error) {
 			unknown = append(unknown, name)
 		}
 	}
-	if len(unknown) > 0 {
-		sort.Strings(unknown)
+	sort.Strings(unknown)
+	for _, u := range unknown {
 		names := make([]string, 0, len(s.Params))
 		for _, d := range s.Params {
 			names = append(names, d.Name)
 		}
-		return Params{}, &ParamError{unknown[0], fmt.Errorf("stage %s has no such parameter (it has: %s)", s.Name, strings.Join(names, ", "))}
+		errs = append(errs, &ParamError{u, fmt.Errorf("stage %s has no such parameter (it has: %s)", s.Name, strings.Join(names, ", "))})
+	}
+	if len(errs) == 1 {
+		return Params{}, errs[0]
+	}
+	if len(errs) > 0 {
+		return Params{}, errs
 	}
 	return p, nil
+}
+
+// ParamErrors is every problem with a stage's parameters, in declaration
+// order, then unknown names.
+type ParamErrors []*ParamError
+
+func (es ParamErrors) Error() string {
+	msgs := make([]string, len(es))
+	for i, e := range es {
+		msgs[i] = e.Error()
+	}
+	return strings.Join(msgs, "; ")
+}
+
+// Unwrap gives errors.As and errors.Is every problem.
+func (es ParamErrors) Unwrap() []error {
+	out := make([]error, len(es))
+	for i, e := range es {
+		out[i] = e
+	}
+	return out
 }
 
 func (p Params) get(name string, t Type) any {

@@ -345,3 +345,25 @@ func TestCheckpoints(t *testing.T) {
 		t.Errorf("%d objects after DropCheckpoints", len(objs))
 	}
 }
+
+// TestListParamWithoutDefault: a list parameter declared without a default
+// and left out of a spec resolves to the empty list, and survives the trip
+// through the canonical form that workers decode.
+func TestListParamWithoutDefault(t *testing.T) {
+	st := stages.Stage{Name: "lists", Version: 1, Params: []stages.Param{
+		stages.StringListParam("types", nil, "types"),
+		stages.FloatListParam("weights", nil, "weights"),
+		stages.IntListParam("priorities", nil, "priorities"),
+	}}
+	p, err := st.ResolveParams(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := st.ParamsFromCanonical(p.Canonical())
+	if err != nil {
+		t.Fatalf("decoding %s: %v", p.Canonical(), err)
+	}
+	if len(back.Strings("types")) != 0 || len(back.Floats("weights")) != 0 || len(back.Ints("priorities")) != 0 {
+		t.Errorf("want empty lists, got %s", back.Canonical())
+	}
+}

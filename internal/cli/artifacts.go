@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 
@@ -58,11 +60,19 @@ func init() {
 		}
 		ls.Flags().BoolVar(&asJSON, "json", false, "print the artifact manifests as JSON")
 
-		var outPath string
+		var (
+			outPath string
+			force   bool
+		)
 		get := &cobra.Command{
 			Use:   "get RUN NODE OUTPUT",
 			Short: "Fetch one output of a node: a single file to stdout (or -o FILE), several into -o DIR",
+			Long: `Get fetches one output of a node. A single file goes to stdout, or with -o to
+that file name (to an existing directory, or a path ending in /, under its
+own name); several files go into the directory -o names. Existing files are
+never overwritten without --force, and each file appears whole or not at all.`,
 			Example: `  nerflow artifacts get 20261125-101500-a1b2c3 total total > total.json
+  nerflow artifacts get 20261125-101500-a1b2c3 total total -o total.json
   nerflow artifacts get 20261125-101500-a1b2c3 'train[seed=1]' model -o model/`,
 			Args: cobra.ExactArgs(3),
 			RunE: func(cmd *cobra.Command, args []string) error {
@@ -100,15 +110,59 @@ func init() {
 				if outPath == "" || outPath == "-" {
 					return fmt.Errorf("output %s of %s has %d files: give a directory with -o DIR", args[2], n.ID, len(art.Files))
 				}
-				if err := in.Fetch(outPath); err != nil {
+				dsts, err := fetchTargets(art, outPath, force)
+				if err != nil {
 					return err
 				}
-				fmt.Fprintf(cmd.ErrOrStderr(), "%d files written to %s\n", len(art.Files), outPath)
+				for i, f := range art.Files {
+					if err := in.FetchFile(f.Name, dsts[i]); err != nil {
+						return err
+					}
+				}
+				if len(dsts) == 1 {
+					fmt.Fprintf(cmd.ErrOrStderr(), "written to %s\n", dsts[0])
+				} else {
+					fmt.Fprintf(cmd.ErrOrStderr(), "%d files written to %s\n", len(dsts), outPath)
+				}
 				return nil
 			},
 		}
-		get.Flags().StringVarP(&outPath, "output", "o", "", "directory to write the files into (a single file goes to stdout without it)")
+		get.Flags().StringVarP(&outPath, "output", "o", "", "where to write: for a single file, a file name (or an existing directory, or DIR/, to keep its name); for several files, a directory (default: a single file goes to stdout)")
+		get.Flags().BoolVar(&force, "force", false, "overwrite files that already exist")
 		cmd.AddCommand(ls, get)
 		return cmd
 	})
+}
+
+// fetchTargets says where each file of art goes for -o path. A single
+// file goes to path itself, unless path is an existing directory or ends
+// with a slash; several files go into the directory path. Existing files
+// are refused without force, before anything is written.
+func fetchTargets(art stages.Artifact, path string, force bool) ([]string, error) {
+	info, statErr := os.Stat(path)
+	isDir := statErr == nil && info.IsDir()
+	slash := strings.HasSuffix(path, "/") || strings.HasSuffix(path, string(filepath.Separator))
+	var dsts []string
+	switch {
+	case len(art.Files) == 1 && !isDir && !slash:
+		dsts = []string{path}
+	case statErr == nil && !isDir:
+		return nil, fmt.Errorf("-o %s: is a file, but the output has %d files: give a directory", path, len(art.Files))
+	default:
+		for _, f := range art.Files {
+			dsts = append(dsts, filepath.Join(path, filepath.FromSlash(f.Name)))
+		}
+	}
+	if !force {
+		var existing []string
+		for _, d := range dsts {
+			if _, err := os.Lstat(d); err == nil {
+				existing = append(existing, d)
+			}
+		}
+		if len(existing) > 0 {
+			return nil, fmt.Errorf("-o %s: %s already exist(s); use --force to overwrite", path, strings.Join(existing, ", "))
+		}
+	}
+	return dsts, nil
 }

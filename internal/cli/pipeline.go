@@ -57,12 +57,20 @@ type conn struct {
 }
 
 // connect opens the configured store and Redis (see clusterEngine for
-// live). The engine's logger also keeps each node's log lines in Redis
-// (package nodelog), for the API and dashboard.
+// live). Without a Redis server it starts a private in-process one (which
+// nerflow serve also runs its embedded cluster on). The engine's logger
+// also keeps each node's log lines in Redis (package nodelog), for the API
+// and dashboard.
 func (a *app) connect(ctx context.Context, live bool) (*conn, error) {
 	st, err := storage.Open(ctx, a.cfg.Store)
 	if err != nil {
-		return nil, err
+		if live || !storage.IsTransient(err) {
+			return nil, err
+		}
+		// Read-only commands show what Redis knows and say that the
+		// store is away, rather than failing.
+		a.log.Warn("cannot reach the store; showing what Redis knows", "err", err)
+		st = storage.Unavailable(fmt.Errorf("store unreachable: %w", err))
 	}
 	var rdb *redis.Client
 	var mr *miniredis.Miniredis
@@ -72,22 +80,20 @@ func (a *app) connect(ctx context.Context, live bool) (*conn, error) {
 			return nil, errors.New("no Redis server configured (--redis HOST:PORT or NERFLOW_REDIS_ADDR): " +
 				"this command works on cluster runs; an embedded run (nerflow run) lives only as long as its process")
 		}
-		// An empty in-process Redis: every run is looked up in the store
-		// (and nerflow serve runs its embedded cluster on it). asynq relies
-		// on keys expiring as time passes.
-		mr = miniredis.NewMiniRedis()
-		mr.ClockTTL(true)
-		if err := mr.Start(); err != nil {
+		// An empty in-process Redis: every run is looked up in the store.
+		if mr, rdb, err = engine.StartPrivateRedis(); err != nil {
 			st.Close()
-			return nil, fmt.Errorf("starting in-process redis: %w", err)
+			return nil, err
 		}
-		rdb = redis.NewClient(&redis.Options{Addr: mr.Addr()})
 	} else {
 		rdb = redis.NewClient(&redis.Options{Addr: a.cfg.Redis.Addr, Password: a.cfg.Redis.Password, DB: a.cfg.Redis.DB})
 		if err := rdb.Ping(ctx).Err(); err != nil {
-			st.Close()
-			rdb.Close()
-			return nil, fmt.Errorf("redis %s: %w", a.cfg.Redis.Addr, err)
+			if live || !storage.IsTransient(err) {
+				st.Close()
+				rdb.Close()
+				return nil, fmt.Errorf("redis %s: %w", a.cfg.Redis.Addr, err)
+			}
+			a.log.Warn("cannot reach Redis; showing the run manifests in the store", "redis", a.cfg.Redis.Addr, "err", err)
 		}
 	}
 	logs := nodelog.NewHandler(a.log.Handler(), rdb, a.cfg.Redis.Namespace)

@@ -20,6 +20,7 @@ import (
 
 	"github.com/nerflow/nerflow/internal/testenv"
 	"github.com/nerflow/nerflow/pipeline/engine"
+	"github.com/nerflow/nerflow/pipeline/spec"
 	_ "github.com/nerflow/nerflow/pipeline/teststages"
 	"github.com/nerflow/nerflow/storage"
 )
@@ -117,6 +118,41 @@ func TestRunEmbedded(t *testing.T) {
 	st, err := runPipelineCLI(ctx, t, dir, "status", newest)
 	if err != nil || !strings.Contains(st, "train[seed=2]") {
 		t.Errorf("status: %v\n%s", err, st)
+	}
+	checkGetOutput(ctx, t, dir, newest)
+}
+
+// checkGetOutput: -o FILE writes that file (not a directory named FILE),
+// -o DIR/ keeps the file's name, and nothing is overwritten without --force.
+func checkGetOutput(ctx context.Context, t *testing.T, dir, run string) {
+	t.Helper()
+	get := func(args ...string) error {
+		out, err := runPipelineCLI(ctx, t, dir, append([]string{"artifacts", "get", run, "total", "total"}, args...)...)
+		if err != nil {
+			return fmt.Errorf("%w\n%s", err, out)
+		}
+		return nil
+	}
+	if err := get("-o", "total.json"); err != nil {
+		t.Fatalf("-o total.json: %v", err)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "total.json")); err != nil || !strings.Contains(string(b), `"total": 27`) {
+		t.Errorf("-o total.json wrote %q (%v), want the file itself", b, err)
+	}
+	if err := get("-o", "total.json"); err == nil || !strings.Contains(err.Error(), "--force") {
+		t.Errorf("-o onto an existing file: %v, want a refusal naming --force", err)
+	}
+	if err := get("-o", "total.json", "--force"); err != nil {
+		t.Errorf("-o onto an existing file with --force: %v", err)
+	}
+	if err := get("-o", "out/"); err != nil {
+		t.Fatalf("-o out/: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "out", "total.json")); err != nil {
+		t.Errorf("-o out/ did not keep the file name: %v", err)
+	}
+	if err := get("-o", "out"); err == nil {
+		t.Error("-o DIR holding the file already: overwritten without --force")
 	}
 }
 
@@ -272,7 +308,7 @@ func (c *clusterEnv) submit(t *testing.T, specText string) string {
 
 func (c *clusterEnv) waitFor(t *testing.T, id string, what string, cond func(*engine.RunStatus) bool) *engine.RunStatus {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
 		st, err := c.eng.Status(context.Background(), id)
 		if err != nil {
@@ -285,7 +321,7 @@ func (c *clusterEnv) waitFor(t *testing.T, id string, what string, cond func(*en
 	}
 	st, _ := c.eng.Status(context.Background(), id)
 	b, _ := json.MarshalIndent(st, "", "  ")
-	t.Fatalf("run %s: %s did not happen in 30s; status:\n%s", id, what, b)
+	t.Fatalf("run %s: %s did not happen in 60s; status:\n%s", id, what, b)
 	return nil
 }
 
@@ -324,7 +360,7 @@ func resumedFrom(t *testing.T, c *clusterEnv, st *engine.RunStatus) int64 {
 // from its last checkpoint.
 func TestWorkerKilledMidNode(t *testing.T) {
 	c := newClusterEnv(t)
-	a := c.worker(t, "a")
+	a := c.worker(t, "a", "--node-lease", "2s")
 	id := c.submit(t, fmt.Sprintf(resumableSpec, "kill"))
 	c.waitFor(t, id, "slow reaching step 3", func(st *engine.RunStatus) bool { return slowProgress(st) >= 3 })
 	if err := a.Process.Signal(syscall.SIGKILL); err != nil {
@@ -332,30 +368,31 @@ func TestWorkerKilledMidNode(t *testing.T) {
 	}
 	_ = a.Wait()
 
-	// asynq notices a dead worker when the task's lease (30 s, renewed every
-	// few seconds by a live worker) has been expired for another 30 s, and
-	// looks every minute: up to two minutes. Those durations are constants
-	// of asynq; rather than wait, the test moves the lease of the killed
-	// worker's task into the past, which is exactly what the passing of
-	// that time would do. The new worker's recoverer, which runs when it
-	// starts, then retries the task.
-	leases := "asynq:{" + c.ns + ":cpu}:lease"
-	n, err := c.rdb.ZAddXX(context.Background(), leases, redis.Z{Score: float64(time.Now().Add(-2 * time.Minute).Unix()), Member: id + "/slow"}).Result()
-	if err != nil {
-		t.Fatal(err)
+	killed := time.Now()
+	// Status shows the node as lost once the worker's heartbeat expired
+	// (asynq's server heartbeat, 10 s) and the node started 15 s ago.
+	c.waitFor(t, id, "slow shown as lost", func(st *engine.RunStatus) bool {
+		n, _ := st.Node("slow")
+		return n != nil && n.Lost
+	})
+	status := exec.Command(nerflowBinary(t), "status", id)
+	status.Env = c.env
+	out, err := status.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "worker lost, waiting to be re-run") {
+		t.Errorf("status of a node whose worker died: %v\n%s", err, out)
 	}
-	_ = n
-	if score, err := c.rdb.ZScore(context.Background(), leases, id+"/slow").Result(); err != nil || score > float64(time.Now().Unix()-60) {
-		t.Fatalf("the killed worker's task holds no lease (%v, score %v)", err, score)
-	}
-	c.worker(t, "b")
+	t.Logf("slow shown as lost %s after the SIGKILL", time.Since(killed).Round(100*time.Millisecond))
+	// No lease is moved by hand: the new worker's reconciler sees the dead
+	// one gone and re-drives the node.
+	c.worker(t, "b", "--node-lease", "2s", "--reconcile-interval", "500ms")
 	st := c.waitFor(t, id, "the run finishing", func(st *engine.RunStatus) bool { return st.State != engine.Running })
+	t.Logf("worker SIGKILLed mid-node: run finished %s after the kill", time.Since(killed).Round(100*time.Millisecond))
 	if st.State != engine.Succeeded {
 		t.Fatalf("run %s: %s", st.State, st.Error)
 	}
 	slow, _ := st.Node("slow")
 	if slow.Attempt != 1 {
-		t.Errorf("slow finished on attempt %d, want 1 (the retry after the worker died)", slow.Attempt)
+		t.Errorf("slow finished on attempt %d, want 1 (the re-run after the worker died)", slow.Attempt)
 	}
 	if r := resumedFrom(t, c, st); r < 3 {
 		t.Errorf("the new worker resumed from step %d, want >= 3 (the last checkpoint of the killed one)", r)
@@ -443,5 +480,51 @@ nodes:
 	out, err = run("runs")
 	if err != nil || !strings.Contains(out, id) || !strings.Contains(out, long) {
 		t.Errorf("runs: %v\n%s", err, out)
+	}
+}
+
+// TestStatusWithoutRedis: while Redis is down, status and runs answer from
+// the run manifests in the store and say what they cannot reach.
+func TestStatusWithoutRedis(t *testing.T) {
+	rs := testenv.PrivateRedis(t)
+	s3 := testenv.S3(t)
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	url := "s3://nfstatus-" + hex.EncodeToString(b[:]) + "?endpoint=" + s3.Endpoint + "&secure=false"
+	t.Setenv("NERFLOW_S3_ACCESS_KEY", s3.AccessKey)
+	t.Setenv("NERFLOW_S3_SECRET_KEY", s3.SecretKey)
+	t.Setenv("NERFLOW_STORE", url)
+	t.Setenv("NERFLOW_REDIS_ADDR", rs.Addr())
+	ctx := context.Background()
+	st, err := storage.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	rdb := redis.NewClient(&redis.Options{Addr: rs.Addr()})
+	defer rdb.Close()
+	e := engine.New(rdb, st)
+	defer e.Close()
+	sp, err := spec.Parse([]byte(cliSpec), "spec.yaml", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := sp.Expand()
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := e.Submit(ctx, g, engine.SubmitOptions{}) // no worker: it stays running
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs.Stop()
+	dir := t.TempDir()
+	out, err := runPipelineCLI(ctx, t, dir, "status", id)
+	if err != nil || !strings.Contains(out, "running") || !strings.Contains(out, "warning: cannot reach Redis") {
+		t.Errorf("status with Redis down: %v\n%s", err, out)
+	}
+	out, err = runPipelineCLI(ctx, t, dir, "runs")
+	if err != nil || !strings.Contains(out, id) {
+		t.Errorf("runs with Redis down: %v\n%s", err, out)
 	}
 }

@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/viper"
 
 	"github.com/nerflow/nerflow/internal/config"
+	"github.com/nerflow/nerflow/pipeline/engine"
 )
 
 // app is what every command gets after the root's pre-run: the merged
@@ -58,6 +60,8 @@ variables and flags, in increasing precedence.`,
 			}
 			a.v, a.cfg, a.log = v, cfg, cfg.Logger()
 			slog.SetDefault(a.log)
+			// A Redis away for minutes costs a few lines, not one per poll.
+			engine.RouteRedisLogs(a.log, 30*time.Second)
 			return nil
 		},
 	}

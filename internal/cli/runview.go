@@ -172,7 +172,7 @@ func printNodeTable(w io.Writer, st *engine.RunStatus, verbose bool) error {
 		if n.StartedAt != nil {
 			attempt = fmt.Sprint(n.Attempt + 1)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", n.ID, n.Stage, n.State, attempt, shortDuration(n.Duration()),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", n.ID, n.Stage, n.Display(), attempt, shortDuration(n.Duration()),
 			orDash(progressNote(n.Progress)), orDash(outputsSummary(n.Outputs, verbose)))
 	}
 	if err := tw.Flush(); err != nil {

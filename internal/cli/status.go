@@ -41,6 +41,9 @@ finished and embedded runs from their manifest in the store.`,
 						return enc.Encode(st)
 					}
 					fmt.Fprintf(out, "run %s (%s): %s, %s\n", st.ID, st.Name, st.State, countsLine(st))
+					for _, w := range st.Warnings {
+						fmt.Fprintf(out, "warning: %s\n", w)
+					}
 					if st.Error != "" {
 						fmt.Fprintf(out, "error: %s\n", st.Error)
 					}

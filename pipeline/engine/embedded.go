@@ -2,6 +2,8 @@ package engine
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"time"
@@ -26,14 +28,10 @@ type Embedded struct {
 
 // StartEmbedded starts miniredis and a worker over store.
 func StartEmbedded(store storage.Store, wopts WorkerOptions, opts ...Option) (*Embedded, error) {
-	mr := miniredis.NewMiniRedis()
-	// asynq relies on key expiry (task retention, server heartbeats); make
-	// miniredis expire keys as real time passes.
-	mr.ClockTTL(true)
-	if err := mr.Start(); err != nil {
-		return nil, fmt.Errorf("starting in-process redis: %w", err)
+	mr, rdb, err := StartPrivateRedis()
+	if err != nil {
+		return nil, err
 	}
-	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
 	e := New(rdb, store, opts...)
 	if len(wopts.Queues) == 0 {
 		wopts.Queues = []string{"gpu", "cpu"}
@@ -41,6 +39,9 @@ func StartEmbedded(store storage.Store, wopts WorkerOptions, opts ...Option) (*E
 	if wopts.Name == "" {
 		wopts.Name = "embedded"
 	}
+	// This Redis was born empty with this process: runs of the store that
+	// it does not know belong to other processes, not to restore here.
+	wopts.noRestore = true
 	w := e.NewWorker(wopts)
 	if err := w.Start(); err != nil {
 		e.Close()
@@ -84,6 +85,27 @@ func (em *Embedded) Run(ctx context.Context, g *spec.Graph, sopts SubmitOptions,
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// StartPrivateRedis starts an in-process Redis (miniredis) that only this
+// process can use: it listens on a loopback port (miniredis has no unix
+// sockets) and requires a random password, so that another local user
+// cannot read or change run state.
+func StartPrivateRedis() (*miniredis.Miniredis, *redis.Client, error) {
+	var b [24]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return nil, nil, err
+	}
+	pw := hex.EncodeToString(b[:])
+	mr := miniredis.NewMiniRedis()
+	mr.RequireAuth(pw)
+	// asynq relies on key expiry (task retention, server heartbeats); make
+	// miniredis expire keys as real time passes.
+	mr.ClockTTL(true)
+	if err := mr.StartAddr("127.0.0.1:0"); err != nil {
+		return nil, nil, fmt.Errorf("starting in-process redis: %w", err)
+	}
+	return mr, redis.NewClient(&redis.Options{Addr: mr.Addr(), Password: pw}), nil
 }
 
 // Close stops the worker and the in-process Redis.

@@ -13,6 +13,12 @@
 // Failed attempts are retried by asynq; when the retries are exhausted the
 // node fails, the run fails and nodes not started are cancelled.
 //
+// Faults: a node key is computed by one execution at a time across runs
+// (lock.go); outages of the store or Redis are waited out without spending
+// attempts (worker.go); nodes whose worker died are enqueued again by the
+// workers' reconciler (lost.go); and a run whose Redis state vanished is
+// rebuilt from its manifest and the node records in the store (restore.go).
+//
 // The same code serves a cluster (real Redis, workers in other processes,
 // `nerflow submit`) and embedded mode (in-process miniredis and workers,
 // `nerflow run`, see Embedded).
@@ -53,6 +59,11 @@ type Engine struct {
 	retention time.Duration
 	maxNode   time.Duration
 	runTTL    time.Duration
+	// restoreDelay holds back the nodes queued again by a restore (see
+	// restore); lostGrace is how long a running node may go unlisted by
+	// every live asynq server before it counts as lost (see lost.go).
+	restoreDelay time.Duration
+	lostGrace    time.Duration
 
 	mu     sync.Mutex
 	graphs map[string]*runInfo // run id -> graph and datasets (immutable per run)
@@ -86,12 +97,21 @@ func WithMaxNodeDuration(d time.Duration) Option { return func(e *Engine) { e.ma
 // run manifest in the store.
 func WithRunTTL(d time.Duration) Option { return func(e *Engine) { e.runTTL = d } }
 
+// WithRestoreDelay sets how long nodes queued again by the restore of a
+// run that Redis lost wait before they start (default 10s). It must exceed
+// a third of the workers' NodeLease plus the time their Redis clients take
+// to reconnect (go-redis retries a failed dial about every second), so that
+// a worker still executing such a node re-claims its key first and the
+// restored task waits for it instead of computing the node again.
+func WithRestoreDelay(d time.Duration) Option { return func(e *Engine) { e.restoreDelay = d } }
+
 // New returns an engine over a Redis client and an artifact store. The
 // caller keeps ownership of both.
 func New(rdb redis.UniversalClient, store storage.Store, opts ...Option) *Engine {
 	e := &Engine{
 		rdb: rdb, store: store, log: slog.Default(), ns: "nerflow",
 		retention: 24 * time.Hour, maxNode: 7 * 24 * time.Hour, runTTL: 7 * 24 * time.Hour,
+		restoreDelay: 10 * time.Second, lostGrace: 15 * time.Second,
 		graphs: map[string]*runInfo{},
 	}
 	for _, o := range opts {
@@ -173,8 +193,20 @@ func (e *Engine) Submit(ctx context.Context, g *spec.Graph, opts SubmitOptions) 
 	e.mu.Lock()
 	e.graphs[id] = &runInfo{graph: g, datasets: datasets}
 	e.mu.Unlock()
-	if err := e.writeManifest(ctx, id); err != nil {
-		e.log.Warn("writing run manifest", "run", id, "err", err)
+	// The manifest and the live marker are what a run is rebuilt from if
+	// Redis loses its data: without them the run would not be durable.
+	err = e.writeManifest(ctx, id)
+	if err == nil {
+		_, err = storage.PutBytes(ctx, e.store, liveKey(id), []byte(id))
+	}
+	if err != nil {
+		// Nothing was enqueued: withdraw the run rather than leave it
+		// running with no task.
+		msg := fmt.Sprintf("submit could not record the run in the store: %v", err)
+		if cerr := cancelScript.Run(context.WithoutCancel(ctx), e.rdb, []string{k.states(), k.meta()}, nowString(), msg).Err(); cerr != nil && !errors.Is(cerr, redis.Nil) {
+			e.log.Warn("withdrawing run", "run", id, "err", cerr)
+		}
+		return id, fmt.Errorf("recording run %s in the store: %w", id, err)
 	}
 	for _, n := range g.Roots() {
 		if err := e.enqueue(ctx, id, n); err != nil {
@@ -207,21 +239,26 @@ type payload struct {
 // enqueue puts node n of run on its queue. An existing task with the same
 // id means it is already enqueued (or was executed): not an error.
 func (e *Engine) enqueue(ctx context.Context, run string, n *spec.Node) error {
+	return e.enqueueAs(ctx, run, n, taskID(run, n.ID), 0)
+}
+
+// enqueueAs enqueues node n under task id id, to be processed after delay.
+func (e *Engine) enqueueAs(ctx context.Context, run string, n *spec.Node, id string, delay time.Duration) error {
 	timeout := n.Timeout
 	if timeout <= 0 {
 		timeout = e.maxNode
 	}
 	b, _ := json.Marshal(payload{Run: run, Node: n.ID})
 	t := asynq.NewTask(TaskType, b,
-		asynq.TaskID(taskID(run, n.ID)), asynq.Queue(e.queue(n.Queue)), asynq.MaxRetry(n.MaxRetries),
-		asynq.Timeout(timeout), asynq.Retention(e.retention))
+		asynq.TaskID(id), asynq.Queue(e.queue(n.Queue)), asynq.MaxRetry(n.MaxRetries),
+		asynq.Timeout(timeout), asynq.Retention(e.retention), asynq.ProcessIn(delay))
 	_, err := e.client.EnqueueContext(ctx, t)
 	if errors.Is(err, asynq.ErrTaskIDConflict) {
 		// Callers enqueue only nodes in state queued, which no live task
 		// has consumed yet. A task under the id that is finished (completed
 		// or archived) is therefore left over from an earlier attempt of
 		// the run (before a retry): replace it. A live one is this node's.
-		info, ierr := e.inspector.GetTaskInfo(e.queue(n.Queue), taskID(run, n.ID))
+		info, ierr := e.inspector.GetTaskInfo(e.queue(n.Queue), id)
 		if ierr != nil || (info.State != asynq.TaskStateCompleted && info.State != asynq.TaskStateArchived) {
 			return nil
 		}
@@ -288,7 +325,18 @@ func (e *Engine) info(ctx context.Context, run string) (*runInfo, error) {
 	}
 	gs, _ := vals[0].(string)
 	if gs == "" {
-		return nil, fmt.Errorf("run %s: %w", run, ErrNoRun)
+		// Redis may have lost the run: its manifest in the store has the
+		// graph (and the datasets) too.
+		m, merr := e.Manifest(ctx, run)
+		if merr != nil || m.Graph == nil {
+			return nil, fmt.Errorf("run %s: %w", run, ErrNoRun)
+		}
+		ri = &runInfo{graph: m.Graph, datasets: m.Datasets}
+		if ri.datasets == nil {
+			ri.datasets = map[string]stages.Artifact{}
+		}
+		e.cacheInfo(run, ri)
+		return ri, nil
 	}
 	g, err := spec.UnmarshalGraph([]byte(gs))
 	if err != nil {
@@ -300,13 +348,17 @@ func (e *Engine) info(ctx context.Context, run string) (*runInfo, error) {
 			return nil, fmt.Errorf("run %s: datasets: %w", run, err)
 		}
 	}
+	e.cacheInfo(run, ri)
+	return ri, nil
+}
+
+func (e *Engine) cacheInfo(run string, ri *runInfo) {
 	e.mu.Lock()
 	if len(e.graphs) >= maxCachedGraphs {
 		clear(e.graphs) // a long-lived worker sees many runs; reload on demand
 	}
 	e.graphs[run] = ri
 	e.mu.Unlock()
-	return ri, nil
 }
 
 const maxCachedGraphs = 256

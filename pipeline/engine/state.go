@@ -77,6 +77,12 @@ func attemptPrefix(key, attempt string) string { return "artifacts/" + key + "/"
 func checkpointPrefix(key string) string       { return "checkpoints/" + key }
 func manifestKey(run string) string            { return "runs/" + run + "/manifest.json" }
 
+// liveKey marks a run that has not ended, for the reconciler to find runs
+// that Redis forgot; written at submit, deleted when the run ends.
+func liveKey(run string) string { return livePrefix + run }
+
+const livePrefix = "live/"
+
 const datasetPrefix = "datasets"
 
 // NodeRecord is what the store keeps for a committed node.
@@ -164,6 +170,7 @@ var startScript = redis.NewScript(`
 local st = redis.call('HGET', KEYS[1], ARGV[1])
 if st == 'done' or st == 'cached' then return st end
 local rs = redis.call('HGET', KEYS[2], 'state')
+if rs == false then return 'missing' end
 if rs ~= 'running' then
   if st ~= 'failed' then redis.call('HSET', KEYS[1], ARGV[1], 'cancelled') end
   return rs or 'missing'

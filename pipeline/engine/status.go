@@ -30,6 +30,9 @@ type RunStatus struct {
 	Nodes      []NodeStatus `json:"nodes"`
 	// Source says where this status came from: "redis" or "manifest".
 	Source string `json:"source"`
+	// Warnings say what could not be reached while reading it (a status
+	// from the manifest because Redis is away, for instance).
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // NodeStatus is one node's state.
@@ -46,6 +49,24 @@ type NodeStatus struct {
 	Error      string                     `json:"error,omitempty"`
 	Progress   *stages.ProgressUpdate     `json:"progress,omitempty"`
 	Outputs    map[string]stages.Artifact `json:"outputs,omitempty"`
+	// Lost is set on a running node whose worker stopped beating: it is
+	// waiting to be re-run by another worker.
+	Lost bool `json:"lost,omitempty"`
+	// WaitingFor names the execution (RUN/NODE@WORKER) computing the same
+	// node key, which this node waits for instead of computing it too.
+	WaitingFor string `json:"waiting_for,omitempty"`
+}
+
+// Display is the node's state as shown to people: its state, or what a
+// running node is actually doing.
+func (n NodeStatus) Display() string {
+	switch {
+	case n.State == Running && n.Lost:
+		return "worker lost, waiting to be re-run"
+	case n.State == Running && n.WaitingFor != "":
+		return "waiting for " + n.WaitingFor
+	}
+	return n.State
 }
 
 // Duration is how long the node ran (so far, if it is running).
@@ -104,7 +125,9 @@ type Manifest struct {
 }
 
 // Status returns the state of run id, from Redis when it is there and from
-// the run manifest otherwise.
+// the run manifest otherwise. A live run that Redis lost is restored from
+// the store first. When Redis cannot be reached it degrades to the manifest
+// and says so in Warnings, rather than failing.
 func (e *Engine) Status(ctx context.Context, id string) (*RunStatus, error) {
 	st, err := e.liveStatus(ctx, id)
 	if errors.Is(err, ErrNoRun) {
@@ -112,11 +135,35 @@ func (e *Engine) Status(ctx context.Context, id string) (*RunStatus, error) {
 		if merr != nil {
 			return nil, merr
 		}
+		if m.State == Running && m.Graph != nil {
+			if rerr := e.restore(ctx, m); rerr == nil {
+				return e.liveStatus(ctx, id)
+			} else {
+				e.log.Warn("restoring run", "run", id, "err", rerr)
+			}
+		}
 		st := m.RunStatus
 		st.Source = "manifest"
 		return &st, nil
 	}
+	if err != nil && storage.IsTransient(err) {
+		m, merr := e.Manifest(ctx, id)
+		if merr != nil {
+			return nil, fmt.Errorf("%w; and the store: %v", err, merr)
+		}
+		st := m.RunStatus
+		st.Source = "manifest"
+		st.Warnings = append(st.Warnings, fmt.Sprintf("cannot reach Redis (%v): this is the run manifest, written %s", err, manifestWhen(m)))
+		return &st, nil
+	}
 	return st, err
+}
+
+func manifestWhen(m *Manifest) string {
+	if m.FinishedAt != nil {
+		return "when the run ended"
+	}
+	return "when the run was submitted; nodes finished since are not shown"
 }
 
 func (e *Engine) liveStatus(ctx context.Context, id string) (*RunStatus, error) {
@@ -150,11 +197,21 @@ func (e *Engine) liveStatus(ctx context.Context, id string) (*RunStatus, error) 
 	if err != nil {
 		return nil, fmt.Errorf("reading run %s: %w", id, err)
 	}
+	var l *liveness
 	for i, n := range ri.graph.Nodes {
 		h := cmds[i].Val()
 		ns := NodeStatus{ID: n.ID, Stage: n.Stage, Queue: n.Queue, State: states[n.ID], Key: h["key"],
-			Attempt: atoi(h["attempt"]), Worker: h["worker"], Error: h["error"],
+			Attempt: atoi(h["attempt"]), Worker: h["worker"], Error: h["error"], WaitingFor: h["waiting_for"],
 			StartedAt: parseTime(h["started_at"]), FinishedAt: parseTime(h["finished_at"])}
+		if ns.State == Running {
+			if l == nil {
+				if l, err = e.liveness(); err != nil {
+					st.Warnings = append(st.Warnings, err.Error())
+					l = &liveness{}
+				}
+			}
+			ns.Lost = l.now.After(time.Time{}) && e.lost(l, n.Queue, h)
+		}
 		if p := h["progress"]; p != "" {
 			var pu stages.ProgressUpdate
 			if json.Unmarshal([]byte(p), &pu) == nil {
@@ -201,6 +258,11 @@ func (e *Engine) Manifest(ctx context.Context, id string) (*Manifest, error) {
 // an expiry on its Redis state.
 func (e *Engine) finishRun(ctx context.Context, id string) error {
 	err := e.writeManifest(ctx, id)
+	if err == nil {
+		// Only once the manifest has the final state: the reconciler
+		// finishes runs whose marker outlived them.
+		err = e.store.Delete(ctx, liveKey(id))
+	}
 	ri, ierr := e.info(ctx, id)
 	if ierr != nil {
 		return errors.Join(err, ierr)
@@ -238,7 +300,10 @@ func (e *Engine) writeManifest(ctx context.Context, id string) error {
 		return err
 	}
 	m := Manifest{RunStatus: *st, Graph: ri.graph, Datasets: ri.datasets}
-	m.Source = ""
+	m.Source, m.Warnings = "", nil
+	for i := range m.Nodes {
+		m.Nodes[i].Lost, m.Nodes[i].WaitingFor = false, ""
+	}
 	m.Spec, _ = extra[0].(string)
 	m.SpecFile, _ = extra[1].(string)
 	if o, _ := extra[2].(string); o != "" {
@@ -268,8 +333,13 @@ func (e *Engine) Runs(ctx context.Context, limit int) ([]RunSummary, error) {
 	seen := map[string]bool{}
 	var out []RunSummary
 	ids, err := e.rdb.ZRevRange(ctx, runsIndex(e.ns), 0, -1).Result()
-	if err != nil {
+	if err != nil && !storage.IsTransient(err) {
 		return nil, fmt.Errorf("listing runs: %w", err)
+	}
+	if err != nil {
+		// Redis is away: the manifests still list every run, with the
+		// state they had when last written.
+		e.log.Warn("cannot reach Redis; listing runs from their manifests", "err", err)
 	}
 	for _, id := range ids {
 		v, err := e.rdb.HMGet(ctx, runKeys(e.ns, id).meta(), "name", "state", "created_at", "finished_at").Result()
@@ -306,6 +376,9 @@ func (e *Engine) Runs(ctx context.Context, limit int) ([]RunSummary, error) {
 // Cancel stops run id: nodes not started are cancelled and running ones are
 // interrupted. Cancelling a finished run is an error.
 func (e *Engine) Cancel(ctx context.Context, id, reason string) error {
+	if err := e.ensureRun(ctx, id); err != nil {
+		return err
+	}
 	ri, err := e.info(ctx, id)
 	if err != nil {
 		return err
@@ -339,6 +412,9 @@ func (e *Engine) Cancel(ctx context.Context, id, reason string) error {
 // that finished are kept, and re-run nodes whose outputs are cached are
 // cached again. It returns the number of nodes set to run again.
 func (e *Engine) Retry(ctx context.Context, id string) (int, error) {
+	if err := e.ensureRun(ctx, id); err != nil {
+		return 0, err
+	}
 	ri, err := e.info(ctx, id)
 	if err != nil {
 		return 0, err
@@ -430,6 +506,12 @@ func (e *Engine) Retry(ctx context.Context, id string) (int, error) {
 	}); err != nil {
 		return 0, fmt.Errorf("retrying run %s: %w", id, err)
 	}
+	if err := e.writeManifest(ctx, id); err != nil {
+		return 0, fmt.Errorf("retrying run %s: writing manifest: %w", id, err)
+	}
+	if _, err := storage.PutBytes(ctx, e.store, liveKey(id), []byte(id)); err != nil {
+		return 0, fmt.Errorf("retrying run %s: %w", id, err)
+	}
 	for _, n := range ready {
 		if err := e.enqueue(ctx, id, n); err != nil {
 			return len(again), err
@@ -450,16 +532,24 @@ func (e *Engine) Wait(ctx context.Context, id string, interval time.Duration, fn
 			// Only the run's state: reading every node each poll costs a
 			// round of HGETALLs per node.
 			state, err := e.rdb.HGet(ctx, runKeys(e.ns, id).meta(), "state").Result()
-			if err != nil && !errors.Is(err, redis.Nil) {
+			switch {
+			case err != nil && storage.IsTransient(err):
+				// Redis is away: keep waiting for it.
+			case err != nil && !errors.Is(err, redis.Nil):
 				return nil, fmt.Errorf("reading run %s: %w", id, err)
-			}
-			if state != Running {
-				return e.Status(ctx, id)
+			case state != Running:
+				st, err := e.Status(ctx, id)
+				if err != nil || st.State != Running {
+					return st, err
+				}
 			}
 		} else {
 			st, err := e.Status(ctx, id)
-			if err != nil {
+			if err != nil && !storage.IsTransient(err) {
 				return nil, err
+			}
+			if err != nil {
+				st = &RunStatus{ID: id, State: Running, Warnings: []string{err.Error()}}
 			}
 			fn(st)
 			if st.State != Running {

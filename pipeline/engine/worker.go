@@ -49,6 +49,22 @@ type WorkerOptions struct {
 	ProgressInterval time.Duration
 	// Name identifies the worker in node states (default host:pid).
 	Name string
+	// NodeLease is how long a node key stays claimed by an execution that
+	// stops renewing it (a dead worker); it is renewed every third of it.
+	// A second execution of the same key, in this run or another, waits for
+	// the first instead of computing it too (default 15s).
+	NodeLease time.Duration
+	// ReconcileInterval is how often the worker checks, for the namespace,
+	// that every live run has its state in Redis (restoring it from the
+	// store when Redis lost it) and re-drives nodes whose worker is gone
+	// (default 5s; one worker of the namespace does it per interval).
+	ReconcileInterval time.Duration
+	// OutagePatience is how long a node waits out an unreachable store or
+	// Redis, retrying with capped back-off, before the outage counts as a
+	// failed attempt (default 10 minutes). Waiting spends no attempt.
+	OutagePatience time.Duration
+
+	noRestore bool // embedded mode: see StartEmbedded
 }
 
 // Worker executes nodes from the engine's queues with an asynq server.
@@ -56,6 +72,13 @@ type Worker struct {
 	e    *Engine
 	opts WorkerOptions
 	srv  *asynq.Server
+	host string // as asynq's server info names it
+	stop chan struct{}
+	done chan struct{}
+	// leases are the node-key leases held by running nodes (*keyLease):
+	// released on Shutdown, since asynq hands the tasks back without
+	// waiting for their handlers.
+	leases sync.Map
 }
 
 // NewWorker returns a worker; Start it, then Shutdown.
@@ -91,11 +114,21 @@ func (e *Engine) NewWorker(opts WorkerOptions) *Worker {
 		host, _ := os.Hostname()
 		opts.Name = host + ":" + strconv.Itoa(os.Getpid())
 	}
+	if opts.NodeLease <= 0 {
+		opts.NodeLease = 15 * time.Second
+	}
+	if opts.ReconcileInterval <= 0 {
+		opts.ReconcileInterval = 5 * time.Second
+	}
+	if opts.OutagePatience <= 0 {
+		opts.OutagePatience = 10 * time.Minute
+	}
 	queues := map[string]int{}
 	for i, q := range opts.Queues {
 		queues[e.queue(q)] = len(opts.Queues) - i
 	}
-	w := &Worker{e: e, opts: opts}
+	host, _ := os.Hostname()
+	w := &Worker{e: e, opts: opts, host: host, stop: make(chan struct{}), done: make(chan struct{})}
 	w.srv = asynq.NewServerFromRedisClient(e.rdb, asynq.Config{
 		Concurrency:              opts.Concurrency,
 		Queues:                   queues,
@@ -107,10 +140,16 @@ func (e *Engine) NewWorker(opts WorkerOptions) *Worker {
 			if errors.Is(err, asynq.ErrLeaseExpired) {
 				return 0
 			}
+			if !isFailure(err) {
+				return min(opts.RetryDelay(0), 5*time.Second)
+			}
 			return opts.RetryDelay(n)
 		},
-		Logger:   asynqLogger{e.log.With("component", "asynq")},
-		LogLevel: asynq.WarnLevel,
+		// A dead worker or a server away is not the node's fault: such
+		// errors spend no attempt.
+		IsFailure: isFailure,
+		Logger:    newAsynqLogger(e.log.With("component", "asynq"), 30*time.Second),
+		LogLevel:  asynq.WarnLevel,
 	})
 	return w
 }
@@ -122,13 +161,46 @@ func (w *Worker) Start() error {
 	if err := w.srv.Start(mux); err != nil {
 		return fmt.Errorf("starting worker: %w", err)
 	}
+	go w.reconcileLoop()
 	w.e.log.Info("worker started", "worker", w.opts.Name, "queues", w.opts.Queues, "concurrency", w.opts.Concurrency, "device", w.opts.Device)
 	return nil
 }
 
 // Shutdown stops taking tasks, waits up to ShutdownTimeout for running
 // nodes, and hands those still running back to their queue.
-func (w *Worker) Shutdown() { w.srv.Shutdown() }
+func (w *Worker) Shutdown() {
+	select {
+	case <-w.stop:
+	default:
+		close(w.stop)
+		<-w.done
+	}
+	w.srv.Shutdown()
+	w.leases.Range(func(k, v any) bool {
+		v.(*keyLease).stop()
+		return true
+	})
+}
+
+// isFailure says whether a handler error counts as a failed attempt.
+func isFailure(err error) bool {
+	if errors.Is(err, errGaveUp) {
+		return true
+	}
+	return err != nil && !errors.Is(err, asynq.ErrLeaseExpired) && !storage.IsTransient(err)
+}
+
+// maxOutageBackoff caps the wait between tries while a server is away: it
+// is also how long a node may sit idle after the server came back.
+const maxOutageBackoff = 10 * time.Second
+
+var (
+	// errGaveUp wraps an outage that outlasted OutagePatience: it counts
+	// as a failed attempt after all.
+	errGaveUp = errors.New("store or Redis unreachable for")
+	// errKeyTaken says another execution took over the node key.
+	errKeyTaken = errors.New("another execution took over the node key")
+)
 
 func (w *Worker) handle(ctx context.Context, t *asynq.Task) error {
 	var p payload
@@ -171,34 +243,110 @@ func (w *Worker) execute(ctx context.Context, p payload) error {
 		return nil // the run is over; startScript cancelled the node
 	}
 	log := e.log.With("run", p.Run, "node", n.ID, "stage", n.Stage)
-	attempt, _ := asynq.GetRetryCount(ctx)
+	retried, _ := asynq.GetRetryCount(ctx)
 	maxRetry, _ := asynq.GetMaxRetry(ctx)
+	redrives, _ := e.rdb.HGet(ctx, k.node(n.ID), "redrives").Int()
+	attempt := retried + redrives
+	taskID, _ := asynq.GetTaskID(ctx)
+	log.Debug("node attempt starting", "task", taskID, "worker", w.opts.Name, "attempt", attempt)
 
-	inputs, err := w.inputs(ctx, p.Run, ri, n)
-	if err != nil {
-		return w.fail(ctx, p.Run, n, attempt, maxRetry, err)
-	}
-	key := NodeKey(n, inputs)
-	started := time.Now().UTC()
-	if err := e.rdb.HSet(ctx, k.node(n.ID), "key", key, "started_at", started.Format(time.RFC3339Nano),
-		"attempt", attempt, "worker", w.opts.Name, "queue", n.Queue).Err(); err != nil {
-		return err
-	}
-	outputs, final, err := w.run(ctx, log, p.Run, n, key, inputs, attempt, started)
-	if err != nil {
+	// An unreachable store or Redis is waited out here, with back-off (1 s
+	// doubling, capped at maxOutageBackoff), for OutagePatience: the
+	// attempt is tried again from the start (a resumable stage from its
+	// checkpoint) without being counted.
+	var outage time.Time
+	backoff := time.Second
+	for {
+		outputs, key, final, err := w.attempt(ctx, log, p.Run, ri, n, attempt, taskID)
+		if err == nil {
+			if !outage.IsZero() {
+				log.Info("store and Redis reachable again; node finished", "waited", time.Since(outage).Round(time.Second))
+			}
+			outJSON, _ := json.Marshal(outputs)
+			log.Debug("node finished", "state", final, "key", Short(key))
+			// The outputs are committed: recording that in Redis waits out
+			// an outage too (both steps are idempotent).
+			return w.patiently(ctx, log, func() error {
+				if err := e.rdb.HSet(ctx, k.node(n.ID), "outputs", outJSON, "finished_at", nowString(), "error", "").Err(); err != nil {
+					return err
+				}
+				return e.complete(ctx, p.Run, ri, n, final)
+			})
+		}
 		if ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			// Shut down or interrupted by a cancel: not the stage's fault.
 			// asynq hands the task back (shutdown) or the run is over.
 			return err
 		}
-		return w.fail(ctx, p.Run, n, attempt, maxRetry, err)
+		if errors.Is(err, errKeyTaken) {
+			// Another execution took the node key over (this one was
+			// presumed dead): wait for its result instead.
+			continue
+		}
+		if !storage.IsTransient(err) || stages.IsPermanent(err) {
+			return w.fail(ctx, p.Run, n, retried, maxRetry, err)
+		}
+		if outage.IsZero() {
+			outage = time.Now()
+			log.Warn("store or Redis unreachable; waiting, without spending an attempt", "patience", w.opts.OutagePatience, "err", err)
+		}
+		if time.Since(outage) > w.opts.OutagePatience {
+			return w.fail(ctx, p.Run, n, retried, maxRetry, fmt.Errorf("%w %s: %w", errGaveUp, w.opts.OutagePatience, err))
+		}
+		log.Debug("still unreachable", "err", err, "next try in", backoff)
+		if !waitBackoff(ctx, &backoff) {
+			return err
+		}
 	}
-	outJSON, _ := json.Marshal(outputs)
-	if err := e.rdb.HSet(ctx, k.node(n.ID), "outputs", outJSON, "finished_at", nowString(), "error", "").Err(); err != nil {
-		return err
+}
+
+// waitBackoff sleeps for *backoff, then doubles it up to maxOutageBackoff;
+// it reports false if ctx ended first.
+func waitBackoff(ctx context.Context, backoff *time.Duration) bool {
+	select {
+	case <-ctx.Done():
+		return false
+	case <-time.After(*backoff):
 	}
-	log.Debug("node finished", "state", final, "key", Short(key), "took", time.Since(started))
-	return e.complete(ctx, p.Run, ri, n, final)
+	*backoff = min(2**backoff, maxOutageBackoff)
+	return true
+}
+
+// patiently runs f until it succeeds, fails for another reason than an
+// outage, or the outage outlasts OutagePatience.
+func (w *Worker) patiently(ctx context.Context, log *slog.Logger, f func() error) error {
+	start := time.Now()
+	backoff := 500 * time.Millisecond
+	for {
+		err := f()
+		if err == nil || !storage.IsTransient(err) || time.Since(start) > w.opts.OutagePatience {
+			return err
+		}
+		log.Debug("Redis unreachable; retrying", "err", err, "next try in", backoff)
+		if !waitBackoff(ctx, &backoff) {
+			return err
+		}
+	}
+}
+
+// attempt is one try of a node: gather its inputs, compute its key, find
+// it in the cache or execute it under the key's lease.
+func (w *Worker) attempt(ctx context.Context, log *slog.Logger, run string, ri *runInfo, n *spec.Node, attempt int, taskID string) (map[string]stages.Artifact, string, string, error) {
+	e := w.e
+	k := runKeys(e.ns, run)
+	inputs, err := w.inputs(ctx, run, ri, n)
+	if err != nil {
+		return nil, "", "", err
+	}
+	key := NodeKey(n, inputs)
+	started := time.Now().UTC()
+	if err := e.rdb.HSet(ctx, k.node(n.ID), "key", key, "started_at", started.Format(time.RFC3339Nano),
+		"attempt", attempt, "worker", w.opts.Name, "queue", n.Queue, "host", w.host, "pid", os.Getpid(),
+		"task", taskID, "waiting_for", "").Err(); err != nil {
+		return nil, "", "", err
+	}
+	outputs, final, err := w.run(ctx, log, run, n, key, inputs, attempt, started)
+	return outputs, key, final, err
 }
 
 // run finds the node's outputs in the cache or executes its stage.
@@ -206,6 +354,41 @@ func (w *Worker) run(ctx context.Context, log *slog.Logger, run string, n *spec.
 	inputs map[string][]stages.Artifact, attempt int, started time.Time) (map[string]stages.Artifact, string, error) {
 	e := w.e
 	rec, err := e.nodeRecord(ctx, key)
+	if err == nil {
+		return rec.Outputs, Cached, nil
+	}
+	if !errors.Is(err, storage.ErrNotFound) && !errors.Is(err, errBadRecord) && !errors.Is(err, storage.ErrDigestMismatch) {
+		return nil, "", fmt.Errorf("looking up cache: %w", err)
+	}
+	// Not in the cache: claim the key, or wait for whoever computes it.
+	// The token names this execution (for status) and is unique to it.
+	token := run + "/" + n.ID + "@" + w.opts.Name + "#" + stages.NewAttemptID()
+	lease, err := w.acquireKey(ctx, log, key, token, func(holder string) {
+		_ = e.rdb.HSet(ctx, runKeys(e.ns, run).node(n.ID), "waiting_for", holder).Err()
+	})
+	if errors.Is(err, errCommitted) {
+		if rec, err := e.nodeRecord(ctx, key); err == nil {
+			return rec.Outputs, Cached, nil
+		}
+		// The other execution's record is damaged: compute it here.
+		lease, err = w.acquireKey(ctx, log, key, token, nil)
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	defer lease.stop()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-lease.lost:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	// Checked again under the lease: the holder we waited for may have
+	// committed just before it let go.
+	rec, err = e.nodeRecord(ctx, key)
 	switch {
 	case err == nil:
 		return rec.Outputs, Cached, nil
@@ -233,6 +416,11 @@ func (w *Worker) run(ctx context.Context, log *slog.Logger, run string, n *spec.
 		Device:           w.opts.Device, Attempt: attempt, Log: log, TempDir: w.opts.TempDir,
 		Progress: w.progressWriter(run, n.ID),
 	})
+	select {
+	case <-lease.lost:
+		return nil, "", errKeyTaken
+	default:
+	}
 	if err != nil {
 		return nil, "", err
 	}
@@ -272,21 +460,9 @@ func (w *Worker) inputs(ctx context.Context, run string, ri *runInfo, n *spec.No
 		}
 		parentOutputs[pid] = outs
 	}
-	in := map[string][]stages.Artifact{}
-	for _, i := range n.Inputs {
-		if i.Dataset != "" {
-			a, ok := ri.datasets[i.Dataset]
-			if !ok {
-				return nil, stages.Permanent(fmt.Errorf("dataset %s was not imported", i.Dataset))
-			}
-			in[i.Port] = append(in[i.Port], a)
-			continue
-		}
-		a, ok := parentOutputs[i.Node][i.Output]
-		if !ok {
-			return nil, stages.Permanent(fmt.Errorf("node %s has no output %s", i.Node, i.Output))
-		}
-		in[i.Port] = append(in[i.Port], a)
+	in, err := resolveInputs(ri, n, parentOutputs)
+	if err != nil {
+		return nil, err
 	}
 	// The node key is made of these digests: check that each is the digest
 	// of its manifest's content, of a format this worker reads.
@@ -331,18 +507,20 @@ func (e *Engine) complete(ctx context.Context, run string, ri *runInfo, n *spec.
 
 // fail handles a failed attempt: asynq retries it unless it was the last
 // one or the error is permanent, in which case the node and the run fail.
-func (w *Worker) fail(ctx context.Context, run string, n *spec.Node, attempt, maxRetry int, cause error) error {
+// retried is asynq's count of failed attempts of this task: re-runs after a
+// worker died are not counted against the node.
+func (w *Worker) fail(ctx context.Context, run string, n *spec.Node, retried, maxRetry int, cause error) error {
 	e := w.e
 	k := runKeys(e.ns, run)
 	// Record the error even with a cancelled ctx (shutdown races).
 	bg := context.WithoutCancel(ctx)
 	e.rdb.HSet(bg, k.node(n.ID), "error", cause.Error(), "finished_at", nowString())
-	if !stages.IsPermanent(cause) && attempt < maxRetry {
+	if !stages.IsPermanent(cause) && retried < maxRetry {
 		return cause
 	}
 	msg := fmt.Sprintf("node %s: %v", n.ID, cause)
 	if !stages.IsPermanent(cause) {
-		msg = fmt.Sprintf("node %s failed after %d attempts: %v", n.ID, attempt+1, cause)
+		msg = fmt.Sprintf("node %s failed after %d attempts: %v", n.ID, retried+1, cause)
 	}
 	failedRun, err := failScript.Run(bg, e.rdb, []string{k.states(), k.meta()}, n.ID, nowString(), msg).Int()
 	if err != nil {
@@ -362,21 +540,26 @@ func (w *Worker) fail(ctx context.Context, run string, n *spec.Node, attempt, ma
 // replaces it anyway).
 func (w *Worker) progressWriter(run, node string) func(stages.ProgressUpdate) {
 	var mu sync.Mutex
-	var last time.Time
+	var last, failed time.Time
 	key := runKeys(w.e.ns, run).node(node)
 	return func(p stages.ProgressUpdate) {
 		mu.Lock()
 		now := time.Now()
-		if now.Sub(last) < w.opts.ProgressInterval && (p.Total == 0 || p.Done < p.Total) {
+		// After a failed write, Redis is left alone for a while: the stage
+		// calls this inline and must not wait for an absent server.
+		if now.Sub(last) < w.opts.ProgressInterval && (p.Total == 0 || p.Done < p.Total) || now.Sub(failed) < 5*time.Second {
 			mu.Unlock()
 			return
 		}
 		last = now
 		mu.Unlock()
 		b, _ := json.Marshal(p)
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 		defer cancel()
 		if err := w.e.rdb.HSet(ctx, key, "progress", b).Err(); err != nil {
+			mu.Lock()
+			failed = time.Now()
+			mu.Unlock()
 			w.e.log.Debug("progress not recorded", "node", node, "err", err)
 		}
 	}
@@ -389,12 +572,3 @@ func anyStrings(s []string) []any {
 	}
 	return out
 }
-
-// asynqLogger adapts slog to asynq's logger interface.
-type asynqLogger struct{ l *slog.Logger }
-
-func (a asynqLogger) Debug(args ...any) { a.l.Debug(fmt.Sprint(args...)) }
-func (a asynqLogger) Info(args ...any)  { a.l.Info(fmt.Sprint(args...)) }
-func (a asynqLogger) Warn(args ...any)  { a.l.Warn(fmt.Sprint(args...)) }
-func (a asynqLogger) Error(args ...any) { a.l.Error(fmt.Sprint(args...)) }
-func (a asynqLogger) Fatal(args ...any) { a.l.Error(fmt.Sprint(args...)); os.Exit(1) }

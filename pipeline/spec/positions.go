@@ -2,6 +2,7 @@ package spec
 
 import (
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -19,7 +20,7 @@ type positions map[string]int
 func indexYAML(data []byte) (positions, []string, error) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return nil, nil, fmt.Errorf("reading YAML: %w", err)
+		return nil, nil, syntaxError(data, err)
 	}
 	pos := positions{}
 	var order []string
@@ -58,3 +59,35 @@ func indexYAML(data []byte) (positions, []string, error) {
 	walk(doc.Content[0], "")
 	return pos, order, nil
 }
+
+// yamlLineRE matches the line yaml.v3 puts in its messages.
+var yamlLineRE = regexp.MustCompile(`^yaml: line (\d+): `)
+
+// syntaxError locates a YAML syntax error. yaml.v3 reports the line where
+// the enclosing construct began (a bad indent on line 7 of a mapping opened
+// on line 3 is "line 3"), so the line given is the first at which the file,
+// cut after it, stops parsing: the line that broke it.
+func syntaxError(data []byte, err error) *lineError {
+	msg := yamlLineRE.ReplaceAllString(err.Error(), "")
+	msg = strings.TrimPrefix(msg, "yaml: ")
+	line := 0
+	if m := yamlLineRE.FindStringSubmatch(err.Error()); m != nil {
+		line, _ = strconv.Atoi(m[1])
+	}
+	lines := strings.SplitAfter(string(data), "\n")
+	for k := 1; k <= len(lines); k++ {
+		var n yaml.Node
+		if yaml.Unmarshal([]byte(strings.Join(lines[:k], "")), &n) != nil {
+			line = k
+			break
+		}
+	}
+	return &lineError{line: line, msg: "YAML syntax: " + msg}
+}
+
+type lineError struct {
+	line int
+	msg  string
+}
+
+func (e *lineError) Error() string { return fmt.Sprintf("line %d: %s", e.line, e.msg) }

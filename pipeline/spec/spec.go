@@ -150,6 +150,9 @@ var (
 func Parse(data []byte, file, dir string, overrides ...string) (*Spec, error) {
 	s := &Spec{File: file, Dir: dir, overrides: map[string]string{}}
 	pos, order, err := indexYAML(data)
+	if le, ok := err.(*lineError); ok {
+		return nil, Errors{{File: file, Line: le.line, Msg: le.msg}}
+	}
 	if err != nil {
 		return nil, &Error{File: file, Msg: err.Error()}
 	}

@@ -262,3 +262,54 @@ func TestDatasetPathsAreRelativeToTheSpec(t *testing.T) {
 		t.Errorf("name = %q, want the file name", g.Name)
 	}
 }
+
+// TestEveryProblemAtOnce: a spec with several bad parameters and a bad
+// input is reported in one round, each problem at its own line.
+func TestEveryProblemAtOnce(t *testing.T) {
+	_, err := expand(t, `
+nodes:
+  text: {stage: test.emit}
+  train:
+    stage: test.seed
+    params:
+      seed: -3
+      scale: lots
+      colour: red
+    inputs: {in: nowhere.out}
+`)
+	var errs spec.Errors
+	if !errorsAs(err, &errs) {
+		t.Fatalf("want spec.Errors, got %v", err)
+	}
+	msg := err.Error()
+	for _, want := range []string{"p.yaml:7: nodes.train.params.seed", "p.yaml:8: nodes.train.params.scale", "p.yaml:9: nodes.train.params.colour", "p.yaml:10: nodes.train.inputs"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("errors do not include %q:\n%s", want, msg)
+		}
+	}
+}
+
+// TestYAMLSyntaxErrorLine: yaml.v3 names the line where the enclosing
+// mapping began; the error must name the line that broke the file.
+func TestYAMLSyntaxErrorLine(t *testing.T) {
+	_, err := spec.Parse([]byte(`name: demo
+nodes:
+  text:
+    stage: test.emit
+    params:
+      text: hi
+     bad: 1
+  other: {stage: test.emit}
+`), "p.yaml", t.TempDir())
+	if err == nil || !strings.HasPrefix(err.Error(), "p.yaml:7: YAML syntax:") {
+		t.Fatalf("got %v, want an error at p.yaml:7", err)
+	}
+}
+
+func errorsAs(err error, target *spec.Errors) bool {
+	es, ok := err.(spec.Errors)
+	if ok {
+		*target = es
+	}
+	return ok
+}

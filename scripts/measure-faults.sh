@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Measures, with the default worker settings, the time from each fault to
+# the run's completion (docs/operations.md): a worker SIGKILLed mid-node,
+# Redis stopped 30 s and restarted empty, MinIO stopped 30 s, two identical
+# submits at once. It starts its own redis-server and MinIO on the ports
+# RP and MP (default 16392, 19392) and two `nerflow worker` processes built
+# with the test stages, and takes about five minutes.
+#
+#   scripts/measure-faults.sh
+set -u
+cd "$(dirname "$0")/.."
+W=$(mktemp -d "${TMPDIR:-/tmp}/nerflow-faults.XXXX")
+B=$W/nerflow
+go build -tags nerflow_teststages -o "$B" ./cmd/nerflow || exit 1
+RP=${RP:-16392}; MP=${MP:-19392}
+export MINIO_ROOT_USER=measure MINIO_ROOT_PASSWORD=measuresecret MINIO_BROWSER=off
+start_redis() { redis-server --bind 127.0.0.1 --port $RP --save '' --appendonly no --daemonize yes --pidfile $W/redis.pid --logfile $W/redis.log; until redis-cli -p $RP ping >/dev/null 2>&1; do sleep 0.05; done; }
+stop_redis() { kill -9 $(cat $W/redis.pid); sleep 0.2; }
+start_minio() { $HOME/.cache/nerflow/bin/minio server $W/minio --address 127.0.0.1:$MP --quiet > $W/minio.log 2>&1 & echo $! > $W/minio.pid; until curl -fsS http://127.0.0.1:$MP/minio/health/ready >/dev/null 2>&1; do sleep 0.05; done; sleep 1; }
+stop_minio() { kill -9 $(cat $W/minio.pid); sleep 0.2; }
+export NERFLOW_REDIS_ADDR=127.0.0.1:$RP NERFLOW_STORE="s3://measure?endpoint=127.0.0.1:$MP&secure=false" NERFLOW_S3_ACCESS_KEY=measure NERFLOW_S3_SECRET_KEY=measuresecret NERFLOW_LOG_LEVEL=info
+start_redis; start_minio
+worker() { $B worker --queues cpu --concurrency 2 > $W/worker-$1.log 2>&1 & echo $!; }
+spec() { cat > $W/$1.yaml <<Y
+nodes:
+  text: {stage: test.emit, params: {text: $1}}
+  slow: {stage: test.slow, params: {steps: $2, step_time: 100ms}, inputs: {in: text}}
+  after: {stage: test.concat, inputs: {in: text}, params: {suffix: "!"}}
+Y
+echo $W/$1.yaml; }
+progress() { $B status $1 --json 2>/dev/null | python3 -c 'import json,sys; s=json.load(sys.stdin); n=[x for x in s["nodes"] if x["id"]=="slow"][0]; print((n.get("progress") or {}).get("done",0) if n["state"]=="running" else 0)'; }
+state() { $B status $1 --json 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["state"])'; }
+wait_progress() { until [ "$(progress $1)" -ge $2 ] 2>/dev/null; do sleep 0.2; done; }
+wait_over() { while [ "$(state $1)" = running ] || [ -z "$(state $1)" ]; do sleep 0.3; done; state $1; }
+now() { date +%s.%N; }
+
+A=$(worker a); Bw=$(worker b)
+echo "== SIGKILL of the worker running a node (default --node-lease 15s, --reconcile-interval 5s)"
+id=$($B submit $(spec kill 150)); wait_progress $id 30
+holder=$($B status $id --json | python3 -c 'import json,sys; s=json.load(sys.stdin); print([x for x in s["nodes"] if x["id"]=="slow"][0]["worker"])')
+pid=${holder##*:}; kill -9 $pid; t0=$(now)
+until $B status $id 2>/dev/null | grep -q "worker lost"; do sleep 0.2; done; echo "lost shown after $(echo "$(now) - $t0" | bc) s"
+until grep -q "resuming from checkpoint.*$id" $W/worker-*.log 2>/dev/null; do sleep 0.2; done; echo "re-run started (resumed from its checkpoint) $(echo "$(now) - $t0" | bc) s after the kill"
+r=$(wait_over $id); echo "run $r $(echo "$(now) - $t0" | bc) s after the kill (node: 150 steps of 100 ms + a checkpoint each, killed after step 30, resumed from its checkpoint)"
+$B status $id | head -3
+[ $pid = $A ] && A=$(worker a2) || Bw=$(worker b2)
+
+echo "== Redis stopped 30 s mid-node, restarted empty (default restore delay 10s)"
+id=$($B submit $(spec redis 400)); wait_progress $id 30
+before=$(cat $W/worker-*.log | grep -c "level=ERROR\|level=WARN")
+stop_redis; t0=$(now); sleep 30; after=$(cat $W/worker-*.log | grep -c "level=ERROR\|level=WARN"); start_redis
+echo "warnings and errors logged by the $(ls $W/worker-*.log | wc -l) worker logs during the 30 s outage: $((after-before)) (live workers: 2)"
+r=$(wait_over $id); echo "run $r $(echo "$(now) - $t0" | bc) s after Redis stopped (node had ~37 s of work left when it stopped)"
+grep -h "restored\|waiting for it\|took over\|lost the lease" $W/worker-*.log | cut -c1-220
+$B status $id | head -6
+
+echo "== MinIO stopped for 30 s mid-node"
+id=$($B submit $(spec minio 100)); wait_progress $id 30
+stop_minio; t0=$(now); sleep 30; start_minio
+r=$(wait_over $id); echo "run $r $(echo "$(now) - $t0" | bc) s after MinIO stopped (node had ~7 s of work left)"
+$B status $id | head -6
+
+echo "== two identical submits at once"
+s=$(spec twice 50); t0=$(now); $B submit $s > $W/i1 & sp=$!; $B submit $s > $W/i2; wait $sp
+for f in $W/i1 $W/i2; do id=$(cat $f); r=$(wait_over $id); echo "run $id $r $(echo "$(now) - $t0" | bc) s after submitting"; $B status $id | sed -n 2,5p; done
+kill $A $Bw 2>/dev/null; stop_redis; stop_minio; echo done

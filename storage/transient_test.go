@@ -1,0 +1,45 @@
+package storage_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"testing"
+
+	"github.com/nerflow/nerflow/storage"
+)
+
+func TestIsTransient(t *testing.T) {
+	// A real refused connection, as a client sees a stopped server.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	_, refused := net.Dial("tcp", addr)
+	if refused == nil {
+		t.Skip("nothing refused the connection")
+	}
+	for _, c := range []struct {
+		err  error
+		want bool
+	}{
+		{fmt.Errorf("looking up cache: %w", refused), true},
+		{errors.New(`Get "http://minio:9000/b/k": dial tcp 10.0.0.6:9000: connect: connection refused`), true},
+		{errors.New("Server not initialized yet, please try again."), true},
+		{fmt.Errorf("reading: %w", storage.ErrNotFound), false},
+		{fmt.Errorf("reading: %w", storage.ErrDigestMismatch), false},
+		{fmt.Errorf("decoding: %w", io.EOF), false},
+		{fmt.Errorf("reading corpus: %w", io.ErrUnexpectedEOF), false},
+		{context.Canceled, false},
+		{errors.New("param \"types\": want a list"), false},
+		{nil, false},
+	} {
+		if got := storage.IsTransient(c.err); got != c.want {
+			t.Errorf("IsTransient(%v) = %v, want %v", c.err, got, c.want)
+		}
+	}
+}
