@@ -80,19 +80,8 @@ func describeStage(w io.Writer, s *stages.Stage) error {
 	if s.Doc != "" {
 		fmt.Fprintf(w, "\n%s\n", s.Doc)
 	}
+	writeParams(w, s.Params)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	if len(s.Params) > 0 {
-		fmt.Fprintln(w, "\nParameters:")
-		fmt.Fprintln(tw, "  NAME\tTYPE\tDEFAULT\tALLOWED\tDESCRIPTION")
-		for _, p := range s.Params {
-			def := "(required)"
-			if !p.Required {
-				def = formatDefault(p.Default)
-			}
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", p.Name, p.Type, def, orDash(allowed(p)), p.Doc)
-		}
-		tw.Flush()
-	}
 	for _, sec := range []struct {
 		title string
 		ports []stages.Port
@@ -125,6 +114,24 @@ func describeStage(w io.Writer, s *stages.Stage) error {
 		tw.Flush()
 	}
 	return nil
+}
+
+// writeParams writes the table of a stage's or a method's parameters.
+func writeParams(w io.Writer, params []stages.Param) {
+	if len(params) == 0 {
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(w, "\nParameters:")
+	fmt.Fprintln(tw, "  NAME\tTYPE\tDEFAULT\tALLOWED\tDESCRIPTION")
+	for _, p := range params {
+		def := "(required)"
+		if !p.Required {
+			def = formatDefault(p.Default)
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", p.Name, p.Type, def, orDash(allowed(p)), p.Doc)
+	}
+	tw.Flush()
 }
 
 func formatDefault(v any) string {
