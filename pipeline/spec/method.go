@@ -185,6 +185,7 @@ type Ref struct{ items []refItem }
 type refItem struct {
 	raw    string // a reference as in a spec: NODE.OUTPUT, a path, a URL
 	origin string // the field of the user's file it came from ("" for the method)
+	kind   string // the kind of artifact declared by the method input or stage output
 }
 
 // Empty reports whether r connects nothing.
@@ -213,11 +214,16 @@ func (b *Builder) Has(input string) bool { return !b.In(input).Empty() }
 // In returns the method input name as the user connected it; an optional
 // input left out gives the empty Ref, which Input ignores.
 func (b *Builder) In(input string) Ref {
-	if _, ok := b.method.Input(input); !ok {
+	decl, ok := b.method.Input(input)
+	if !ok {
 		b.bug("reads input %q, which it does not declare (inputs: %s)", input, b.method.inputNames())
 		return Ref{}
 	}
-	return b.inputs[input]
+	r := Ref{items: slices.Clone(b.inputs[input].items)}
+	for i := range r.items {
+		r.items[i].kind = decl.Kind
+	}
+	return r
 }
 
 // Errorf reports a problem with the user's values at field of the spec,
@@ -281,9 +287,21 @@ func (n *NodeBuilder) PassAs(param, methodParam string) *NodeBuilder {
 // Input connects the input port to refs, in order, leaving out empty ones
 // and any reference given twice (train and dev read from the same
 // directory are one artifact). A port with no reference stays unconnected.
+// Connecting an artifact of another kind than the port's is a bug of the
+// method, reported at once.
 func (n *NodeBuilder) Input(port string, refs ...Ref) *NodeBuilder {
+	var want string
+	if st, ok := stages.Lookup(n.spec.Stage); ok {
+		if p, ok := st.Input(port); ok {
+			want = p.Kind
+		}
+	}
 	for _, r := range refs {
 		for _, it := range r.items {
+			if want != "" && it.kind != "" && it.kind != want {
+				n.b.bug("connects %s (a %s) to input %s of node %s, which takes a %s", it.raw, it.kind, port, n.spec.Name, want)
+				continue
+			}
 			if slices.Contains(n.spec.Inputs[port], it.raw) {
 				continue
 			}
@@ -315,5 +333,11 @@ func (n *NodeBuilder) FanOut(param string, values ...any) *NodeBuilder {
 
 // Out refers to the node's output (as NODE.OUTPUT in a spec).
 func (n *NodeBuilder) Out(output string) Ref {
-	return Ref{items: []refItem{{raw: n.spec.Name + "." + output}}}
+	it := refItem{raw: n.spec.Name + "." + output}
+	if st, ok := stages.Lookup(n.spec.Stage); ok {
+		if p, ok := st.Output(output); ok {
+			it.kind = p.Kind
+		}
+	}
+	return Ref{items: []refItem{it}}
 }

@@ -48,6 +48,21 @@ func init() {
 	})
 }
 
+// buggy misuses the builder: its mistakes are reported at the method line.
+func init() {
+	spec.RegisterMethod(spec.Method{
+		Name:   "buggy",
+		Params: []stages.Param{stages.IntParam("k", 1, "k")},
+		Inputs: []spec.MethodInput{{Name: "text", Kind: "text", Optional: true}},
+		Build: func(b *spec.Builder) error {
+			e := b.Node("emit", "test.emit").PassAs("text", "txt")
+			b.Node("emit", "test.emit")
+			b.Node("sum", "test.sum").Input("models", e.Out("out"), b.In("texts"))
+			return nil
+		},
+	})
+}
+
 // call parses and expands a method call in a directory holding a.txt and
 // b.txt.
 func call(t *testing.T, text string, sets ...string) (*spec.Spec, *spec.Graph, error) {
@@ -204,7 +219,7 @@ func TestMethodErrorPositions(t *testing.T) {
 			"p.yaml:3: inputs.text: dataset ./nope.txt: no such file or directory"},
 		{"list for one", "method: ens\ninputs:\n  text: [./a.txt]\n", nil,
 			"p.yaml:3: inputs.text: input text of method ens takes one reference, got a list"},
-		{"unknown method", "\nmethod: roster2\n", nil, `p.yaml:2: method: unknown method "roster2" (methods: ens`},
+		{"unknown method", "\nmethod: roster2\n", nil, `p.yaml:2: method: unknown method "roster2" (methods: buggy, ens;`},
 		{"override unknown node", "method: ens\ninputs: {text: ./a.txt}\noverrides:\n  trian: {scale: 2}\n", nil,
 			`p.yaml:4: overrides.trian: method ens makes no node "trian" (it makes: train, ensemble)`},
 		{"override bad value", "method: ens\ninputs: {text: ./a.txt}\noverrides:\n  train:\n    scale: many\n", nil,
@@ -227,6 +242,11 @@ func TestMethodErrorPositions(t *testing.T) {
 			"p.yaml:1: params: only a method call has params"},
 		{"node clashes", "method: ens\ninputs: {text: ./a.txt}\nnodes:\n  train: {stage: test.emit}\n", nil,
 			"p.yaml:4: nodes.train: method ens makes a node train already"},
+		{"method bugs", "name: x\nmethod: buggy\n", nil,
+			"p.yaml:2: method: method buggy (a bug in the method): passes parameter \"txt\", which it does not declare\n" +
+				"p.yaml:2: method: method buggy (a bug in the method): makes the node emit twice\n" +
+				"p.yaml:2: method: method buggy (a bug in the method): reads input \"texts\", which it does not declare (inputs: text)\n" +
+				"p.yaml:2: method: method buggy (a bug in the method): connects emit.out (a text) to input models of node sum, which takes a checkpoint"},
 		{"cycle", "method: ens\ninputs:\n  text: loop.out\nnodes:\n  loop: {stage: test.concat, inputs: {in: ensemble.total}}\n", nil,
 			"cycle: "},
 	}

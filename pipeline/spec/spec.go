@@ -18,6 +18,11 @@
 //	  ensemble:
 //	    stage: ensemble.average
 //	    inputs: {models: train.model}   # fan-in: all three models
+//
+// A spec may instead call a method (method.go): `method: NAME` with
+// `params:`, `inputs:` and `overrides:`; the method's Build makes the nodes
+// through a Builder, and every value remembers the line of the user's file
+// it came from, so that errors found while expanding point there.
 package spec
 
 import (
