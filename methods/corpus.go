@@ -18,8 +18,8 @@ var splits = []string{"train", "dev", "test"}
 
 // corpusInputs declares the inputs of a method that trains a tagger; train
 // says what it holds.
-func corpusInputs(train string) []spec.MethodInput {
-	return []spec.MethodInput{
+func corpusInputs(train string) []stages.Port {
+	return []stages.Port{
 		{Name: "train", Kind: "corpus", Doc: train},
 		{Name: "dev", Kind: "corpus", Optional: true, Doc: "sentences with gold tags: selects the epoch and is scored"},
 		{Name: "test", Kind: "corpus", Optional: true, Doc: "sentences with gold tags, scored on the final model"},

@@ -42,9 +42,9 @@ func init() {
 			stages.IntParam("update_interval", 200, "batches between noisy-label removals", stages.AtLeast(1)),
 		}, fileParams()...),
 		Inputs: append(corpusInputs("sentences with distant tags, or raw sentences (one file) to label with the gazetteers"),
-			spec.MethodInput{Name: "gazetteers", Kind: "gazetteer", Many: true, Optional: true,
+			stages.Port{Name: "gazetteers", Kind: "gazetteer", Many: true, Optional: true,
 				Doc: "phrase lists: label the train input with them (stage " + distant.StageName + ") instead of reading its tags"},
-			spec.MethodInput{Name: "stopwords", Kind: "stopwords", Optional: true, Doc: "words whose phrases the gazetteers do not match"}),
+			stages.Port{Name: "stopwords", Kind: "stopwords", Optional: true, Doc: "words whose phrases the gazetteers do not match"}),
 		Build: buildDistant,
 	})
 }

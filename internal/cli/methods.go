@@ -3,7 +3,6 @@ package cli
 import (
 	"fmt"
 	"io"
-	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -31,7 +30,7 @@ func init() {
 					tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 					fmt.Fprintln(tw, "METHOD\tINPUTS\tDESCRIPTION")
 					for _, m := range all {
-						fmt.Fprintf(tw, "%s\t%s\t%s\n", m.Name, orDash(methodInputList(m.Inputs)), firstSentence(m.Doc))
+						fmt.Fprintf(tw, "%s\t%s\t%s\n", m.Name, orDash(portList(m.Inputs)), firstSentence(m.Doc))
 					}
 					return tw.Flush()
 				}
@@ -46,43 +45,12 @@ func init() {
 	})
 }
 
-func methodInputList(ins []spec.MethodInput) string {
-	names := make([]string, len(ins))
-	for i, in := range ins {
-		names[i] = in.Name
-		if in.Many {
-			names[i] += "[]"
-		}
-		if in.Optional {
-			names[i] += "?"
-		}
-	}
-	return strings.Join(names, ", ")
-}
-
 func describeMethod(w io.Writer, m *spec.Method) {
 	fmt.Fprintf(w, "method %s\n", m.Name)
 	if m.Doc != "" {
 		fmt.Fprintf(w, "\n%s\n", m.Doc)
 	}
 	writeParams(w, m.Params)
-	if len(m.Inputs) > 0 {
-		fmt.Fprintln(w, "\nInputs:")
-		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "  NAME\tKIND\tTAKES\tDESCRIPTION")
-		for _, in := range m.Inputs {
-			takes := "one reference"
-			switch {
-			case in.Many && in.Optional:
-				takes = "optional, a list"
-			case in.Many:
-				takes = "a list"
-			case in.Optional:
-				takes = "optional"
-			}
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", in.Name, orDash(in.Kind), takes, in.Doc)
-		}
-		tw.Flush()
-	}
-	fmt.Fprintf(w, "\nCall it from a spec:\n\n  method: %s\n  params: {...}\n  inputs: {...}\n  overrides: {NODE: {PARAM: VALUE}}\n", m.Name)
+	writePorts(w, "Inputs", m.Inputs)
+	fmt.Fprintf(w, "\nCall it from a spec (docs/spec.md):\n\n  method: %s\n  params: {PARAM: VALUE}\n  inputs: {INPUT: PATH}\n  overrides: {NODE: {PARAM: VALUE}}\n", m.Name)
 }

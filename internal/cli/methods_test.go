@@ -24,7 +24,7 @@ func TestMethodsCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"variants", `["ce","gce","gce-removal"]`, "ce|gce|gce-removal", "0..0.99", "gazetteer  optional, a list"} {
+	for _, want := range []string{"variants", `["ce","gce","gce-removal"]`, "ce|gce|gce-removal", "0..0.99", "gazetteer  any number (fan-in)"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("nerflow methods distant lacks %q:\n%s", want, out)
 		}

@@ -24,7 +24,7 @@ import (
 //			Name:   "supervised",
 //			Doc:    "Trains a tagger on gold labels and scores it.",
 //			Params: []stages.Param{stages.IntParam("epochs", 15, "training epochs", stages.Range(1, 1000))},
-//			Inputs: []spec.MethodInput{{Name: "train", Kind: "corpus", Doc: "labeled sentences"}},
+//			Inputs: []stages.Port{{Name: "train", Kind: "corpus", Doc: "labeled sentences"}},
 //			Build: func(b *spec.Builder) error {
 //				t := b.Node("train", train.StageTrain).Pass("epochs").Input("corpus", b.In("train"))
 //				b.Node("register", registry.StageName).Input("model", t.Out("model"))
@@ -37,27 +37,17 @@ type Method struct {
 	Doc  string
 	// Params are declared and validated exactly like stage parameters.
 	Params []stages.Param
-	Inputs []MethodInput
+	// Inputs are what the user connects under `inputs:` (a path, a store
+	// URL, or an output of one of the spec's own nodes), declared like the
+	// input ports of a stage: Optional inputs may be left out (the
+	// method's graph changes with them), Many inputs take a list, and Kind
+	// is checked against the ports the method connects them to.
+	Inputs []stages.Port
 	// Build makes the nodes. It reads the resolved parameters with
 	// b.Params() and the given inputs with b.In; it branches on them to
 	// add, drop or rewire nodes. Problems with the user's values are
 	// reported with b.Errorf, which points at their line.
 	Build func(b *Builder) error
-}
-
-// MethodInput declares a named input of a method: what the user connects
-// under `inputs:` (a path, a store URL, or an output of one of the spec's
-// own nodes).
-type MethodInput struct {
-	Name string
-	// Kind is the kind of artifact expected (corpus, gazetteer, vectors...),
-	// the vocabulary of stage ports.
-	Kind string
-	Doc  string
-	// Optional inputs may be left out; the method's graph changes with them.
-	Optional bool
-	// Many inputs take a list.
-	Many bool
 }
 
 // Param returns the declaration of the method parameter name.
@@ -71,25 +61,16 @@ func (m *Method) Param(name string) (stages.Param, bool) {
 }
 
 // Input returns the declaration of the method input name.
-func (m *Method) Input(name string) (MethodInput, bool) {
+func (m *Method) Input(name string) (stages.Port, bool) {
 	for _, in := range m.Inputs {
 		if in.Name == name {
 			return in, true
 		}
 	}
-	return MethodInput{}, false
+	return stages.Port{}, false
 }
 
-func (m *Method) inputNames() string {
-	names := make([]string, len(m.Inputs))
-	for i, in := range m.Inputs {
-		names[i] = in.Name
-	}
-	if len(names) == 0 {
-		return "none"
-	}
-	return strings.Join(names, ", ")
-}
+func (m *Method) inputNames() string { return portNames(m.Inputs) }
 
 var (
 	methodsMu sync.RWMutex

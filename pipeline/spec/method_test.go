@@ -24,7 +24,7 @@ func init() {
 			stages.BoolParam("ensemble", true, "sum the models (else one sum per seed)"),
 			stages.StringParam("sep", "+", "separator of the joined texts", stages.OneOf("+", "-")),
 		},
-		Inputs: []spec.MethodInput{
+		Inputs: []stages.Port{
 			{Name: "text", Kind: "text", Doc: "the text"},
 			{Name: "extra", Kind: "text", Optional: true, Many: true, Doc: "more texts, joined to it"},
 		},
@@ -53,7 +53,7 @@ func init() {
 	spec.RegisterMethod(spec.Method{
 		Name:   "buggy",
 		Params: []stages.Param{stages.IntParam("k", 1, "k")},
-		Inputs: []spec.MethodInput{{Name: "text", Kind: "text", Optional: true}},
+		Inputs: []stages.Port{{Name: "text", Kind: "text", Optional: true}},
 		Build: func(b *spec.Builder) error {
 			e := b.Node("emit", "test.emit").PassAs("text", "txt")
 			b.Node("emit", "test.emit")
