@@ -236,6 +236,8 @@ func TestMethodErrorPositions(t *testing.T) {
 			`--set train.scale=x: overrides.train.scale: want a number, got "x"`},
 		{"set a fanned-out param", "method: ens\ninputs: {text: ./a.txt}\n", []string{"train.seed=9"},
 			"--set train.seed=9: overrides.train.seed: is also fanned out"},
+		{"set with a params prefix", "method: ens\ninputs: {text: ./a.txt}\n", []string{"params.k=3"},
+			"--set params.k=3: a method parameter is set without a prefix: --set k=3"},
 		{"set on a node list", "nodes:\n  a: {stage: test.emit}\n", []string{"k=3"},
 			"--set k=3: k=... sets a method parameter, but this spec calls no method"},
 		{"params without method", "params: {k: 2}\nnodes:\n  a: {stage: test.emit}\n", nil,

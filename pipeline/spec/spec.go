@@ -280,6 +280,9 @@ func overridePath(o string, call bool, own []string) (string, any, error) {
 		}
 		return "params." + parts[0], val, nil
 	}
+	if call && len(parts) == 2 && parts[0] == "params" && !slices.Contains(own, "params") {
+		return "", nil, fmt.Errorf("a method parameter is set without a prefix: --set %s=%s", parts[1], val)
+	}
 	node := "nodes." + parts[0] + "."
 	params := node + "params."
 	if call && !slices.Contains(own, parts[0]) {
