@@ -29,11 +29,14 @@ test: setup
 	NERFLOW_TEST_REQUIRE_SERVICES=1 $(GO) test -count=1 -timeout 45m ./...
 
 # Benchmarks report ratios against a reference measured in the same run; the
-# engine's need the real servers too.
+# engine's need the real servers too. The tagger's (package train) each run a
+# fixed amount of work against PyTorch on the same batches, once, and report
+# the ratios and peak resident memory (see docs/tagger.md).
 bench:
 	NERFLOW_WITH_BENCH=1 scripts/setup.sh
 	@set -e; eval "$$(scripts/services.sh start)"; trap 'scripts/services.sh stop' EXIT; \
-	$(GO) test -run '^$$' -bench . -benchtime 3x ./...
+	$(GO) test -run '^$$' -bench . -benchtime 3x $$($(GO) list ./... | grep -v '/train$$'); \
+	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 90m ./train
 
 clean:
 	rm -rf bin .nerflow

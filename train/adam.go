@@ -15,8 +15,7 @@ import (
 // here, they are saved with the weights, so a resumed run continues exactly
 // where it stopped.
 //
-// A step creates as few gotch tensors as possible (each costs a 100 KB Go
-// allocation): the gradient handles are kept from step to step (libtorch
+// A step creates as few gotch tensors as possible: the gradient handles are kept from step to step (libtorch
 // accumulates into the same gradient tensor as long as it is defined), and
 // the denominator is computed in a scratch tensor per parameter, in place.
 type adam struct {
@@ -28,8 +27,14 @@ type adam struct {
 	step         int
 	beta1, beta2 float64
 	eps          float64
-	lastGradNorm float64
+	lastGradNorm float64 // NaN when clipping on the device
 	maxGradNorm  float64 // 0: no clipping
+	// clipOnDevice computes the clipping coefficient on the parameters'
+	// device instead of reading the norm back: on a GPU a read-back waits
+	// for every queued kernel, so the host could not run ahead of the
+	// device. It costs one more pass over the gradients (the coefficient
+	// is applied even when it is 1), which a CPU would only lose.
+	clipOnDevice bool
 }
 
 func newAdam(m *Tagger, maxGradNorm float64) (*adam, error) {
@@ -46,6 +51,11 @@ func newAdam(m *Tagger, maxGradNorm float64) (*adam, error) {
 func newAdamFor(names []string, params []*ts.Tensor, maxGradNorm float64) (*adam, error) {
 	a := &adam{names: names, params: params, beta1: 0.9, beta2: 0.999, eps: 1e-8, maxGradNorm: maxGradNorm,
 		grads: make([]*ts.Tensor, len(params))}
+	if len(params) > 0 {
+		if d, err := params[0].Device(); err == nil && d.IsCuda() {
+			a.clipOnDevice = true
+		}
+	}
 	err := run(func() {
 		for _, p := range params {
 			a.m = append(a.m, zerosLike(p))
@@ -116,7 +126,7 @@ func noGrad(f func()) {
 func (a *adam) zeroGrad(g *graph) {
 	for i := range a.params {
 		if gr := a.grad(i); gr != nil {
-			g.inPlace(gr, gr.Zero_)
+			g.check(gr.Zero_())
 		}
 	}
 }
@@ -132,46 +142,63 @@ func (a *adam) zeroGrad(g *graph) {
 // a VM).
 func (a *adam) update(g *graph, lr float64) {
 	noGrad(func() {
-		sumSq := 0.0
+		// The global norm is read back once (on a GPU each read waits for
+		// the device).
+		var norms []*ts.Tensor
 		for i := range a.params {
 			if gr := a.grad(i); gr != nil {
-				norm := scalar(g.t(gr.Norm(false)))
-				sumSq += norm * norm
+				norms = append(norms, g.t(gr.Norm(false)))
 			}
 		}
-		a.lastGradNorm = math.Sqrt(sumSq)
+		a.lastGradNorm = 0
 		scale := 1.0
-		if a.maxGradNorm > 0 && a.lastGradNorm > a.maxGradNorm {
-			scale = a.maxGradNorm / (a.lastGradNorm + 1e-6)
+		switch {
+		case len(norms) == 0:
+		case a.clipOnDevice && a.maxGradNorm > 0:
+			// coef = min(1, max / (norm + 1e-6)), as torch.nn.utils.clip_grad_norm_.
+			total := g.t(g.t(ts.Stack(norms, 0)).Norm(false))
+			coef := g.t(g.t(g.t(total.AddScalar(g.scalar(1e-6), false)).Reciprocal(false)).MulScalar(g.scalar(a.maxGradNorm), false))
+			g.check(coef.ClampMax_(g.scalar(1)))
+			for i := range a.params {
+				if gr := a.grad(i); gr != nil {
+					g.check(gr.Mul_(coef))
+				}
+			}
+			a.lastGradNorm = math.NaN()
+		default:
+			a.lastGradNorm = scalar(g.t(g.t(ts.Stack(norms, 0)).Norm(false)))
+			if a.maxGradNorm > 0 && a.lastGradNorm > a.maxGradNorm {
+				scale = a.maxGradNorm / (a.lastGradNorm + 1e-6)
+			}
 		}
 		a.step++
 		bc1 := 1 - math.Pow(a.beta1, float64(a.step))
 		bc2 := 1 - math.Pow(a.beta2, float64(a.step))
-		f := ts.FloatScalar
+		f := g.scalar
 		for i, p := range a.params {
 			gr := a.grad(i)
 			if gr == nil {
 				continue // a parameter no loss has reached yet
 			}
 			if scale != 1 {
-				g.inPlace(gr, func() error { return gr.MulScalar_(f(scale)) })
+				g.check(gr.MulScalar_(f(scale)))
 			}
 			m, v, d := a.m[i], a.v[i], a.scratch[i]
-			g.inPlace(m, func() error { return m.Lerp_(gr, f(1-a.beta1)) }) // m + (1-b1)(g-m)
+			g.check(m.Lerp_(gr, f(1-a.beta1))) // m + (1-b1)(g-m)
 			// v = (1-b2) (v b2/(1-b2) + g²), in place
-			g.inPlace(v, func() error { return v.MulScalar_(f(a.beta2 / (1 - a.beta2))) })
-			g.inPlace(v, func() error { return v.Addcmul_(gr, gr) })
-			g.inPlace(v, func() error { return v.MulScalar_(f(1 - a.beta2)) })
+			g.check(v.MulScalar_(f(a.beta2 / (1 - a.beta2))))
+			g.check(v.Addcmul_(gr, gr))
+			g.check(v.MulScalar_(f(1 - a.beta2)))
 			if lr == 0 {
 				continue
 			}
 			// p += m / d with d = -(bc1/lr) (sqrt(v)/sqrt(bc2) + eps)
-			d.Copy_(v) // same shape and type by construction: cannot fail
-			g.inPlace(d, d.Sqrt_)
-			g.inPlace(d, func() error { return d.MulScalar_(f(1 / math.Sqrt(bc2))) })
-			g.inPlace(d, func() error { return d.AddScalar_(f(a.eps)) })
-			g.inPlace(d, func() error { return d.MulScalar_(f(-bc1 / lr)) })
-			g.inPlace(p, func() error { return p.Addcdiv_(m, d) })
+			//                   = -(bc1/(lr sqrt(bc2))) (sqrt(v) + eps sqrt(bc2)):
+			// four passes over d, the square root written straight into it.
+			g.t(v.SqrtOut(d, false))
+			g.check(d.AddScalar_(f(a.eps * math.Sqrt(bc2))))
+			g.check(d.MulScalar_(f(-bc1 / (lr * math.Sqrt(bc2)))))
+			g.check(p.Addcdiv_(m, d))
 		}
 	})
 }

@@ -11,8 +11,13 @@ import (
 // Two Adam steps on p = [1, -2, 3]: first with loss c·p (gradient c), then
 // with loss |p|²/2 (gradient p), checked against the update rule computed by
 // hand in float64.
+// Clipping runs on the host and, as on a GPU, on the device.
 func TestAdamMatchesTheUpdateRule(t *testing.T) {
-	for _, clip := range []float64{0, 1} {
+	for _, tc := range []struct {
+		clip         float64
+		clipOnDevice bool
+	}{{0, false}, {1, false}, {1, true}, {100, true}} {
+		clip := tc.clip
 		lockThread(t)
 		keep := newGraph(gotch.CPU)
 		p := leaf(t, keep, []float32{1, -2, 3}, 3)
@@ -20,6 +25,7 @@ func TestAdamMatchesTheUpdateRule(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		opt.clipOnDevice = tc.clipOnDevice
 		c := []float64{0.5, -1, 2}
 		const lr, b1, b2, eps = 0.1, 0.9, 0.999, 1e-8
 		want := []float64{1, -2, 3}
@@ -60,7 +66,9 @@ func TestAdamMatchesTheUpdateRule(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			near(t, "gradient norm", opt.lastGradNorm, norm, 1e-5)
+			if !tc.clipOnDevice {
+				near(t, "gradient norm", opt.lastGradNorm, norm, 1e-5)
+			}
 			got := float32s(p)
 			for i := range want {
 				near(t, "parameter", float64(got[i]), want[i], 1e-5)

@@ -1,7 +1,9 @@
 package train
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -9,6 +11,8 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -21,25 +25,48 @@ import (
 // training split from ../shared/data, or random ones where it is absent)
 // and, in the same run, a PyTorch implementation of the same architecture
 // (testdata/reference_tagger.py, with Debian's python3-torch) on exactly the
-// same batches, and report both throughputs, their ratio and peak memory:
+// same batches, and report both throughputs, their ratios and peak memory:
 //
 //	go test ./train -run '^$' -bench Throughput -benchtime 1x
 //
-// Both sides use libtorch's default thread count of this process (reported
-// as "threads"). The machine may be shared: each side is measured twice,
-// interleaved, and the better run of each is kept.
+// Each runs at 1 libtorch thread and at all cores (sub-benchmarks
+// threads=N), both sides alike. The machine may be shared: the two sides are
+// measured in interleaved rounds and the best round of each is kept, and the
+// ratios are given by wall clock (*-ratio) and by CPU time (*-cpu-ratio:
+// tokens per CPU-second, which other processes' load disturbs far less; at 1
+// thread it is the fairer figure). The environment can change the run (the
+// GPU build kit uses it):
+//
+//	NERFLOW_BENCH_DATA     directory with train_text.txt and train_label_true.txt
+//	NERFLOW_BENCH_DEVICE   cpu (default) or cuda:N, for both sides
+//	NERFLOW_BENCH_BATCH    sentences per batch (default 32)
+//	NERFLOW_BENCH_STEPS    timed batches per round (default 40)
+//	NERFLOW_BENCH_ROUNDS   interleaved rounds (default 2)
+//	NERFLOW_BENCH_THREADS  comma-separated thread counts (default 1 and all cores)
+//	NERFLOW_BENCH_PYTHON   the Python with torch (default /usr/bin/python3)
 
-const (
-	benchWarmup  = 3
-	benchBatches = 40
-	benchRounds  = 2
-)
+const benchWarmup = 3
 
 func BenchmarkTrainThroughputTokenHead(b *testing.B) { benchThroughput(b, TokenHead, "io", LossCE) }
 func BenchmarkTrainThroughputCRF(b *testing.B)       { benchThroughput(b, CRFHead, "bio", LossCRF) }
 
+func benchEnvInt(b *testing.B, name string, def int) int {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		b.Fatalf("%s=%q: want a positive integer", name, v)
+	}
+	return n
+}
+
 func benchCorpus(b *testing.B) *corpus.Corpus {
-	dir := filepath.Join("..", "..", "shared", "data", "conll03")
+	dir := os.Getenv("NERFLOW_BENCH_DATA")
+	if dir == "" {
+		dir = filepath.Join("..", "..", "shared", "data", "conll03")
+	}
 	c, err := corpus.ReadTextLabels(filepath.Join(dir, "train_text.txt"), filepath.Join(dir, "train_label_true.txt"))
 	if err == nil {
 		return c
@@ -48,7 +75,7 @@ func benchCorpus(b *testing.B) *corpus.Corpus {
 	rng := rand.New(rand.NewPCG(1, 2))
 	tags := []string{"O", "O", "O", "O", "O", "B-PER", "I-PER", "B-LOC", "B-ORG", "B-MISC"}
 	c = &corpus.Corpus{}
-	for range 5000 {
+	for range 15000 { // enough for 48 batches of 256
 		var s corpus.Sentence
 		for range 1 + rng.IntN(30) {
 			w := make([]byte, 2+rng.IntN(8))
@@ -65,38 +92,88 @@ func benchCorpus(b *testing.B) *corpus.Corpus {
 
 // referenceResult is what the PyTorch script prints.
 type referenceResult struct {
-	Train   float64 `json:"train_tokens_per_sec"`
-	Predict float64 `json:"predict_tokens_per_sec"`
-	PeakRSS float64 `json:"peak_rss_bytes"`
-	Threads int     `json:"threads"`
-	Torch   string  `json:"torch"`
+	Train      float64 `json:"train_tokens_per_sec"`
+	Predict    float64 `json:"predict_tokens_per_sec"`
+	TrainCPU   float64 `json:"train_tokens_per_cpu_sec"`
+	PredictCPU float64 `json:"predict_tokens_per_cpu_sec"`
+	PeakRSS    float64 `json:"peak_rss_bytes"`
+	Threads    int     `json:"threads"`
+	Torch      string  `json:"torch"`
+}
+
+// speed is the best throughput seen, by wall clock and by CPU time.
+type speed struct{ wall, cpu float64 }
+
+func (s *speed) add(wall, cpu float64) { s.wall, s.cpu = max(s.wall, wall), max(s.cpu, cpu) }
+
+// timeTokens runs f and returns tokens per second and per CPU-second of
+// this process.
+func timeTokens(tokens int, f func()) (wall, cpu float64) {
+	c0, w0 := cpuTime(), time.Now()
+	f()
+	return float64(tokens) / time.Since(w0).Seconds(), float64(tokens) / (cpuTime() - c0).Seconds()
+}
+
+// cpuTime is the CPU time this process has used, all threads.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func benchThroughput(b *testing.B, head, scheme, loss string) {
+	python := os.Getenv("NERFLOW_BENCH_PYTHON")
+	if python == "" {
+		python = "/usr/bin/python3"
+	}
+	if _, err := exec.LookPath(python); err != nil {
+		b.Skipf("no %s for the PyTorch reference", python)
+	}
+	device, err := ParseDevice(os.Getenv("NERFLOW_BENCH_DEVICE"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	threads := []int{1}
+	if n := runtime.NumCPU(); n > 1 {
+		threads = append(threads, n)
+	}
+	if v := os.Getenv("NERFLOW_BENCH_THREADS"); v != "" {
+		threads = nil
+		for _, f := range strings.Split(v, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || n < 1 {
+				b.Fatalf("NERFLOW_BENCH_THREADS=%q: want positive integers", v)
+			}
+			threads = append(threads, n)
+		}
+	}
+	defer SetThreads(0)
+	for _, n := range threads {
+		b.Run(fmt.Sprintf("threads=%d", n), func(b *testing.B) {
+			benchThroughputOn(b, head, scheme, loss, python, device, n)
+		})
+	}
+}
+
+func benchThroughputOn(b *testing.B, head, scheme, loss, python string, device gotch.Device, threads int) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	python := "/usr/bin/python3"
-	if _, err := exec.LookPath(python); err != nil {
-		b.Skip("no /usr/bin/python3 for the PyTorch reference")
-	}
+	SetThreads(threads) // libtorch's count is per OS thread: set it on the locked one
+	batchSize := benchEnvInt(b, "NERFLOW_BENCH_BATCH", 32)
+	steps := benchEnvInt(b, "NERFLOW_BENCH_STEPS", 40)
+	rounds := benchEnvInt(b, "NERFLOW_BENCH_ROUNDS", 2)
 	c := benchCorpus(b)
 	cfg := DefaultConfig()
 	cfg.Head, cfg.Scheme = head, scheme
-	sch, _ := corpus.ParseScheme(scheme)
-	labels, err := NewLabels(sch, []string{"PER", "LOC", "ORG", "MISC"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	m, err := NewTagger(cfg, NewVocab(c, nil, MinWordCount(1)), labels, nil, 1, gotch.CPU)
-	if err != nil {
-		b.Fatal(err)
-	}
+	m, exs := benchTagger(b, c, NewVocab(c, nil, MinWordCount(1)), cfg, 1, device)
 	defer m.Close()
-	exs, err := m.encodeCorpus(c, true)
-	if err != nil {
-		b.Fatal(err)
+	batches := bucketBatches(exs, batchSize, rand.New(rand.NewPCG(1, 1)))
+	if len(batches) < benchWarmup+steps {
+		b.Fatalf("%d batches of %d sentences, want %d", len(batches), batchSize, benchWarmup+steps)
 	}
-	batches := bucketBatches(exs, 32, rand.New(rand.NewPCG(1, 1)))[:benchWarmup+benchBatches]
+	batches = batches[:benchWarmup+steps]
 	timed := batches[benchWarmup:]
 	tokens := 0
 	for _, ids := range timed {
@@ -106,8 +183,79 @@ func benchThroughput(b *testing.B, head, scheme, loss string) {
 	}
 	run := DefaultTrainConfig()
 	run.Loss = loss
+	run.BatchSize = batchSize
 	spec := writeBenchSpec(b, m, exs, batches, run)
 
+	step, closeOpt := benchTrainer(b, m, exs, run, 1)
+	defer closeOpt()
+	trainGo := func(bs [][]int) {
+		for _, ids := range bs {
+			step(ids)
+		}
+	}
+	out := make([]Prediction, len(exs))
+	predictGo := func(bs [][]int) {
+		if err := m.predictBatches(exs, bs, out); err != nil {
+			b.Fatal(err)
+		}
+	}
+
+	trainGo(batches[:benchWarmup])
+	predictGo(batches[:benchWarmup])
+	var goTrain, goPredict, torchTrain, torchPredict speed
+	var ref referenceResult
+	b.ResetTimer()
+	for range rounds {
+		goTrain.add(timeTokens(tokens, func() { trainGo(timed) }))
+		goPredict.add(timeTokens(tokens, func() { predictGo(timed) }))
+		ref = runReference(b, python, spec, device)
+		torchTrain.add(ref.Train, ref.TrainCPU)
+		torchPredict.add(ref.Predict, ref.PredictCPU)
+	}
+	b.StopTimer()
+	b.ReportMetric(0, "ns/op")
+	for _, r := range []struct {
+		name      string
+		gos, refs speed
+	}{{"train", goTrain, torchTrain}, {"predict", goPredict, torchPredict}} {
+		b.ReportMetric(r.gos.wall, "go-"+r.name+"-tok/s")
+		b.ReportMetric(r.refs.wall, "torch-"+r.name+"-tok/s")
+		b.ReportMetric(r.gos.wall/r.refs.wall, r.name+"-ratio")
+		b.ReportMetric(r.gos.cpu/r.refs.cpu, r.name+"-cpu-ratio")
+	}
+	b.ReportMetric(peakRSS()/(1<<20), "go-peak-MB")
+	b.ReportMetric(ref.PeakRSS/(1<<20), "torch-peak-MB")
+	b.Logf("%s head on %v, batch %d: %d timed batches, %d tokens, vocabulary %d words, %d thread(s); PyTorch %s with %d thread(s); tokens per CPU-second: train %.0f vs %.0f, predict %.0f vs %.0f",
+		head, device, batchSize, len(timed), tokens, len(m.Vocab.Words), Threads(), ref.Torch, ref.Threads,
+		goTrain.cpu, torchTrain.cpu, goPredict.cpu, torchPredict.cpu)
+}
+
+// benchTagger builds a tagger of cfg for CoNLL's types and encodes c for it.
+func benchTagger(b *testing.B, c *corpus.Corpus, vocab *Vocab, cfg Config, seed uint64, device gotch.Device) (*Tagger, []example) {
+	sch, err := corpus.ParseScheme(cfg.Scheme)
+	if err != nil {
+		b.Fatal(err)
+	}
+	labels, err := NewLabels(sch, []string{"PER", "LOC", "ORG", "MISC"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	m, err := NewTagger(cfg, vocab, labels, nil, seed, device)
+	if err != nil {
+		b.Fatal(err)
+	}
+	exs, err := m.encodeCorpus(c, true)
+	if err != nil {
+		m.Close()
+		b.Fatal(err)
+	}
+	return m, exs
+}
+
+// benchTrainer returns a function that trains m on one batch of exs (Adam
+// at run's learning rate, dropout drawn from seed) and one that frees the
+// optimizer.
+func benchTrainer(b *testing.B, m *Tagger, exs []example, run TrainConfig, seed uint64) (step func(ids []int), done func()) {
 	tr, err := NewTrainer(m, run)
 	if err != nil {
 		b.Fatal(err)
@@ -116,54 +264,12 @@ func benchThroughput(b *testing.B, head, scheme, loss string) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer opt.close()
-	rng := rand.New(rand.NewPCG(1, 3))
-	trainGo := func(bs [][]int) time.Duration {
-		start := time.Now()
-		for _, ids := range bs {
-			if _, _, err := tr.step(newBatch(exs, ids), exs, nil, opt, run.LearningRate, rng); err != nil {
-				b.Fatal(err)
-			}
-		}
-		return time.Since(start)
-	}
-	predictGo := func(bs [][]int) time.Duration {
-		out := make([]Prediction, len(exs))
-		start := time.Now()
-		if err := m.predictBatches(exs, bs, out); err != nil {
+	rng := rand.New(rand.NewPCG(seed, 3))
+	return func(ids []int) {
+		if _, _, err := tr.step(newBatch(exs, ids), exs, nil, opt, run.LearningRate, rng); err != nil {
 			b.Fatal(err)
 		}
-		return time.Since(start)
-	}
-
-	trainGo(batches[:benchWarmup])
-	var best struct{ goTrain, goPredict, torchTrain, torchPredict float64 }
-	var ref referenceResult
-	b.ResetTimer()
-	for range benchRounds {
-		best.goTrain = max(best.goTrain, float64(tokens)/trainGo(timed).Seconds())
-		if head == TokenHead {
-			best.goPredict = max(best.goPredict, float64(tokens)/predictGo(timed).Seconds())
-		}
-		ref = runReference(b, python, spec)
-		best.torchTrain = max(best.torchTrain, ref.Train)
-		best.torchPredict = max(best.torchPredict, ref.Predict)
-	}
-	b.StopTimer()
-	b.ReportMetric(0, "ns/op")
-	b.ReportMetric(best.goTrain, "go-train-tok/s")
-	b.ReportMetric(best.torchTrain, "torch-train-tok/s")
-	b.ReportMetric(best.goTrain/best.torchTrain, "train-speed-ratio")
-	if head == TokenHead {
-		b.ReportMetric(best.goPredict, "go-predict-tok/s")
-		b.ReportMetric(best.torchPredict, "torch-predict-tok/s")
-		b.ReportMetric(best.goPredict/best.torchPredict, "predict-speed-ratio")
-	}
-	goPeak := peakRSS()
-	b.ReportMetric(goPeak/(1<<20), "go-peak-MB")
-	b.ReportMetric(ref.PeakRSS/(1<<20), "torch-peak-MB")
-	b.ReportMetric(float64(Threads()), "threads")
-	b.Logf("%s head: %d timed batches, %d tokens, vocabulary %d words; PyTorch %s with %d thread(s)", head, len(timed), tokens, len(m.Vocab.Words), ref.Torch, ref.Threads)
+	}, opt.close
 }
 
 // writeBenchSpec writes the architecture and the batches for the
@@ -205,9 +311,16 @@ func writeBenchSpec(b *testing.B, m *Tagger, exs []example, batches [][]int, run
 	return path
 }
 
-func runReference(b *testing.B, python, spec string) referenceResult {
+func runReference(b *testing.B, python, spec string, device gotch.Device) referenceResult {
+	dev := "cpu"
+	if device.IsCuda() {
+		dev = fmt.Sprintf("cuda:%d", device.CInt())
+	}
 	cmd := exec.Command(python, filepath.Join("testdata", "reference_tagger.py"), spec,
-		"--warmup", strconv.Itoa(benchWarmup), "--threads", strconv.Itoa(Threads()))
+		"--warmup", strconv.Itoa(benchWarmup), "--threads", strconv.Itoa(Threads()), "--device", dev)
+	// The Go side sets OpenBLAS's pool to its libtorch thread count (see
+	// SetThreads); the reference gets the same.
+	cmd.Env = append(os.Environ(), "OPENBLAS_NUM_THREADS="+strconv.Itoa(Threads()))
 	cmd.Stderr = os.Stderr
 	out, err := cmd.Output()
 	if err != nil {
@@ -221,16 +334,108 @@ func runReference(b *testing.B, python, spec string) referenceResult {
 }
 
 // peakRSS is the process's peak resident memory (VmHWM), in bytes.
-func peakRSS() float64 {
-	data, err := os.ReadFile("/proc/self/status")
+func peakRSS() float64 { return float64(peakResidentBytes()) }
+
+// BenchmarkTrainMemory trains the token head with GCE and noisy-label
+// removal (RoSTER's first step on distant labels) for several epochs and
+// reports the process's resident memory after the second and the last
+// epoch, and their ratio: a run that leaks, or an allocator that keeps what
+// it freed, grows from one epoch to the next; a healthy one stays within a
+// few percent. The reference is the run's own second epoch (the first one
+// warms libtorch's and the allocator's caches up).
+//
+//	NERFLOW_BENCH_EPOCHS     epochs (default 15)
+//	NERFLOW_BENCH_SENTENCES  training sentences, from the start of the data (default 2000)
+func BenchmarkTrainMemory(b *testing.B) {
+	epochs := benchEnvInt(b, "NERFLOW_BENCH_EPOCHS", 15)
+	sentences := benchEnvInt(b, "NERFLOW_BENCH_SENTENCES", 2000)
+	if epochs < 3 {
+		b.Fatalf("NERFLOW_BENCH_EPOCHS=%d: want at least 3", epochs)
+	}
+	device, err := ParseDevice(os.Getenv("NERFLOW_BENCH_DEVICE"))
 	if err != nil {
-		return 0
+		b.Fatal(err)
 	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kb, _ := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 64)
-			return kb * 1024
+	c := benchCorpus(b)
+	c.Sentences = c.Sentences[:min(sentences, len(c.Sentences))]
+	run := DefaultTrainConfig()
+	run.Loss, run.Epochs, run.UpdateInterval, run.DropO = LossGCE, epochs, 50, 0.5
+	b.ResetTimer()
+	m, res, err := Fit(context.Background(), Job{Train: c, Model: DefaultConfig(), Run: run, Device: device, MinWordCount: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	m.Close()
+	b.StopTimer()
+	mb := func(e EpochReport) float64 { return float64(e.RSSBytes) / (1 << 20) }
+	second, last := res.Epochs[1], res.Epochs[len(res.Epochs)-1]
+	var perEpoch []string
+	for _, e := range res.Epochs {
+		perEpoch = append(perEpoch, strconv.FormatFloat(mb(e), 'f', 0, 64))
+	}
+	b.ReportMetric(0, "ns/op")
+	b.ReportMetric(mb(second), "rss-epoch2-MB")
+	b.ReportMetric(mb(last), "rss-last-MB")
+	b.ReportMetric(mb(last)/mb(second), "rss-last/epoch2")
+	b.ReportMetric(peakRSS()/(1<<20), "peak-MB")
+	b.ReportMetric(last.TokensPerSec, "tok/s")
+	b.Logf("%d sentences, %d epochs; resident MB per epoch: %s", len(c.Sentences), len(res.Epochs), strings.Join(perEpoch, " "))
+}
+
+// BenchmarkConcurrentTrainings trains one tagger alone, then two at once in
+// one process (as a worker serving two nodes), each with the thread share
+// of computeThreads, then two at once with every core each (what a process
+// without the share did), and reports each training's throughput in the
+// pairs against the one alone. On N cores a pair ideally keeps half the
+// speed (0.5) when N is small; oversubscribed threads make it crawl below.
+func BenchmarkConcurrentTrainings(b *testing.B) {
+	steps := benchEnvInt(b, "NERFLOW_BENCH_STEPS", 20)
+	c := benchCorpus(b)
+	vocab := NewVocab(c, nil, MinWordCount(1))
+	// train runs steps batches on its own tagger and returns tokens per second.
+	train := func(seed uint64) float64 {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		refresh, done := computeThreads()
+		defer done()
+		refresh()
+		m, exs := benchTagger(b, c, vocab, DefaultConfig(), seed, gotch.CPU)
+		defer m.Close()
+		step, closeOpt := benchTrainer(b, m, exs, DefaultTrainConfig(), seed)
+		defer closeOpt()
+		batches := bucketBatches(exs, 32, rand.New(rand.NewPCG(seed, 1)))[:benchWarmup+steps]
+		tokens := 0
+		var start time.Time
+		for i, ids := range batches {
+			if i == benchWarmup {
+				start = time.Now()
+			}
+			if i >= benchWarmup {
+				tokens += newBatch(exs, ids).n
+			}
+			step(ids)
 		}
+		return float64(tokens) / time.Since(start).Seconds()
 	}
-	return 0
+	pair := func() float64 {
+		var wg sync.WaitGroup
+		speeds := make([]float64, 2)
+		for i := range speeds {
+			wg.Go(func() { speeds[i] = train(uint64(i + 1)) })
+		}
+		wg.Wait()
+		return (speeds[0] + speeds[1]) / 2
+	}
+	defer SetThreads(0)
+	b.ResetTimer()
+	alone := train(1)
+	shared := pair()
+	SetThreads(runtime.NumCPU())
+	oversubscribed := pair()
+	b.StopTimer()
+	b.ReportMetric(0, "ns/op")
+	b.ReportMetric(alone, "alone-tok/s")
+	b.ReportMetric(shared/alone, "pair-each/alone")
+	b.ReportMetric(oversubscribed/alone, "pair-all-cores-each/alone")
+	b.Logf("%d cores: alone %.0f tokens/s; in a pair, each %.0f with the share, %.0f with every core", runtime.NumCPU(), alone, shared, oversubscribed)
 }

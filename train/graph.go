@@ -5,7 +5,6 @@ import (
 	"unsafe"
 
 	"github.com/sugarme/gotch"
-	lib "github.com/sugarme/gotch/libtch"
 	"github.com/sugarme/gotch/ts"
 )
 
@@ -14,8 +13,9 @@ import (
 //
 // gotch tensors hold C memory that the Go garbage collector does not see:
 // gotch v0.8.0 attaches a finalizer to every tensor (and a 100 KB Go buffer,
-// so that the collector runs often enough), but a training loop that relied
-// on finalizers would hold many steps' worth of activations at once. Every
+// so that the collector runs often enough; scripts/gotch-adapt.sh removes
+// it), but a training loop that relied on finalizers would hold many steps'
+// worth of activations at once. Every
 // tensor a step creates goes through graph.t and is dropped by graph.free at
 // the end of the step; the autograd graph keeps its own references to what
 // backward needs, so dropping the Go handles early is safe.
@@ -25,8 +25,9 @@ import (
 // the code here calls the error-returning functions through t, which panics
 // with a torchError that run recovers into an ordinary error.
 type graph struct {
-	device gotch.Device
-	live   []*ts.Tensor
+	device  gotch.Device
+	live    []*ts.Tensor
+	scalars []*ts.Scalar
 }
 
 func newGraph(device gotch.Device) *graph { return &graph{device: device} }
@@ -61,18 +62,13 @@ func (g *graph) check(err error) {
 	}
 }
 
-// inPlace runs op, an in-place operation of gotch on x, and frees the C
-// handle it orphans. gotch v0.8.0's generated in-place methods (Zero_,
-// MulScalar_, ...) point x at a new libtorch handle and never free the old
-// one, which keeps x's storage alive after x is dropped: without this, every
-// temporary modified in place leaks its memory (the optimizer leaked the
-// size of the model per step).
-func (g *graph) inPlace(x *ts.Tensor, op func() error) {
-	old := lib.Ctensor(x.Ctensor())
-	g.check(op())
-	if lib.Ctensor(x.Ctensor()) != old {
-		lib.AtFree(old)
-	}
+// scalar makes a libtorch scalar that lives as long as the graph. gotch
+// frees scalars only from finalizers, which the garbage collector runs when
+// it pleases; an optimizer step makes a hundred of them.
+func (g *graph) scalar(v float64) *ts.Scalar {
+	s := ts.FloatScalar(v)
+	g.scalars = append(g.scalars, s)
+	return s
 }
 
 // free drops every tensor the graph recorded.
@@ -80,8 +76,12 @@ func (g *graph) free() {
 	for _, x := range g.live {
 		_ = x.Drop()
 	}
+	for _, s := range g.scalars {
+		_ = s.Drop()
+	}
 	clear(g.live)
-	g.live = g.live[:0]
+	clear(g.scalars)
+	g.live, g.scalars = g.live[:0], g.scalars[:0]
 }
 
 // run calls f and returns the libtorch error that aborted it, if any. Other

@@ -72,7 +72,7 @@ func (m *Tagger) loss(g *graph, h *ts.Tensor, b *batch, exs []example, weights [
 		}
 		em := g.t(ts.Linear(h, m.emitW, m.emitB))
 		nll := crfNLL(g, em, m.trans, m.start, m.end, b, gold, func() []float32 { return allowedTags(gold, k) }, k)
-		return g.t(nll.MulScalar(ts.FloatScalar(1/float64(len(b.ids))), false))
+		return g.t(nll.MulScalar(g.scalar(1/float64(len(b.ids))), false))
 	}
 
 	if lossName == LossKL {

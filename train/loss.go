@@ -39,12 +39,12 @@ func generalizedCrossEntropy(g *graph, logits *ts.Tensor, targets []int64, weigh
 	w := g.floats(weights, n)
 	if q == 0 {
 		s := g.t(g.t(picked.Mul(w, false)).Sum(gotch.Float, false))
-		return g.t(s.MulScalar(ts.FloatScalar(-1/total), false))
+		return g.t(s.MulScalar(g.scalar(-1/total), false))
 	}
 	// 1 - p^q = -expm1(q log p), exact also for small q.
-	em1 := g.t(g.t(picked.MulScalar(ts.FloatScalar(q), false)).Expm1(false))
+	em1 := g.t(g.t(picked.MulScalar(g.scalar(q), false)).Expm1(false))
 	s := g.t(g.t(em1.Mul(w, false)).Sum(gotch.Float, false))
-	return g.t(s.MulScalar(ts.FloatScalar(-1/(q*total)), false))
+	return g.t(s.MulScalar(g.scalar(-1/(q*total)), false))
 }
 
 // klDivergence is l_i = KL(s_i || softmax(z_i)) = sum_c s_ic (log s_ic -
@@ -72,8 +72,8 @@ func klDivergence(g *graph, logits *ts.Tensor, soft []float32, weights []float32
 	}
 	logp := g.t(logits.LogSoftmax(1, gotch.Float, false))
 	cross := g.t(g.t(logp.Mul(g.floats(ws, n, classes), false)).Sum(gotch.Float, false))
-	kl := g.t(cross.MulScalar(ts.FloatScalar(-1/total), false))
-	return g.t(kl.AddScalar(ts.FloatScalar(entropy/total), false))
+	kl := g.t(cross.MulScalar(g.scalar(-1/total), false))
+	return g.t(kl.AddScalar(g.scalar(entropy/total), false))
 }
 
 // binaryLogits turns one logit per row, z ([n, 1]), into the two-class

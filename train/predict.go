@@ -27,6 +27,8 @@ type Prediction struct {
 func (m *Tagger) Predict(c *corpus.Corpus, batchSize int) ([]Prediction, error) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
+	_, doneThreads := computeThreads()
+	defer doneThreads()
 	exs, err := m.encodeCorpus(c, false)
 	if err != nil {
 		return nil, err

@@ -1,24 +1,90 @@
 package train
 
-// libtorch's intra-op thread pool is process-wide. gotch v0.8.0 compiles the
-// C functions that read and set it (torch_api.cpp) but wraps neither in Go;
-// they are linked into every binary that uses gotch, so they are declared
-// and called here directly.
+// libtorch's intra-op threads. gotch v0.8.0 compiles the C functions that
+// read and set their number (torch_api.cpp) but wraps neither in Go; they
+// are linked into every binary that uses gotch, so they are declared and
+// called here directly.
+//
+// With the OpenMP backend (Debian's libtorch, PyTorch's CPU builds) the
+// number is per OS thread: at::set_num_threads sets the calling thread's
+// OpenMP team size, and a thread that never set it takes the last value set
+// anywhere. Every training and prediction here runs on a locked OS thread,
+// so each sets its own share when it starts (see computeThreads). BLAS
+// libraries keep a pool of their own: OpenBLAS's pthreads build starts one
+// busy-waiting thread per core, whatever libtorch's setting, so it is set
+// too where the process has it.
 
 /*
+#cgo LDFLAGS: -ldl
+#include <dlfcn.h>
+
 int at_get_num_threads();
 void at_set_num_threads(int n_threads);
+
+static void blas_set_num_threads(int n) {
+	void (*f)(int) = (void (*)(int))dlsym(RTLD_DEFAULT, "openblas_set_num_threads");
+	if (f) f(n);
+}
 */
 import "C"
 
-// Threads returns the number of threads libtorch uses for one operation.
+import (
+	"runtime"
+	"sync/atomic"
+)
+
+var (
+	// threadsSet is the count SetThreads fixed for the process (0: a fair
+	// share of the cores).
+	threadsSet atomic.Int32
+	// computing counts the trainings and predictions running in this
+	// process, which share its cores.
+	computing atomic.Int32
+)
+
+// Threads returns the number of threads libtorch uses for one operation on
+// the calling OS thread.
 func Threads() int { return int(C.at_get_num_threads()) }
 
-// SetThreads sets the number of threads libtorch uses for one operation, for
-// the whole process (a worker running several trainings at once may want 1
-// each).
+// SetThreads fixes the number of threads libtorch (and OpenBLAS) use for
+// one operation in every training and prediction of the process, and on the
+// calling OS thread; 0 returns to the default, a fair share of the cores
+// among the trainings and predictions running at once.
 func SetThreads(n int) {
+	threadsSet.Store(int32(max(n, 0)))
 	if n > 0 {
-		C.at_set_num_threads(C.int(n))
+		setThreads(n)
 	}
+}
+
+func setThreads(n int) {
+	C.at_set_num_threads(C.int(n))
+	C.blas_set_num_threads(C.int(n))
+}
+
+// threadShare is the number of threads for one of active computations on
+// cores cores: all of them alone, an equal share (at least 1) when several
+// nodes run in one worker, so that two trainings on two cores each get one
+// instead of fighting over four threads.
+func threadShare(cores, active int) int {
+	return max(1, cores/max(active, 1))
+}
+
+// computeThreads registers a training or prediction on the calling (locked)
+// OS thread and sets its thread count; call the returned function when it
+// is done. Long runs call the refresh function now and then (every epoch) to
+// follow the number of neighbours.
+func computeThreads() (refresh, done func()) {
+	computing.Add(1)
+	refresh = func() {
+		n := int(threadsSet.Load())
+		if n == 0 {
+			n = threadShare(runtime.NumCPU(), int(computing.Load()))
+		}
+		if n != Threads() {
+			setThreads(n)
+		}
+	}
+	refresh()
+	return refresh, func() { computing.Add(-1) }
 }

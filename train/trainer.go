@@ -106,6 +106,10 @@ type EpochReport struct {
 	// removal switched off at the end of the epoch.
 	RemovedEntity int `json:"removed_entity,omitempty"`
 	RemovedType   int `json:"removed_type,omitempty"`
+	// RSSBytes is the process's resident memory at the end of the epoch
+	// (0 where the system does not tell): flat from the second epoch on in
+	// a healthy run.
+	RSSBytes int64 `json:"rss_bytes,omitempty"`
 }
 
 // Result summarizes a training run.
@@ -217,6 +221,8 @@ const (
 func (t *Trainer) Run(ctx context.Context, trainSet, dev *corpus.Corpus) (*Result, error) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
+	refreshThreads, doneThreads := computeThreads()
+	defer doneThreads()
 	defer func() {
 		if t.tempDir {
 			os.RemoveAll(t.workDir)
@@ -288,6 +294,7 @@ func (t *Trainer) Run(ctx context.Context, trainSet, dev *corpus.Corpus) (*Resul
 	warmup := int(math.Round(cfg.Warmup * float64(totalSteps)))
 
 	for epoch := st.Epoch + 1; epoch <= cfg.Epochs && (cfg.Patience == 0 || dev == nil || st.SinceBest < cfg.Patience); epoch++ {
+		refreshThreads()
 		rep, err := t.epoch(ctx, epoch, exs, weights, opt, &st, totalSteps, warmup)
 		if err != nil {
 			return nil, err
@@ -309,7 +316,7 @@ func (t *Trainer) Run(ctx context.Context, trainSet, dev *corpus.Corpus) (*Resul
 		st.Epoch = epoch
 		st.History = append(st.History, rep)
 		t.log.Info("epoch done", "epoch", epoch, "loss", rep.TrainLoss, "dev_f1", rep.DevF1, "tokens_per_sec", math.Round(rep.TokensPerSec),
-			"removed_entity", rep.RemovedEntity, "removed_type", rep.RemovedType)
+			"removed_entity", rep.RemovedEntity, "removed_type", rep.RemovedType, "rss_mb", rep.RSSBytes>>20)
 		if err := t.saveCheckpoint(opt, &st, weights); err != nil {
 			return nil, err
 		}
@@ -365,6 +372,7 @@ func (t *Trainer) epoch(ctx context.Context, epoch int, exs []example, weights *
 	}
 	rep.TokensPerSec = float64(tokens) / time.Since(start).Seconds()
 	rep.RemovedEntity, rep.RemovedType = weights.removed()
+	rep.RSSBytes = residentBytes()
 	return rep, nil
 }
 

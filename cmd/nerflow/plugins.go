@@ -7,6 +7,7 @@ import (
 	_ "github.com/nerflow/nerflow/distant"     // stage: distant
 	_ "github.com/nerflow/nerflow/embeddings"  // stage: embeddings
 	_ "github.com/nerflow/nerflow/methods"     // methods: distant, supervised
+	_ "github.com/nerflow/nerflow/predict"     // stage: predict.entities
 	_ "github.com/nerflow/nerflow/registry"    // stage: register
 	_ "github.com/nerflow/nerflow/storage/all" // stores: file, s3
 	_ "github.com/nerflow/nerflow/train"       // stages: train.tagger, train.predict, train.evaluate

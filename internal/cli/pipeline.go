@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"regexp"
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
+	"github.com/nerflow/nerflow/internal/nodelog"
 	"github.com/nerflow/nerflow/pipeline/engine"
 	"github.com/nerflow/nerflow/pipeline/spec"
 	"github.com/nerflow/nerflow/storage"
@@ -39,10 +41,31 @@ func (a *app) runStatus(ctx context.Context, runID string) (*engine.Engine, *eng
 }
 
 func (a *app) clusterEngine(ctx context.Context, live bool) (*engine.Engine, func(), error) {
+	c, err := a.connect(ctx, live)
+	if err != nil {
+		return nil, nil, err
+	}
+	return c.engine, c.close, nil
+}
+
+// conn is a connection to the cluster: its Redis, store and engine.
+type conn struct {
+	engine *engine.Engine
+	rdb    redis.UniversalClient
+	store  storage.Store
+	close  func()
+}
+
+// connect opens the configured store and Redis (see clusterEngine for
+// live). Without a Redis server it starts a private in-process one (which
+// nerflow serve also runs its embedded cluster on). The engine's logger
+// also keeps each node's log lines in Redis (package nodelog), for the API
+// and dashboard.
+func (a *app) connect(ctx context.Context, live bool) (*conn, error) {
 	st, err := storage.Open(ctx, a.cfg.Store)
 	if err != nil {
 		if live || !storage.IsTransient(err) {
-			return nil, nil, err
+			return nil, err
 		}
 		// Read-only commands show what Redis knows and say that the
 		// store is away, rather than failing.
@@ -54,13 +77,13 @@ func (a *app) clusterEngine(ctx context.Context, live bool) (*engine.Engine, fun
 	if a.cfg.Redis.Addr == "" {
 		if live {
 			st.Close()
-			return nil, nil, errors.New("no Redis server configured (--redis HOST:PORT or NERFLOW_REDIS_ADDR): " +
+			return nil, errors.New("no Redis server configured (--redis HOST:PORT or NERFLOW_REDIS_ADDR): " +
 				"this command works on cluster runs; an embedded run (nerflow run) lives only as long as its process")
 		}
 		// An empty in-process Redis: every run is looked up in the store.
 		if mr, rdb, err = engine.StartPrivateRedis(); err != nil {
 			st.Close()
-			return nil, nil, err
+			return nil, err
 		}
 	} else {
 		rdb = redis.NewClient(&redis.Options{Addr: a.cfg.Redis.Addr, Password: a.cfg.Redis.Password, DB: a.cfg.Redis.DB})
@@ -68,21 +91,23 @@ func (a *app) clusterEngine(ctx context.Context, live bool) (*engine.Engine, fun
 			if live || !storage.IsTransient(err) {
 				st.Close()
 				rdb.Close()
-				return nil, nil, fmt.Errorf("redis %s: %w", a.cfg.Redis.Addr, err)
+				return nil, fmt.Errorf("redis %s: %w", a.cfg.Redis.Addr, err)
 			}
 			a.log.Warn("cannot reach Redis; showing the run manifests in the store", "redis", a.cfg.Redis.Addr, "err", err)
 		}
 	}
-	e := engine.New(rdb, st, engine.WithNamespace(a.cfg.Redis.Namespace), engine.WithLogger(a.log))
+	logs := nodelog.NewHandler(a.log.Handler(), rdb, a.cfg.Redis.Namespace)
+	e := engine.New(rdb, st, engine.WithNamespace(a.cfg.Redis.Namespace), engine.WithLogger(slog.New(logs)))
 	closeAll := func() {
 		e.Close()
+		logs.Close()
 		rdb.Close()
 		if mr != nil {
 			mr.Close()
 		}
 		st.Close()
 	}
-	return e, closeAll, nil
+	return &conn{engine: e, rdb: rdb, store: st, close: closeAll}, nil
 }
 
 // loadGraph reads, validates and expands a spec file with --set overrides.

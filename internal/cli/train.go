@@ -65,7 +65,7 @@ wink JSON (or its npm .tgz), restricted to the corpora's words plus
 		fl.StringVar(&f.out, "out", "", "directory for the trained tagger and its report (required)")
 		fl.StringVar(&f.device, "device", "cpu", "cpu or cuda:N")
 		fl.IntVar(&f.logEvery, "log-every", 100, "log progress every this many batches")
-		fl.IntVar(&f.threads, "threads", 0, "libtorch threads per operation (0: libtorch's default)")
+		fl.IntVar(&f.threads, "threads", 0, "libtorch and OpenBLAS threads per operation (0: the cores, shared among concurrent trainings)")
 		m, r := &f.model, &f.run
 		fl.StringVar(&m.Scheme, "scheme", m.Scheme, "tag scheme of the tagger: io, bio or bioes")
 		fl.StringVar(&m.Head, "head", m.Head, "token (RoSTER's classifier) or crf")

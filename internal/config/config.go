@@ -23,6 +23,16 @@ type Config struct {
 	Store string `mapstructure:"store"`
 	Redis Redis  `mapstructure:"redis"`
 	Log   Log    `mapstructure:"log"`
+	Serve Serve  `mapstructure:"serve"`
+}
+
+// Serve configures `nerflow serve`.
+type Serve struct {
+	// Addr is the HTTP listen address.
+	Addr string `mapstructure:"addr"`
+	// Token is the bearer token every endpoint but /healthz requires
+	// (NERFLOW_SERVE_TOKEN). It is a secret: never logged.
+	Token string `mapstructure:"token"`
 }
 
 // Redis says how to reach the task queue.
@@ -54,6 +64,8 @@ var Defaults = map[string]any{
 	"redis.namespace": "nerflow",
 	"log.level":       "info",
 	"log.format":      "text",
+	"serve.addr":      "127.0.0.1:8080",
+	"serve.token":     "",
 }
 
 // New returns a viper instance with nerflow's defaults, environment binding

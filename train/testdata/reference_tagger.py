@@ -5,8 +5,10 @@ The Go benchmark (train/bench_test.go) writes the batches it trains on to a
 JSON file; this script builds the same architecture -- word vectors, a
 character CNN with max pooling, casing vectors, a bidirectional LSTM over
 packed sequences, RoSTER's token head or a linear-chain CRF -- trains it on
-the same batches with Adam and gradient clipping, predicts them, and prints
-the throughput and peak memory as JSON. Run with Debian's python3-torch.
+the same batches with Adam and gradient clipping, predicts them (for the
+CRF, Viterbi paths and marginals, as the Go side), and prints the throughput
+by wall clock and by CPU time, and peak memory, as JSON. Run with Debian's
+python3-torch, or on a GPU machine with its CUDA PyTorch (--device cuda:0).
 """
 
 import argparse
@@ -72,14 +74,45 @@ class Tagger(nn.Module):
         ent = torch.cat([torch.zeros_like(h[:, :1]), self.ent(h)], 1)
         return F.cross_entropy(ent, b["entity"]) + (F.cross_entropy(self.typ(h), b["type"], reduction="none") * b["type_w"]).sum() / b["type_w"].sum().clamp(min=1)
 
-    def probabilities(self, h):
-        if self.c["head"] == "crf":
-            return self.emit(h)  # the Go side decodes on the host; emissions are the tensor work
-        p = torch.sigmoid(self.ent(h))
-        return torch.cat([1 - p, F.softmax(self.typ(h), 1) * p], 1)
+    def probabilities(self, h, b):
+        """Per-token tag distributions and, for the CRF, the Viterbi paths."""
+        if self.c["head"] != "crf":
+            p = torch.sigmoid(self.ent(h))
+            return torch.cat([1 - p, F.softmax(self.typ(h), 1) * p], 1), None
+        em = self.emit(h)
+        # Marginals are the gradient of log Z with respect to the emissions.
+        with torch.enable_grad():
+            leaf = em.detach().requires_grad_()
+            marginals, = torch.autograd.grad(self.log_partition(leaf, b), leaf)
+        return marginals, self.viterbi(em, b)
+
+    def viterbi(self, em, b):
+        sizes, offsets = b["sizes"], b["offsets"]
+        score = em[0:sizes[0]] + self.start
+        backs, finals = [], [None] * sizes[0]
+        for t in range(1, len(sizes)):
+            bs, prev = sizes[t], sizes[t - 1]
+            for i in range(bs, prev):
+                finals[i] = score[i]
+            best, arg = (score[:bs].unsqueeze(2) + self.trans.unsqueeze(0)).max(1)
+            backs.append(arg.cpu())
+            score = best + em[offsets[t]:offsets[t] + bs]
+        for i in range(sizes[-1]):
+            finals[i] = score[i]
+        last = (torch.stack(finals) + self.end).argmax(1).tolist()
+        backs = [x.tolist() for x in backs]
+        paths = []
+        for i, tag in enumerate(last):
+            n = sum(1 for s in sizes if s > i)
+            path = [tag]
+            for t in range(n - 1, 0, -1):
+                tag = backs[t - 1][i][tag]
+                path.append(tag)
+            paths.append(path[::-1])
+        return paths
 
 
-def packed(batch, k):
+def packed(batch, k, device):
     """Lays a batch of sentences out in packed order, as the Go side does."""
     sents = sorted(batch, key=lambda s: -len(s["words"]))
     steps = len(sents[0]["words"])
@@ -111,13 +144,16 @@ def packed(batch, k):
         lasts.append(tags[-1])
         moves += [tags[t - 1] * k + tags[t] for t in range(1, len(tags))]
     target = torch.tensor(target)
-    return {
+    b = {
         "words": torch.tensor(words), "casing": torch.tensor(casing), "chars": chars, "char_mask": mask,
-        "batch_sizes": torch.tensor(sizes), "sizes": sizes, "offsets": offsets, "sentences": len(sents),
         "emit_idx": torch.arange(n) * k + target, "firsts": torch.tensor(firsts), "lasts": torch.tensor(lasts),
         "moves": torch.tensor(moves, dtype=torch.long), "entity": (target > 0).long(), "type": (target - 1).clamp(min=0),
-        "type_w": (target > 0).float(), "tokens": n,
+        "type_w": (target > 0).float(),
     }
+    b = {name: x.to(device) for name, x in b.items()}
+    # An RNN's batch sizes stay on the CPU.
+    b.update({"batch_sizes": torch.tensor(sizes), "sizes": sizes, "offsets": offsets, "sentences": len(sents), "tokens": n})
+    return b
 
 
 def peak_rss():
@@ -135,15 +171,21 @@ def main():
     ap.add_argument("batches")
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--device", default="cpu")
     args = ap.parse_args()
+    device = torch.device(args.device)
     torch.set_num_threads(args.threads)
     torch.manual_seed(1)
     with open(args.batches) as f:
         spec = json.load(f)
     c = spec["config"]
-    model = Tagger(c)
+    model = Tagger(c).to(device)
     opt = torch.optim.Adam(model.parameters(), lr=c["lr"])
-    batches = [packed(b, c["tags"]) for b in spec["batches"]]
+    batches = [packed(b, c["tags"], device) for b in spec["batches"]]
+
+    def sync():
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
 
     def train(bs):
         model.train()
@@ -158,20 +200,27 @@ def main():
         model.eval()
         with torch.no_grad():
             for b in bs:
-                model.probabilities(model.encode(b)).tolist()
+                probs, _ = model.probabilities(model.encode(b), b)
+                probs.tolist()
+
+    def timed(f, bs):
+        sync()
+        wall, cpu = time.perf_counter(), time.process_time()
+        f(bs)
+        sync()
+        return time.perf_counter() - wall, time.process_time() - cpu
 
     train(batches[:args.warmup])
-    timed = batches[args.warmup:]
-    tokens = sum(b["tokens"] for b in timed)
-    start = time.perf_counter()
-    train(timed)
-    train_s = time.perf_counter() - start
-    start = time.perf_counter()
-    predict(timed)
-    predict_s = time.perf_counter() - start
+    predict(batches[:args.warmup])
+    bs = batches[args.warmup:]
+    tokens = sum(b["tokens"] for b in bs)
+    train_s, train_cpu = timed(train, bs)
+    predict_s, predict_cpu = timed(predict, bs)
     json.dump({
         "train_tokens_per_sec": tokens / train_s,
         "predict_tokens_per_sec": tokens / predict_s,
+        "train_tokens_per_cpu_sec": tokens / train_cpu,
+        "predict_tokens_per_cpu_sec": tokens / predict_cpu,
         "peak_rss_bytes": peak_rss(),
         "threads": torch.get_num_threads(),
         "torch": torch.__version__,

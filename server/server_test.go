@@ -1,0 +1,273 @@
+package server_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/nerflow/nerflow/eval"
+	"github.com/nerflow/nerflow/pipeline/engine"
+	"github.com/nerflow/nerflow/predict"
+	"github.com/nerflow/nerflow/server"
+)
+
+func TestAPIOnRealServices(t *testing.T) { exerciseAPI(t, newStack(t, true)) }
+
+func TestAPIOnEmbeddedDefaults(t *testing.T) { exerciseAPI(t, newStack(t, false)) }
+
+// exerciseAPI drives every endpoint the way the dashboard and curl users
+// do: auth, a spec submitted over HTTP that trains, scores and tags with a
+// tiny tagger, the run's graph, nodes, logs and files, the control calls,
+// and predictions from the run's model, reloaded when its source moves.
+func exerciseAPI(t *testing.T, s *stack) {
+	// Health is open; everything else needs the token.
+	if code, _ := s.do("GET", "/healthz", nil, false); code != http.StatusOK {
+		t.Fatalf("healthz: %d", code)
+	}
+	for path, want := range map[string]int{"/api/v1/runs": 401, "/api/v1/info": 401, "/metrics": 401, "/assets/app.js": 303, "/": 303, "/login": 200} {
+		if code, _ := s.do("GET", path, nil, false); code != want {
+			t.Errorf("GET %s without token: %d, want %d", path, code, want)
+		}
+	}
+	req, _ := http.NewRequest("GET", s.url+"/api/v1/runs", nil)
+	req.Header.Set("Authorization", "Bearer "+s.token+"x")
+	if res, err := http.DefaultClient.Do(req); err != nil || res.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("a wrong token: %v %v", res.StatusCode, err)
+	}
+	if code, _ := s.do("POST", "/v1/predict", map[string]string{"text": "Paris"}, false); code != http.StatusUnauthorized {
+		t.Fatalf("predict without token: %d", code)
+	}
+
+	// A bad spec is refused with its line.
+	code, b := s.do("POST", "/api/v1/runs", map[string]any{"spec": "name: bad\nnodes:\n  a:\n    stage: no.such\n", "file": "bad.yaml"}, true)
+	if code != http.StatusBadRequest || !strings.Contains(string(b), "bad.yaml:4") {
+		t.Fatalf("bad spec: %d %s", code, b)
+	}
+	if code, b := s.do("POST", "/api/v1/runs", map[string]any{"spec": "x", "bogus": 1}, true); code != http.StatusBadRequest {
+		t.Fatalf("unknown field: %d %s", code, b)
+	}
+
+	// Before any model: predict is unavailable, not an error of the client.
+	if code, b := s.do("POST", "/v1/predict", map[string]string{"text": "Paris"}, true); code != http.StatusServiceUnavailable {
+		t.Fatalf("predict without a model: %d %s", code, b)
+	}
+
+	id := s.submit("tiny.yaml")
+	run := s.wait(id)
+	if run.State != engine.Succeeded {
+		t.Fatalf("run %s: %s %s", id, run.State, run.Error)
+	}
+	var list struct{ Runs []engine.RunSummary }
+	s.get("/api/v1/runs", &list)
+	if len(list.Runs) == 0 || list.Runs[0].ID != id {
+		t.Fatalf("runs list: %+v", list.Runs)
+	}
+	if len(run.Graph.Nodes) != 8 || !strings.Contains(run.Graph.Spec, "train.tagger") {
+		t.Fatalf("graph: %+v", run.Graph)
+	}
+	parents := map[string][]string{}
+	for _, n := range run.Graph.Nodes {
+		parents[n.ID] = n.Parents
+	}
+	if p := parents["eval[seed=2]"]; len(p) != 1 || p[0] != "train[seed=2]" {
+		t.Errorf("parents of eval[seed=2]: %v", p)
+	}
+
+	// A node, its logs (the trainer logs its epochs), its files.
+	train := "/api/v1/runs/" + id + "/nodes/" + url.PathEscape("train[seed=1]")
+	var node engine.NodeStatus
+	s.get(train, &node)
+	if node.State != engine.Done || node.Outputs["model"].Digest == "" || node.Progress == nil || node.Progress.Done != node.Progress.Total {
+		t.Fatalf("node: %+v", node)
+	}
+	var logs struct{ Lines []map[string]any }
+	s.get(train+"/logs", &logs)
+	if len(logs.Lines) == 0 {
+		t.Fatalf("no log lines kept for %s", node.ID)
+	}
+	for _, l := range logs.Lines {
+		if l["msg"] == nil || l["level"] == nil {
+			t.Fatalf("log line %v", l)
+		}
+	}
+	var rep eval.Report
+	s.get("/api/v1/runs/"+id+"/nodes/"+url.PathEscape("eval[seed=1]")+"/outputs/report/files/report.json", &rep)
+	if rep.Sentences != 4 || rep.Micro.Support != 9 {
+		t.Errorf("evaluation report: %+v", rep)
+	}
+	// The predict.entities stage tagged each line of raw.txt.
+	code, b = s.do("GET", "/api/v1/runs/"+id+"/nodes/"+url.PathEscape("entities[seed=1]")+"/outputs/entities/files/entities.jsonl", nil, true)
+	if code != http.StatusOK {
+		t.Fatalf("entities: %d %s", code, b)
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("entities.jsonl has %d lines:\n%s", len(lines), b)
+	}
+	for i, l := range lines {
+		var e struct {
+			Line     int
+			Text     string
+			Entities []predict.Entity
+		}
+		if err := json.Unmarshal([]byte(l), &e); err != nil || e.Line != i+1 || e.Text == "" {
+			t.Fatalf("entities line %d: %s (%v)", i+1, l, err)
+		}
+		for _, ent := range e.Entities {
+			if e.Text[ent.Start:ent.End] != ent.Text {
+				t.Errorf("line %d: entity %+v does not match its offsets", i+1, ent)
+			}
+		}
+	}
+	if code, _ := s.do("GET", train+"/outputs/model/files/nope.pt", nil, true); code != http.StatusNotFound {
+		t.Errorf("missing file: %d", code)
+	}
+	if code, _ := s.do("GET", "/api/v1/runs/20990101-000000-000000", nil, true); code != http.StatusNotFound {
+		t.Errorf("missing run: %d", code)
+	}
+
+	// Control: a finished run cannot be cancelled, nor a succeeded one retried.
+	if code, b := s.do("POST", "/api/v1/runs/"+id+"/cancel", nil, true); code != http.StatusConflict {
+		t.Errorf("cancel a finished run: %d %s", code, b)
+	}
+	if code, b := s.do("POST", "/api/v1/runs/"+id+"/retry", nil, true); code != http.StatusConflict {
+		t.Errorf("retry a succeeded run: %d %s", code, b)
+	}
+	// A running run is cancelled, then retried.
+	slow := s.submit("slow.yaml")
+	if code, b := s.do("POST", "/api/v1/runs/"+slow+"/cancel", map[string]string{"reason": "test"}, true); code != http.StatusOK {
+		t.Fatalf("cancel: %d %s", code, b)
+	}
+	if r := s.wait(slow); r.State != engine.Cancelled {
+		t.Fatalf("cancelled run is %s", r.State)
+	}
+	if code, b := s.do("POST", "/api/v1/runs/"+slow+"/retry", nil, true); code != http.StatusOK || !strings.Contains(string(b), `"nodes"`) {
+		t.Fatalf("retry: %d %s", code, b)
+	}
+	if r := s.wait(slow); r.State != engine.Succeeded {
+		t.Fatalf("retried run is %s: %s", r.State, r.Error)
+	}
+
+	// The run registered two versions; serving follows the production tag.
+	var models struct{ Models []map[string]any }
+	s.get("/api/v1/models", &models)
+	if len(models.Models) != 2 || models.Models[0]["ref"] != "tiny@2" || models.Models[1]["ref"] != "tiny@1" || models.Models[1]["f1"] == nil {
+		t.Fatalf("models: %+v", models.Models)
+	}
+	var v1 struct {
+		Model struct{ Digest string }
+		Run   string
+	}
+	s.get("/api/v1/models/tiny@1", &v1)
+	if v1.Run != id {
+		t.Errorf("tiny@1 comes from run %s, not %s", v1.Run, id)
+	}
+	if code, _ := s.do("GET", "/api/v1/models/nope@1", nil, true); code != http.StatusNotFound {
+		t.Errorf("unknown model: %d", code)
+	}
+	if code, _ := s.do("POST", "/api/v1/models/tiny@9/promote", map[string]string{"tag": "production"}, true); code != http.StatusNotFound {
+		t.Errorf("promote an unknown version: %d", code)
+	}
+	s.promote("tiny@1")
+	var p1 predict.Response
+	code, b = s.do("POST", "/v1/predict", map[string]string{"text": "John Smith flew to Paris. Anna met Carlos in Berlin."}, true)
+	if code != http.StatusOK || json.Unmarshal(b, &p1) != nil {
+		t.Fatalf("predict: %d %s", code, b)
+	}
+	if p1.Model.Name != "tiny" || p1.Model.Version != "1" || p1.Model.Digest != v1.Model.Digest || p1.TokenCount != 12 || len(p1.Results) != 1 {
+		t.Fatalf("predict answer: %+v", p1)
+	}
+	t.Logf("tiny@1 finds %+v", p1.Results[0].Entities)
+	for _, e := range p1.Results[0].Entities {
+		if e.Confidence <= 0 || e.Confidence > 1 || e.Type != "PER" && e.Type != "LOC" {
+			t.Errorf("entity %+v", e)
+		}
+	}
+	code, b = s.do("POST", "/v1/predict", map[string]any{"tokens": [][]string{{"John", "lives", "in", "Paris"}}}, true)
+	if code != http.StatusOK {
+		t.Fatalf("predict tokens: %d %s", code, b)
+	}
+	for _, bad := range []any{map[string]any{}, map[string]any{"text": "a", "tokens": [][]string{{"a"}}}, map[string]any{"tokens": [][]string{{}}},
+		map[string]any{"text": "a", "model": "other"}} {
+		if code, b := s.do("POST", "/v1/predict", bad, true); code != http.StatusBadRequest && code != http.StatusNotFound {
+			t.Errorf("predict %v: %d %s", bad, code, b)
+		}
+	}
+	s.promote("tiny@2")
+	var p2 predict.Response
+	_, b = s.do("POST", "/v1/predict", map[string]string{"text": "John Smith flew to Paris."}, true)
+	if json.Unmarshal(b, &p2) != nil || p2.Model.Version != "2" || p2.Model.Digest == p1.Model.Digest {
+		t.Fatalf("after the tag moved: %s", b)
+	}
+	s.get("/api/v1/models", &models)
+	if tags, _ := models.Models[0]["tags"].([]any); len(tags) != 1 || tags[0] != "production" {
+		t.Errorf("tags after promotion: %+v", models.Models)
+	}
+
+	// The workers of this process advertise themselves.
+	var ws struct{ Workers []map[string]any }
+	s.get("/api/v1/workers", &ws)
+	if len(ws.Workers) == 0 || !strings.HasPrefix(ws.Workers[0]["name"].(string), "test") {
+		t.Errorf("workers: %+v", ws.Workers)
+	}
+
+	var info map[string]any
+	s.get("/api/v1/info", &info)
+	if info["predict"] != true || info["model"] != "tiny" || info["workers"] != true || info["schedules"] != true || info["metrics"] != true {
+		t.Errorf("info: %v", info)
+	}
+
+	// Schedules: add, list, pause, resume, delete.
+	specFile, _ := filepath.Abs("testdata/tiny.yaml")
+	if code, b := s.do("POST", "/api/v1/schedules", server.NewSchedule{Name: "nightly", Cron: "0 2 * * *", SpecFile: specFile, Set: []string{"train.epochs=2"}}, true); code != http.StatusCreated {
+		t.Fatalf("add schedule: %d %s", code, b)
+	}
+	for _, bad := range []server.NewSchedule{{Name: "bad", Cron: "every night", SpecFile: specFile}, {Name: "nospec", Cron: "@daily", SpecFile: "/nonexistent.yaml"},
+		{Name: "nightly", Cron: "@daily", SpecFile: specFile}} {
+		if code, b := s.do("POST", "/api/v1/schedules", bad, true); code != http.StatusBadRequest {
+			t.Errorf("add %+v: %d %s", bad, code, b)
+		}
+	}
+	var scheds struct{ Schedules []map[string]any }
+	s.get("/api/v1/schedules", &scheds)
+	if len(scheds.Schedules) != 1 || scheds.Schedules[0]["name"] != "nightly" || scheds.Schedules[0]["next"] == nil || scheds.Schedules[0]["paused"] != false {
+		t.Fatalf("schedules: %+v", scheds.Schedules)
+	}
+	if code, b := s.do("POST", "/api/v1/schedules/nightly/pause", nil, true); code != http.StatusOK {
+		t.Fatalf("pause: %d %s", code, b)
+	}
+	s.get("/api/v1/schedules", &scheds)
+	if scheds.Schedules[0]["paused"] != true || scheds.Schedules[0]["next"] != nil {
+		t.Errorf("paused schedule: %+v", scheds.Schedules[0])
+	}
+	if code, _ := s.do("POST", "/api/v1/schedules/nightly/resume", nil, true); code != http.StatusOK {
+		t.Errorf("resume: %d", code)
+	}
+	if code, _ := s.do("POST", "/api/v1/schedules/nightly/delete", nil, true); code != http.StatusOK {
+		t.Errorf("delete: %d", code)
+	}
+	if code, _ := s.do("POST", "/api/v1/schedules/nightly/delete", nil, true); code != http.StatusNotFound {
+		t.Errorf("delete again: %d", code)
+	}
+
+	// Metrics, with the token only.
+	code, b = s.do("GET", "/metrics", nil, true)
+	if code != http.StatusOK || !strings.Contains(string(b), "nerflow_up 1") || !strings.Contains(string(b), "nerflow_queue_processed_total{queue=\"cpu\"}") {
+		var ours []string
+		for _, l := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(l, "nerflow_") {
+				ours = append(ours, l)
+			}
+		}
+		t.Errorf("metrics: %d\n%s", code, strings.Join(ours, "\n"))
+	}
+}
+
+func TestTokenRequired(t *testing.T) {
+	if _, err := server.New(nil, "short"); err == nil {
+		t.Fatal("a short token is accepted")
+	}
+}

@@ -1,0 +1,334 @@
+// The nerflow dashboard: hash-routed pages over the JSON API. Everything
+// the API returns is inserted as text (never as HTML). The session cookie
+// set by the login page authenticates the calls.
+"use strict";
+
+(function () {
+  const view = document.getElementById("view");
+  let timer = null;     // the current page's refresh
+  let info = {};        // which parts this server has (GET /api/v1/info)
+
+  // h builds an element: h("td", {class: "num"}, "text", child, ...).
+  function h(tag, attrs, ...kids) {
+    const e = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (v === undefined || v === null || v === false) continue;
+      if (k.startsWith("on")) e.addEventListener(k.slice(2), v);
+      else e.setAttribute(k, v === true ? "" : v);
+    }
+    for (const kid of kids.flat()) {
+      if (kid === undefined || kid === null || kid === false) continue;
+      e.appendChild(kid instanceof Node ? kid : document.createTextNode(String(kid)));
+    }
+    return e;
+  }
+
+  async function api(path, opts) {
+    const res = await fetch(path, Object.assign({ credentials: "same-origin", headers: { "Content-Type": "application/json" } }, opts));
+    if (res.status === 401) { location.href = "/login"; throw new Error("signed out"); }
+    const body = res.headers.get("Content-Type")?.includes("json") ? await res.json() : await res.text();
+    if (!res.ok) throw new Error((body && body.error) || `${res.status} ${res.statusText}`);
+    return body;
+  }
+
+  const badge = state => h("span", { class: `badge ${state}` }, state);
+  const fmtTime = t => t ? new Date(t).toLocaleString() : "";
+  function fmtDur(ms) {
+    if (!(ms >= 0)) return "";
+    const s = Math.round(ms / 1000);
+    if (s < 60) return `${s}s`;
+    if (s < 3600) return `${Math.floor(s / 60)}m ${s % 60}s`;
+    return `${Math.floor(s / 3600)}h ${Math.floor(s % 3600 / 60)}m`;
+  }
+  const runDur = r => fmtDur((r.finished_at ? new Date(r.finished_at) : new Date()) - new Date(r.created_at));
+  const fmt = (v, d = 4) => typeof v === "number" ? v.toFixed(d) : "";
+  const enc = encodeURIComponent;
+  const fileURL = (run, node, out, file, dl) =>
+    `/api/v1/runs/${enc(run)}/nodes/${enc(node)}/outputs/${enc(out)}/files/${file.split("/").map(enc).join("/")}${dl ? "?download=1" : ""}`;
+
+  function show(...kids) { view.replaceChildren(...kids); }
+  function problem(err) { return h("p", { class: "error" }, String(err.message || err)); }
+  function every(ms, f) { f(); timer = setInterval(f, ms); }
+
+  // ---- runs -------------------------------------------------------------
+  function runsPage() {
+    const table = h("tbody");
+    const status = h("div");
+    const form = submitForm();
+    show(h("div", { class: "toolbar" }, h("h1", {}, "Runs"), h("span", { class: "spacer" }),
+      h("button", { class: "plain", onclick: () => form.hidden = !form.hidden }, "Submit a run")),
+      form, status,
+      h("table", { id: "runs" }, h("thead", {}, h("tr", {}, ["Run", "Pipeline", "State", "Created", "Duration", "Source"].map(c => h("th", {}, c)))), table));
+    let last = "";
+    every(3000, async () => {
+      try {
+        const { runs } = await api("/api/v1/runs?limit=200");
+        status.replaceChildren();
+        const json = JSON.stringify(runs.map(r => [r.id, r.state, r.finished_at]));
+        if (json === last && !runs.some(r => r.state === "running")) return; // nothing moved
+        last = json;
+        table.replaceChildren(...(runs.length ? runs.map(r => h("tr", { class: "click", onclick: () => location.hash = `#/runs/${enc(r.id)}` },
+          h("td", { class: "mono" }, h("a", { href: `#/runs/${enc(r.id)}` }, r.id)), h("td", {}, r.name), h("td", {}, badge(r.state)),
+          h("td", {}, fmtTime(r.created_at)), h("td", { class: "num" }, runDur(r)), h("td", { class: "muted" }, r.source)))
+          : [h("tr", {}, h("td", { colspan: 6, class: "muted" }, "No runs yet: submit a spec above or with nerflow submit."))]));
+      } catch (e) { status.replaceChildren(problem(e)); }
+    });
+  }
+
+  function submitForm() {
+    const spec = h("textarea", { rows: 12, placeholder: "name: demo\nnodes:\n  train:\n    stage: train.tagger\n    ..." });
+    const sets = h("input", { size: 60, placeholder: "overrides, e.g. train.epochs=3; train.fan_out.seed=1,2" });
+    const out = h("div");
+    const form = h("form", { class: "panel", hidden: true, onsubmit: async ev => {
+      ev.preventDefault();
+      try {
+        const set = sets.value.split(";").map(s => s.trim()).filter(Boolean);
+        const r = await api("/api/v1/runs", { method: "POST", body: JSON.stringify({ spec: spec.value, set, file: "dashboard.yaml" }) });
+        location.hash = `#/runs/${enc(r.id)}`;
+      } catch (e) { out.replaceChildren(problem(e)); }
+    } }, h("h3", {}, "Submit a pipeline spec"), spec, h("div", { class: "toolbar" }, sets, h("button", { type: "submit" }, "Submit")), out);
+    return form;
+  }
+
+  // ---- one run ----------------------------------------------------------
+  function runPage(id) {
+    let selected = null, last = null;
+    const reports = new Map(); // node id -> rendered report card (fetched once)
+    const head = h("div"), dag = h("div", { class: "dag panel" }), detail = h("div", { class: "panel grow", id: "node" });
+    const curves = h("div", { class: "cards" }), evals = h("div", { class: "cards" });
+    show(head, dag, h("div", { class: "row" }, detail),
+      h("h2", {}, "Training curves"), curves, h("h2", {}, "Evaluations"), evals);
+    const legend = h("div", { class: "legend" }, ["pending", "queued", "running", "done", "cached", "failed", "cancelled"].map(badge));
+
+    async function refresh() {
+      let run;
+      try { run = await api(`/api/v1/runs/${enc(id)}`); } catch (e) { head.replaceChildren(problem(e)); return; }
+      last = run;
+      const states = Object.fromEntries(run.nodes.map(n => [n.id, n.state]));
+      head.replaceChildren(h("div", { class: "toolbar" }, h("h1", { class: "mono" }, run.id), badge(run.state), h("span", { class: "muted" }, run.name),
+        h("span", { class: "spacer" }),
+        h("button", { class: "danger", disabled: run.state !== "running", onclick: () => act("cancel") }, "Cancel"),
+        h("button", { class: "plain", disabled: run.state !== "failed" && run.state !== "cancelled", onclick: () => act("retry") }, "Retry")),
+        h("p", { class: "muted" }, `created ${fmtTime(run.created_at)} · ${runDur(run)} · ${countLine(run.nodes)}`),
+        run.error ? h("p", { class: "error" }, run.error) : "");
+      dag.replaceChildren(window.nerflowDAG.render(run.graph.nodes, states, selected, nid => { selected = nid; refresh(); }), legend);
+      if (selected) nodeDetail(run, selected); else detail.replaceChildren(h("p", { class: "muted" }, "Click a node for its progress, outputs and logs."));
+      for (const n of run.nodes) {
+        if (reports.has(n.id) || !n.outputs || !n.outputs.report) continue;
+        const stage = (run.graph.nodes.find(g => g.id === n.id) || {}).stage;
+        if (stage !== "train.tagger" && stage !== "train.evaluate") continue;
+        reports.set(n.id, true);
+        const box = stage === "train.tagger" ? curves : evals;
+        api(fileURL(run.id, n.id, "report", "report.json")).then(rep => {
+          box.querySelector("p.placeholder")?.remove();
+          const card = stage === "train.tagger" ? curveCard(n.id, rep) : evalCard(n.id, rep);
+          card.dataset.node = n.id;
+          // Cards in node order, whichever report arrived first.
+          const after = [...box.children].find(c => c.dataset.node > n.id);
+          box.insertBefore(card, after || null);
+        }).catch(e => box.appendChild(h("div", { class: "panel" }, h("h3", {}, n.id), problem(e))));
+      }
+      if (!curves.children.length) curves.replaceChildren(h("p", { class: "muted placeholder" }, "No finished training node yet."));
+      if (!evals.children.length) evals.replaceChildren(h("p", { class: "muted placeholder" }, "No finished evaluation yet."));
+      if (run.state !== "running" && timer) { clearInterval(timer); timer = null; }
+    }
+
+    async function act(what) {
+      try { await api(`/api/v1/runs/${enc(id)}/${what}`, { method: "POST" }); } catch (e) { head.appendChild(problem(e)); }
+      if (!timer) every(2000, refresh); else refresh();
+    }
+
+    async function nodeDetail(run, nid) {
+      const n = run.nodes.find(x => x.id === nid);
+      if (!n) return;
+      const rows = [["state", badge(n.state)], ["stage", n.stage], ["queue", n.queue], ["worker", n.worker || ""],
+        ["attempt", n.attempt ? n.attempt + 1 : 1], ["started", fmtTime(n.started_at)],
+        ["duration", n.started_at ? fmtDur(((n.finished_at && n.state !== "running") ? new Date(n.finished_at) : new Date()) - new Date(n.started_at)) : ""],
+        ["key", h("span", { class: "mono" }, (n.key || "").slice(0, 16))]];
+      const kids = [h("h3", { class: "mono" }, n.id), h("dl", { class: "kv" }, rows.flatMap(([k, v]) => [h("dt", {}, k), h("dd", {}, v)]))];
+      if (n.progress) {
+        const pct = n.progress.total ? Math.min(100, 100 * n.progress.done / n.progress.total) : 0;
+        const bar = h("div", { class: "progress" }, h("div"));
+        bar.firstChild.style.width = pct.toFixed(1) + "%";
+        kids.push(h("h3", {}, "Progress"), bar, h("div", { class: "muted" }, `${n.progress.done}/${n.progress.total} ${n.progress.note || ""}`));
+      }
+      if (n.error) kids.push(h("h3", {}, "Error"), h("p", { class: "error" }, n.error));
+      const outs = Object.entries(n.outputs || {});
+      if (outs.length) {
+        kids.push(h("h3", {}, "Outputs"), h("table", {}, h("tbody", {}, outs.flatMap(([name, a]) => (a.files || []).map(f =>
+          h("tr", {}, h("td", {}, name), h("td", { class: "muted" }, a.kind || ""), h("td", {}, h("a", { href: fileURL(run.id, n.id, name, f.name, true) }, f.name)),
+            h("td", { class: "num" }, `${f.size} B`)))))));
+      }
+      const logs = h("pre", { class: "logs" }, "…");
+      kids.push(h("h3", {}, "Logs"), logs);
+      detail.replaceChildren(...kids);
+      try {
+        const { lines } = await api(`/api/v1/runs/${enc(run.id)}/nodes/${enc(nid)}/logs?limit=200`);
+        logs.textContent = lines.length ? lines.map(logLine).join("\n") : "(no log lines)";
+      } catch (e) { logs.textContent = String(e.message || e); }
+    }
+
+    every(2000, refresh);
+  }
+
+  function logLine(l) {
+    const { time, level, msg, ...rest } = l;
+    const extra = Object.entries(rest).map(([k, v]) => `${k}=${typeof v === "string" ? v : JSON.stringify(v)}`).join(" ");
+    return `${(time || "").slice(11, 19)} ${level || ""} ${msg || ""} ${extra}`;
+  }
+
+  function countLine(nodes) {
+    const c = {};
+    nodes.forEach(n => c[n.state] = (c[n.state] || 0) + 1);
+    return `${nodes.length} nodes: ` + Object.entries(c).map(([s, k]) => `${k} ${s}`).join(", ");
+  }
+
+  function curveCard(node, rep) {
+    const epochs = (rep.result && rep.result.epochs) || [];
+    const hasDev = epochs.some(e => e.dev_f1 > 0);
+    const best = rep.result && rep.result.best_epoch;
+    return h("div", { class: "panel", "data-curve": node }, h("h3", { class: "mono" }, node),
+      epochs.length ? window.nerflowChart.render(epochs, hasDev) : h("p", { class: "muted" }, "no epochs"),
+      h("div", { class: "legend" }, h("span", { class: "badge", style: "background:#d9822b" }, "train loss"), hasDev ? h("span", { class: "badge running" }, "dev F1") : "",
+        best ? h("span", { class: "muted" }, `best epoch ${best}, dev F1 ${fmt(rep.result.best_dev_f1)}`) : ""));
+  }
+
+  function evalCard(node, rep) {
+    const row = (name, s, bold) => h("tr", {}, h("td", {}, bold ? h("b", {}, name) : name), h("td", { class: "num" }, fmt(s.precision)),
+      h("td", { class: "num" }, fmt(s.recall)), h("td", { class: "num" }, bold ? h("b", {}, fmt(s.f1)) : fmt(s.f1)),
+      h("td", { class: "num" }, s.support ?? ""), h("td", { class: "num" }, s.predicted ?? ""));
+    const types = Object.keys(rep.types || {}).sort();
+    return h("div", { class: "panel", "data-eval": node }, h("h3", { class: "mono" }, node),
+      h("table", {}, h("thead", {}, h("tr", {}, ["type", "P", "R", "F1", "gold", "pred"].map((c, i) => h("th", { class: i ? "num" : "" }, c)))),
+        h("tbody", {}, types.map(t => row(t, rep.types[t])), row("micro", rep.micro || {}, true))),
+      h("p", { class: "muted" }, `${rep.sentences} sentences, ${rep.tokens} tokens, token accuracy ${fmt(rep.token_accuracy)}`));
+  }
+
+  // ---- workers, schedules, models: tables of whatever the API lists -------
+  function cell(v) {
+    if (v === null || v === undefined) return "–";
+    if (typeof v === "string" && /^\d{4}-\d\d-\d\dT/.test(v)) return fmtTime(v);
+    if (typeof v === "number" && !Number.isInteger(v)) return v.toFixed(4);
+    if (Array.isArray(v) && v.every(x => typeof x !== "object")) return v.length ? v.join(", ") : "–";
+    if (typeof v === "object") return h("span", { class: "mono" }, JSON.stringify(v));
+    return String(v);
+  }
+
+  function listPage(title, path, key, empty, actions, form) {
+    const body = h("div");
+    let last = "";
+    show(h("h1", {}, title), form ? form(() => { last = ""; refresh(); }) : "", body);
+    const refresh = async () => {
+      try {
+        const data = await api(path);
+        const json = JSON.stringify(data);
+        if (json === last) return; // unchanged: keep the DOM (and what the user is clicking)
+        last = json;
+        const items = data[key] || [];
+        if (!items.length) { body.replaceChildren(h("p", { class: "muted" }, empty)); return; }
+        const cols = [...new Set(items.flatMap(Object.keys))];
+        const done = () => { last = ""; refresh(); };
+        body.replaceChildren(h("table", { id: key }, h("thead", {}, h("tr", {}, cols.map(c => h("th", {}, c.replaceAll("_", " "))), actions ? h("th") : "")),
+          h("tbody", {}, items.map(it => h("tr", { "data-key": it.ref || it.name }, cols.map(c => h("td", {}, cell(it[c]))), actions ? h("td", {}, actions(it, done)) : "")))));
+      } catch (e) {
+        last = "";
+        body.replaceChildren(problem(e));
+      }
+    };
+    every(4000, refresh);
+  }
+
+  const post = (path, body) => api(path, { method: "POST", body: JSON.stringify(body || {}) });
+
+  function scheduleForm(done) {
+    const name = h("input", { id: "sched-name", placeholder: "nightly", size: 12 });
+    const cron = h("input", { id: "sched-cron", value: "0 2 * * *", size: 12 });
+    const file = h("input", { id: "sched-spec", placeholder: "/srv/specs/conll03-distant.yaml (on the servers)", size: 44 });
+    const sets = h("input", { id: "sched-set", placeholder: "overrides: gce.epochs=3; ...", size: 30 });
+    const missed = h("select", { id: "sched-missed" }, h("option", {}, "run-once"), h("option", {}, "skip"));
+    const out = h("span", { class: "error" });
+    return h("form", { class: "panel toolbar", onsubmit: async ev => {
+      ev.preventDefault();
+      try {
+        await post("/api/v1/schedules", { name: name.value, cron: cron.value, spec_file: file.value, missed: missed.value,
+          set: sets.value.split(";").map(s => s.trim()).filter(Boolean) });
+        out.textContent = ""; name.value = ""; done();
+      } catch (e) { out.textContent = String(e.message || e); }
+    } }, name, cron, file, sets, missed, h("button", { type: "submit", id: "sched-add" }, "Add schedule"), out);
+  }
+
+  function schedulesPage() {
+    listPage("Schedules", "/api/v1/schedules", "schedules", "No schedules yet: add one above or with nerflow schedule add NAME --cron '0 2 * * *' SPEC.", (s, done) => [
+      h("button", { class: "plain", onclick: () => post(`/api/v1/schedules/${enc(s.name)}/${s.paused ? "resume" : "pause"}`).then(done) }, s.paused ? "Resume" : "Pause"), " ",
+      h("button", { class: "danger", onclick: () => confirm(`Delete schedule ${s.name}?`) && post(`/api/v1/schedules/${enc(s.name)}/delete`).then(done) }, "Delete")], scheduleForm);
+  }
+
+  function modelsPage() {
+    listPage("Models", "/api/v1/models", "models", "No registered models: every run's final model is registered when it succeeds.", (m, done) => {
+      const ref = m.ref || `${m.name}@${m.version}`;
+      const tag = h("select", {}, h("option", {}, "production"), h("option", {}, "staging"));
+      return [tag, " ", h("button", { class: "plain", onclick: () => post(`/api/v1/models/${enc(ref)}/promote`, { tag: tag.value }).then(done) }, "Promote")];
+    });
+  }
+
+  // ---- predict ------------------------------------------------------------
+  const palette = ["#ffd8a8", "#b2f2bb", "#a5d8ff", "#eebefa", "#ffec99", "#c3fae8", "#ffc9c9"];
+  function predictPage() {
+    const text = h("textarea", { rows: 5 }, "John Smith flew from Paris to Berlin on Monday to meet Anna Weber.");
+    const out = h("div");
+    show(h("h1", {}, "Predict"), h("p", { class: "muted" }, info.model ? `Model ${info.model}, through POST /v1/predict.` : "This server serves no model (start nerflow serve with --model)."),
+      h("div", { class: "panel" }, text, h("div", { class: "toolbar" }, h("button", { id: "tag", onclick: run }, "Find entities"))), out);
+    async function run() {
+      try {
+        const r = await post("/v1/predict", { text: text.value });
+        out.replaceChildren(annotated(text.value, r.results[0].entities, r.model), entityTable(r.results[0].entities),
+          h("p", { class: "muted", id: "served-by" }, `model ${r.model.name || ""} ${r.model.version || ""} · ${r.token_count} tokens · digest ${(r.model.digest || "").slice(7, 19)}`));
+      } catch (e) { out.replaceChildren(problem(e)); }
+    }
+  }
+
+  // annotated highlights entities given as UTF-8 byte offsets.
+  function annotated(text, entities, model) {
+    const bytes = new TextEncoder().encode(text), dec = new TextDecoder();
+    const colors = Object.fromEntries((model.types || []).map((t, i) => [t, palette[i % palette.length]]));
+    const kids = [];
+    let at = 0;
+    for (const e of [...entities].sort((a, b) => a.start - b.start)) {
+      if (e.start < at) continue;
+      kids.push(dec.decode(bytes.slice(at, e.start)));
+      const span = h("span", { class: "entity", title: `${e.type} ${e.confidence.toFixed(3)}` }, dec.decode(bytes.slice(e.start, e.end)), h("small", {}, e.type));
+      span.style.background = colors[e.type] || "#e9ecef";
+      kids.push(span);
+      at = e.end;
+    }
+    kids.push(dec.decode(bytes.slice(at)));
+    return h("div", { class: "annotated", id: "annotated" }, kids);
+  }
+
+  function entityTable(entities) {
+    return h("table", {}, h("thead", {}, h("tr", {}, ["entity", "type", "confidence", "bytes", "tokens"].map((c, i) => h("th", { class: i > 1 ? "num" : "" }, c)))),
+      h("tbody", {}, entities.map(e => h("tr", {}, h("td", {}, e.text), h("td", {}, e.type), h("td", { class: "num" }, e.confidence.toFixed(3)),
+        h("td", { class: "num" }, `${e.start}-${e.end}`), h("td", { class: "num" }, `${e.token_start}-${e.token_end}`)))));
+  }
+
+  // ---- routing --------------------------------------------------------------
+  function route() {
+    if (timer) { clearInterval(timer); timer = null; }
+    const parts = location.hash.replace(/^#\/?/, "").split("/").map(decodeURIComponent);
+    const page = parts[0] || "runs";
+    document.querySelectorAll("#nav a").forEach(a => a.classList.toggle("active", a.dataset.page === page));
+    if (page === "runs" && parts[1]) return runPage(parts[1]);
+    if (page === "workers") return listPage("Workers", "/api/v1/workers", "workers", "No live workers: start one with nerflow worker.");
+    if (page === "schedules") return schedulesPage();
+    if (page === "models") return modelsPage();
+    if (page === "predict") return predictPage();
+    return runsPage();
+  }
+
+  document.getElementById("logout").addEventListener("click", async () => {
+    await fetch("/logout", { method: "POST", credentials: "same-origin" });
+    location.href = "/login";
+  });
+  window.addEventListener("hashchange", route);
+  api("/api/v1/info").then(i => { info = i; }).catch(() => {}).finally(route);
+})();

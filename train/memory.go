@@ -1,0 +1,34 @@
+package train
+
+import (
+	"os"
+	"strconv"
+	"strings"
+)
+
+// residentBytes is the process's resident memory now (VmRSS), in bytes; 0
+// where /proc cannot tell. Trainings report it per epoch: libtorch's memory
+// is invisible to Go's own statistics, and a leak or an allocator that
+// keeps freed memory shows up there first.
+func residentBytes() int64 {
+	return procStatus("VmRSS:")
+}
+
+// peakResidentBytes is the process's peak resident memory (VmHWM).
+func peakResidentBytes() int64 {
+	return procStatus("VmHWM:")
+}
+
+func procStatus(field string) int64 {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, field); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
