@@ -14,6 +14,7 @@ import (
 	_ "github.com/nerflow/nerflow/pipeline/teststages"
 	"github.com/nerflow/nerflow/storage"
 	"github.com/nerflow/nerflow/storage/fsstore"
+	"github.com/nerflow/nerflow/storage/layout"
 )
 
 func diamond(t *testing.T) *spec.Graph {
@@ -90,7 +91,7 @@ func TestCompleteIsIdempotent(t *testing.T) {
 		t.Fatal(err)
 	}
 	for range 2 {
-		if err := e.complete(ctx, id, ri, node("a"), Done); err != nil {
+		if err := e.complete(ctx, id, ri, node("a"), Done, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -107,7 +108,7 @@ func TestCompleteIsIdempotent(t *testing.T) {
 	}
 	// b finishes, twice; d still waits for c.
 	for range 2 {
-		if err := e.complete(ctx, id, ri, node("b"), Done); err != nil {
+		if err := e.complete(ctx, id, ri, node("b"), Done, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -115,7 +116,7 @@ func TestCompleteIsIdempotent(t *testing.T) {
 		t.Errorf("d waits for %s parents, want 1", w)
 	}
 	for _, n := range []string{"c", "d"} {
-		if err := e.complete(ctx, id, ri, node(n), Done); err != nil {
+		if err := e.complete(ctx, id, ri, node(n), Done, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -127,7 +128,7 @@ func TestCompleteIsIdempotent(t *testing.T) {
 	}
 	// A completed run enqueues nothing more, whatever is completed again.
 	before := len(pending())
-	if err := e.complete(ctx, id, ri, node("a"), Done); err != nil {
+	if err := e.complete(ctx, id, ri, node("a"), Done, nil); err != nil {
 		t.Fatal(err)
 	}
 	if len(pending()) != before {
@@ -147,7 +148,8 @@ func TestFailCancelsPending(t *testing.T) {
 	}
 	k := runKeys(e.ns, id)
 	for _, n := range []string{"a"} {
-		if s, _ := startScript.Run(ctx, rdb, []string{k.states(), k.meta()}, n).Text(); s != Running {
+		nd, _ := g.Node(n)
+		if s, _, _, _ := e.start(ctx, id, nd); s != Running {
 			t.Fatalf("start %s: %s", n, s)
 		}
 	}
@@ -167,7 +169,8 @@ func TestFailCancelsPending(t *testing.T) {
 		t.Errorf("run %s: %q", meta["state"], meta["error"])
 	}
 	// A task of a cancelled node that still runs does nothing.
-	if s, _ := startScript.Run(ctx, rdb, []string{k.states(), k.meta()}, "b").Text(); s != Failed {
+	b, _ := g.Node("b")
+	if s, _, _, _ := e.start(ctx, id, b); s != Failed {
 		t.Errorf("starting b in a failed run: %s", s)
 	}
 }
@@ -177,13 +180,13 @@ func TestFailCancelsPending(t *testing.T) {
 func TestDamagedRecordIsACacheMiss(t *testing.T) {
 	ctx := context.Background()
 	e, _, st := workerless(t)
-	if _, err := storage.PutBytes(ctx, st, nodeRecordKey("abc"), []byte("{not json")); err != nil {
+	if _, err := storage.PutBytes(ctx, st, layout.NodeRecord("abc"), []byte("{not json")); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.nodeRecord(ctx, "abc"); err == nil || !strings.Contains(err.Error(), "damaged node record") {
 		t.Errorf("err = %v", err)
 	}
-	if _, err := storage.PutBytes(ctx, st, nodeRecordKey("def"), []byte(`{"key":"abc","outputs":{}}`)); err != nil {
+	if _, err := storage.PutBytes(ctx, st, layout.NodeRecord("def"), []byte(`{"key":"abc","outputs":{}}`)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.nodeRecord(ctx, "def"); err == nil {
@@ -193,7 +196,7 @@ func TestDamagedRecordIsACacheMiss(t *testing.T) {
 	// was computed differently) are not trusted either.
 	d := storage.Digest([]byte("x"))
 	old := `{"key":"ghi","outputs":{"o":{"digest":"` + d + `","prefix":"artifacts/ghi/1/o","files":[{"name":"x","size":1,"digest":"` + d + `"}],"producer":{"stage":"s"}}}}`
-	if _, err := storage.PutBytes(ctx, st, nodeRecordKey("ghi"), []byte(old)); err != nil {
+	if _, err := storage.PutBytes(ctx, st, layout.NodeRecord("ghi"), []byte(old)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.nodeRecord(ctx, "ghi"); !errors.Is(err, errBadRecord) || !strings.Contains(err.Error(), "output o: invalid artifact manifest: no format version") {

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -15,6 +14,7 @@ import (
 	"github.com/nerflow/nerflow/pipeline/spec"
 	"github.com/nerflow/nerflow/stages"
 	"github.com/nerflow/nerflow/storage"
+	"github.com/nerflow/nerflow/storage/layout"
 )
 
 // RunStatus is a run's state: live from Redis, or from the run manifest in
@@ -114,8 +114,10 @@ func (r *RunStatus) Counts() map[string]int {
 	return c
 }
 
-// Manifest is what the store keeps for a run under runs/<id>/manifest.json.
-type Manifest struct {
+// RunManifest is what the store keeps for a run (layout.RunManifest): its
+// status when last written (at submit, retry and its end), with the spec,
+// graph and datasets it is rebuilt from.
+type RunManifest struct {
 	RunStatus
 	Spec      string                     `json:"spec,omitempty"`
 	SpecFile  string                     `json:"spec_file,omitempty"`
@@ -131,7 +133,7 @@ type Manifest struct {
 func (e *Engine) Status(ctx context.Context, id string) (*RunStatus, error) {
 	st, err := e.liveStatus(ctx, id)
 	if errors.Is(err, ErrNoRun) {
-		m, merr := e.Manifest(ctx, id)
+		m, merr := e.RunManifest(ctx, id)
 		if merr != nil {
 			return nil, merr
 		}
@@ -147,7 +149,7 @@ func (e *Engine) Status(ctx context.Context, id string) (*RunStatus, error) {
 		return &st, nil
 	}
 	if err != nil && storage.IsTransient(err) {
-		m, merr := e.Manifest(ctx, id)
+		m, merr := e.RunManifest(ctx, id)
 		if merr != nil {
 			return nil, fmt.Errorf("%w; and the store: %v", err, merr)
 		}
@@ -159,7 +161,7 @@ func (e *Engine) Status(ctx context.Context, id string) (*RunStatus, error) {
 	return st, err
 }
 
-func manifestWhen(m *Manifest) string {
+func manifestWhen(m *RunManifest) string {
 	if m.FinishedAt != nil {
 		return "when the run ended"
 	}
@@ -237,9 +239,9 @@ func parseTime(s string) *time.Time {
 	return &t
 }
 
-// Manifest reads run id's manifest from the store.
-func (e *Engine) Manifest(ctx context.Context, id string) (*Manifest, error) {
-	rc, _, err := e.store.Get(ctx, manifestKey(id))
+// RunManifest reads run id's manifest from the store.
+func (e *Engine) RunManifest(ctx context.Context, id string) (*RunManifest, error) {
+	rc, _, err := e.store.Get(ctx, layout.RunManifest(id))
 	if errors.Is(err, storage.ErrNotFound) {
 		return nil, fmt.Errorf("run %s: %w", id, ErrNoRun)
 	}
@@ -247,7 +249,7 @@ func (e *Engine) Manifest(ctx context.Context, id string) (*Manifest, error) {
 		return nil, fmt.Errorf("reading manifest of run %s: %w", id, err)
 	}
 	defer rc.Close()
-	var m Manifest
+	var m RunManifest
 	if err := json.NewDecoder(rc).Decode(&m); err != nil {
 		return nil, fmt.Errorf("reading manifest of run %s: %w", id, err)
 	}
@@ -261,7 +263,7 @@ func (e *Engine) finishRun(ctx context.Context, id string) error {
 	if err == nil {
 		// Only once the manifest has the final state: the reconciler
 		// finishes runs whose marker outlived them.
-		err = e.store.Delete(ctx, liveKey(id))
+		err = e.store.Delete(ctx, layout.LiveMarker(id))
 	}
 	ri, ierr := e.info(ctx, id)
 	if ierr != nil {
@@ -299,7 +301,7 @@ func (e *Engine) writeManifest(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	m := Manifest{RunStatus: *st, Graph: ri.graph, Datasets: ri.datasets}
+	m := RunManifest{RunStatus: *st, Graph: ri.graph, Datasets: ri.datasets}
 	m.Source, m.Warnings = "", nil
 	for i := range m.Nodes {
 		m.Nodes[i].Lost, m.Nodes[i].WaitingFor = false, ""
@@ -313,7 +315,7 @@ func (e *Engine) writeManifest(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	_, err = e.store.Put(ctx, manifestKey(id), bytes.NewReader(b), storage.WithContentType("application/json"))
+	_, err = e.store.Put(ctx, layout.RunManifest(id), bytes.NewReader(b), storage.WithContentType("application/json"))
 	return err
 }
 
@@ -351,16 +353,16 @@ func (e *Engine) Runs(ctx context.Context, limit int) ([]RunSummary, error) {
 		out = append(out, RunSummary{ID: id, Name: s(0), State: s(1), CreatedAt: created, FinishedAt: parseTime(s(3)), Source: "redis"})
 		seen[id] = true
 	}
-	objs, err := e.store.List(ctx, "runs/")
+	objs, err := e.store.List(ctx, layout.Runs)
 	if err != nil {
 		return nil, fmt.Errorf("listing run manifests: %w", err)
 	}
 	for _, o := range objs {
-		id, ok := strings.CutSuffix(strings.TrimPrefix(o.Key, "runs/"), "/manifest.json")
+		id, ok := layout.RunOfManifest(o.Key)
 		if !ok || seen[id] {
 			continue
 		}
-		m, err := e.Manifest(ctx, id)
+		m, err := e.RunManifest(ctx, id)
 		if err != nil {
 			continue
 		}
@@ -509,7 +511,7 @@ func (e *Engine) Retry(ctx context.Context, id string) (int, error) {
 	if err := e.writeManifest(ctx, id); err != nil {
 		return 0, fmt.Errorf("retrying run %s: writing manifest: %w", id, err)
 	}
-	if _, err := storage.PutBytes(ctx, e.store, liveKey(id), []byte(id)); err != nil {
+	if _, err := storage.PutBytes(ctx, e.store, layout.LiveMarker(id), []byte(id)); err != nil {
 		return 0, fmt.Errorf("retrying run %s: %w", id, err)
 	}
 	for _, n := range ready {
@@ -570,7 +572,7 @@ var errBadRecord = errors.New("damaged node record")
 // nodeRecord reads the committed record of node key (storage.ErrNotFound
 // when the node was never committed: a cache miss).
 func (e *Engine) nodeRecord(ctx context.Context, key string) (*NodeRecord, error) {
-	rc, _, err := e.store.Get(ctx, nodeRecordKey(key))
+	rc, _, err := e.store.Get(ctx, layout.NodeRecord(key))
 	if err != nil {
 		return nil, err
 	}

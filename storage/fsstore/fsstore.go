@@ -90,7 +90,10 @@ type Store struct {
 	root string
 }
 
-var _ storage.Store = (*Store)(nil)
+var (
+	_ storage.Store    = (*Store)(nil)
+	_ storage.LocalDir = (*Store)(nil)
+)
 
 // Open opens the store rooted at dir, creating the directory if needed.
 func Open(dir string) (*Store, error) {
@@ -120,14 +123,16 @@ func (s *Store) Path(key string) (string, error) {
 
 // Put implements storage.Store.
 func (s *Store) Put(ctx context.Context, key string, r io.Reader, opts ...storage.PutOption) (storage.ObjectInfo, error) {
-	info, err := s.put(ctx, key, r, opts)
+	info, err := s.put(ctx, key, r, opts, nil)
 	if err != nil {
 		return storage.ObjectInfo{}, fmt.Errorf("fsstore: put %q: %w", key, err)
 	}
 	return info, nil
 }
 
-func (s *Store) put(ctx context.Context, key string, r io.Reader, opts []storage.PutOption) (storage.ObjectInfo, error) {
+// put publishes key. With a nil batch it makes the object durable before it
+// returns; otherwise the batch records what Flush must sync.
+func (s *Store) put(ctx context.Context, key string, r io.Reader, opts []storage.PutOption, b *batch) (storage.ObjectInfo, error) {
 	o, err := storage.NewPutOptions(opts...)
 	if err != nil {
 		return storage.ObjectInfo{}, err
@@ -140,7 +145,7 @@ func (s *Store) put(ctx context.Context, key string, r io.Reader, opts []storage
 		return storage.ObjectInfo{}, err
 	}
 	dir := filepath.Dir(path)
-	f, err := s.createTemp(dir)
+	f, err := s.createTemp(dir, b)
 	if err != nil {
 		return storage.ObjectInfo{}, err
 	}
@@ -164,8 +169,10 @@ func (s *Store) put(ctx context.Context, key string, r io.Reader, opts []storage
 	if err := writeTrailer(f, record{Digest: info.Digest, Size: info.Size, Metadata: o.Metadata}); err != nil {
 		return storage.ObjectInfo{}, err
 	}
-	if err := f.Sync(); err != nil {
-		return storage.ObjectInfo{}, err
+	if b == nil {
+		if err := f.Sync(); err != nil {
+			return storage.ObjectInfo{}, err
+		}
 	}
 	fi, err := f.Stat()
 	if err != nil {
@@ -186,6 +193,10 @@ func (s *Store) put(ctx context.Context, key string, r io.Reader, opts []storage
 		return storage.ObjectInfo{}, err
 	}
 	published = true
+	if b != nil {
+		b.add(path, dir)
+		return info, nil
+	}
 	if err := syncDir(dir); err != nil {
 		return storage.ObjectInfo{}, err
 	}
@@ -206,9 +217,9 @@ func writeTrailer(w io.Writer, rec record) error {
 }
 
 // createTemp creates a staging file in dir, creating dir if needed.
-func (s *Store) createTemp(dir string) (*os.File, error) {
+func (s *Store) createTemp(dir string, b *batch) (*os.File, error) {
 	for attempt := 1; ; attempt++ {
-		if err := s.mkdirAll(dir); err != nil {
+		if err := s.mkdirAll(dir, b); err != nil {
 			return nil, err
 		}
 		f, err := os.OpenFile(filepath.Join(dir, tempPrefix+randomHex()), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
@@ -221,8 +232,9 @@ func (s *Store) createTemp(dir string) (*os.File, error) {
 }
 
 // mkdirAll creates dir and its missing parents up to the root, syncing each
-// parent so that the new entries survive a crash.
-func (s *Store) mkdirAll(dir string) error {
+// parent (or, in a batch, leaving that to Flush) so that the new entries
+// survive a crash.
+func (s *Store) mkdirAll(dir string, b *batch) error {
 	if dir == s.root {
 		return nil
 	}
@@ -237,11 +249,15 @@ func (s *Store) mkdirAll(dir string) error {
 		return err
 	}
 	parent := filepath.Dir(dir)
-	if err := s.mkdirAll(parent); err != nil {
+	if err := s.mkdirAll(parent, b); err != nil {
 		return err
 	}
 	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
 		return err
+	}
+	if b != nil {
+		b.add(parent)
+		return nil
 	}
 	return syncDir(parent)
 }
@@ -511,7 +527,12 @@ func syncDir(dir string) error {
 		return err
 	}
 	defer d.Close()
-	if err := d.Sync(); err != nil && !errors.Is(err, syscall.EINVAL) {
+	return syncFile(d)
+}
+
+// syncFile fsyncs an open file or directory.
+func syncFile(f *os.File) error {
+	if err := f.Sync(); err != nil && !errors.Is(err, syscall.EINVAL) {
 		// Some filesystems cannot fsync a directory (EINVAL); there
 		// is nothing more to do there.
 		return err
