@@ -46,9 +46,6 @@ const maxParallelSyncs = 32
 
 // Flush implements storage.Batch.
 func (b *batch) Flush(ctx context.Context) error {
-	if os.Getenv("EXP_NOFLUSH") != "" {
-		return nil
-	}
 	b.mu.Lock()
 	paths := b.paths
 	b.paths = map[string]bool{}
