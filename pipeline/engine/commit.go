@@ -2,6 +2,9 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"strings"
 
@@ -50,4 +53,34 @@ func (o *outputStore) Close() error { return nil }
 func (e *Engine) commitRecord(ctx context.Context, rec *NodeRecord) error {
 	_, err := storage.PutJSON(ctx, storage.NewBatch(e.store), layout.NodeRecord(rec.Key), rec)
 	return err
+}
+
+var errBadRecord = errors.New("damaged node record")
+
+// nodeRecord reads the committed record of node key (storage.ErrNotFound
+// when the node was never committed: a cache miss).
+func (e *Engine) nodeRecord(ctx context.Context, key string) (*NodeRecord, error) {
+	rc, _, err := e.store.Get(ctx, layout.NodeRecord(key))
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	var rec NodeRecord
+	if err := json.NewDecoder(rc).Decode(&rec); err != nil {
+		if errors.Is(err, storage.ErrDigestMismatch) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("%w %s: %v", errBadRecord, Short(key), err)
+	}
+	if rec.Key != key || rec.Outputs == nil {
+		return nil, fmt.Errorf("%w %s: it holds node %q", errBadRecord, Short(key), rec.Key)
+	}
+	for name, a := range rec.Outputs {
+		// An output of another manifest format, or whose digest does not
+		// match its content, is no cache hit.
+		if err := a.Validate(); err != nil {
+			return nil, fmt.Errorf("%w %s: output %s: %v", errBadRecord, Short(key), name, err)
+		}
+	}
+	return &rec, nil
 }

@@ -203,3 +203,60 @@ func TestDamagedRecordIsACacheMiss(t *testing.T) {
 		t.Errorf("record of an older format: %v", err)
 	}
 }
+
+// TestRetryScript: a retry queues the failed and cancelled nodes whose
+// parents are finished, leaves the others pending with their counters of
+// unfinished parents, keeps finished nodes, and refuses a running run.
+func TestRetryScript(t *testing.T) {
+	ctx := context.Background()
+	e, rdb, _ := workerless(t)
+	g := diamond(t)
+	id, err := e.Submit(ctx, g, SubmitOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ri, err := e.info(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := g.Node("a")
+	if err := e.complete(ctx, id, ri, a, Done, []byte(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := g.Node("b")
+	if s, _, _, err := e.start(ctx, id, b); s != Running || err != nil {
+		t.Fatalf("start b: %s, %v", s, err)
+	}
+	k := runKeys(e.ns, id)
+	rdb.HSet(ctx, k.node("b"), "error", "boom", "progress", "{}")
+	if r, err := failScript.Run(ctx, rdb, []string{k.states(), k.meta()}, "b", nowString(), "node b: boom").Int(); r != 1 || err != nil {
+		t.Fatalf("fail b: %d, %v", r, err)
+	}
+	n, err := e.Retry(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 3 {
+		t.Errorf("retry re-runs %d nodes, want 3 (b failed, c and d cancelled)", n)
+	}
+	states := rdb.HGetAll(ctx, k.states()).Val()
+	want := map[string]string{"a": Done, "b": Queued, "c": Queued, "d": Pending}
+	for node, s := range want {
+		if states[node] != s {
+			t.Errorf("%s is %s, want %s", node, states[node], s)
+		}
+	}
+	if w := rdb.HGet(ctx, k.waiting(), "d").Val(); w != "2" {
+		t.Errorf("d waits for %s parents, want 2", w)
+	}
+	meta := rdb.HGetAll(ctx, k.meta()).Val()
+	if meta["state"] != Running || meta["error"] != "" || meta["unfinished"] != "3" {
+		t.Errorf("run after retry: %v", meta)
+	}
+	if h := rdb.HGetAll(ctx, k.node("b")).Val(); h["error"] != "" || h["progress"] != "" {
+		t.Errorf("b keeps its last attempt's error or progress: %v", h)
+	}
+	if _, err := e.Retry(ctx, id); err == nil || !strings.Contains(err.Error(), "is running: nothing to retry") {
+		t.Errorf("retrying a running run: %v", err)
+	}
+}

@@ -81,6 +81,20 @@ type NodeRecord struct {
 	Finished time.Time                  `json:"finished"`
 }
 
+// Run state changes. Every change to the state of an existing run (a node
+// starting, completing or failing, the run failing, being cancelled or
+// retried, a lost node re-driven) is one Lua script below. A change reads
+// and writes several keys of the run at once (the node's state, its
+// children's counters, the run's state and count of unfinished nodes) and
+// races other workers completing nodes of the same run: a script is atomic
+// without the retry loop WATCH/MULTI needs under contention, takes one
+// round trip, and touches only keys of one run, which share a hash tag, so
+// it also works on a Redis Cluster. The node-key leases (lock.go) and the
+// restore lease are scripts for the same reasons. Creating a run's state
+// (Submit, restore) is no change of state: it writes keys that nothing
+// else writes yet, in one MULTI. Other writes to a node's hash (who runs
+// it, progress, the last error) are records for people, not state.
+
 // Redis layout. Every key of a run carries the run id in braces, a hash tag,
 // so that the Lua scripts touching several keys of one run also work on a
 // Redis Cluster.
@@ -196,6 +210,52 @@ for i = 1, #all, 2 do
   end
 end
 return 1
+`)
+
+// retryScript sets the failed and cancelled nodes of a finished run (failed
+// or cancelled) to run again: queued when their parents are all done or
+// cached, pending otherwise, with their counters of unfinished parents and
+// last error reset, and the run running. Nodes done or cached are kept.
+// KEYS: states, waiting, meta, then the node hashes in graph order. ARGV:
+// the graph, per node its id, its number of parents and their ids.
+// Returns {"retried", nodes to run again, {nodes queued}} or, when there is
+// nothing to retry, {"refused", the run's state}.
+var retryScript = redis.NewScript(`
+local rs = redis.call('HGET', KEYS[3], 'state')
+if rs == false then return {'refused', 'missing'} end
+if rs == 'running' or rs == 'succeeded' then return {'refused', rs} end
+local states = {}
+local all = redis.call('HGETALL', KEYS[1])
+for i = 1, #all, 2 do states[all[i]] = all[i+1] end
+local function finished(s) return s == 'done' or s == 'cached' end
+local again, unfinished, ready = 0, 0, {}
+local i, node = 1, 0
+while i <= #ARGV do
+  local id, np = ARGV[i], tonumber(ARGV[i+1])
+  node = node + 1
+  local st = states[id]
+  if not finished(st) then
+    unfinished = unfinished + 1
+    if st == 'failed' or st == 'cancelled' then
+      again = again + 1
+      local left = 0
+      for j = 1, np do
+        if not finished(states[ARGV[i+1+j]]) then left = left + 1 end
+      end
+      redis.call('HSET', KEYS[2], id, left)
+      if left == 0 then
+        redis.call('HSET', KEYS[1], id, 'queued')
+        table.insert(ready, id)
+      else
+        redis.call('HSET', KEYS[1], id, 'pending')
+      end
+      redis.call('HDEL', KEYS[3+node], 'error', 'progress')
+    end
+  end
+  i = i + 2 + np
+end
+redis.call('HSET', KEYS[3], 'state', 'running', 'error', '', 'finished_at', '', 'unfinished', unfinished)
+return {'retried', again, ready}
 `)
 
 // cancelScript cancels a running run: every unfinished node becomes

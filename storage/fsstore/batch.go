@@ -100,10 +100,7 @@ func syncPath(p string) error {
 // Put implements storage.Store; the object is durable after Flush.
 func (b *batch) Put(ctx context.Context, key string, r io.Reader, opts ...storage.PutOption) (storage.ObjectInfo, error) {
 	info, err := b.s.put(ctx, key, r, opts, b)
-	if err != nil {
-		return storage.ObjectInfo{}, fmt.Errorf("fsstore: put %q: %w", key, err)
-	}
-	return info, nil
+	return info, storage.OpError(driver, "put", key, err)
 }
 
 func (b *batch) Get(ctx context.Context, key string) (io.ReadCloser, storage.ObjectInfo, error) {

@@ -56,6 +56,9 @@ import (
 // Scheme is the URL scheme of this driver.
 const Scheme = "file"
 
+// driver names the driver in its errors.
+const driver = "fsstore"
+
 func init() {
 	storage.Register(Scheme, func(_ context.Context, rawURL string) (storage.Store, error) {
 		dir := strings.TrimPrefix(rawURL, Scheme+"://")
@@ -67,11 +70,10 @@ func init() {
 }
 
 const (
-	magic       = "nerflow1"
-	footerSize  = 8 + len(magic)
-	maxRecord   = 64 << 10 // a record holds at most 2 KiB of metadata
-	tempPrefix  = storage.ReservedPrefix + "-tmp-"
-	copyBufSize = 256 << 10
+	magic      = "nerflow1"
+	footerSize = 8 + len(magic)
+	maxRecord  = 64 << 10 // a record holds at most 2 KiB of metadata
+	tempPrefix = storage.ReservedPrefix + "-tmp-"
 	// createAttempts bounds Put's retries when a concurrent Delete removes
 	// the directory it just created (see createTemp).
 	createAttempts = 10
@@ -124,23 +126,17 @@ func (s *Store) Path(key string) (string, error) {
 // Put implements storage.Store.
 func (s *Store) Put(ctx context.Context, key string, r io.Reader, opts ...storage.PutOption) (storage.ObjectInfo, error) {
 	info, err := s.put(ctx, key, r, opts, nil)
-	if err != nil {
-		return storage.ObjectInfo{}, fmt.Errorf("fsstore: put %q: %w", key, err)
-	}
-	return info, nil
+	return info, storage.OpError(driver, "put", key, err)
 }
 
 // put publishes key. With a nil batch it makes the object durable before it
 // returns; otherwise the batch records what Flush must sync.
 func (s *Store) put(ctx context.Context, key string, r io.Reader, opts []storage.PutOption, b *batch) (storage.ObjectInfo, error) {
-	o, err := storage.NewPutOptions(opts...)
+	o, err := storage.PreparePut(key, opts)
 	if err != nil {
 		return storage.ObjectInfo{}, err
 	}
-	path, err := s.Path(key)
-	if err != nil {
-		return storage.ObjectInfo{}, err
-	}
+	path := filepath.Join(s.root, filepath.FromSlash(key))
 	if err := ctx.Err(); err != nil {
 		return storage.ObjectInfo{}, err
 	}
@@ -158,12 +154,8 @@ func (s *Store) put(ctx context.Context, key string, r io.Reader, opts []storage
 		}
 	}()
 
-	h := storage.NewHasher()
-	if _, err := io.CopyBuffer(io.MultiWriter(f, h), storage.ContextReader(ctx, r), make([]byte, copyBufSize)); err != nil {
-		return storage.ObjectInfo{}, err
-	}
-	info := storage.ObjectInfo{Key: key, Size: h.Size(), Digest: h.Digest(), Metadata: o.Metadata}
-	if err := o.CheckDigest(key, info.Digest); err != nil {
+	info, err := o.StageContent(ctx, key, f, r)
+	if err != nil {
 		return storage.ObjectInfo{}, err
 	}
 	if err := writeTrailer(f, record{Digest: info.Digest, Size: info.Size, Metadata: o.Metadata}); err != nil {
@@ -278,7 +270,7 @@ func (s *Store) prune(dir string) {
 func (s *Store) Get(ctx context.Context, key string) (io.ReadCloser, storage.ObjectInfo, error) {
 	f, info, err := s.open(ctx, key)
 	if err != nil {
-		return nil, storage.ObjectInfo{}, fmt.Errorf("fsstore: get %q: %w", key, err)
+		return nil, storage.ObjectInfo{}, storage.OpError(driver, "get", key, err)
 	}
 	content := struct {
 		io.Reader
@@ -291,7 +283,7 @@ func (s *Store) Get(ctx context.Context, key string) (io.ReadCloser, storage.Obj
 func (s *Store) Stat(ctx context.Context, key string) (storage.ObjectInfo, error) {
 	f, info, err := s.open(ctx, key)
 	if err != nil {
-		return storage.ObjectInfo{}, fmt.Errorf("fsstore: stat %q: %w", key, err)
+		return storage.ObjectInfo{}, storage.OpError(driver, "stat", key, err)
 	}
 	f.Close()
 	return info, nil
@@ -370,7 +362,7 @@ func readRecord(f *os.File, key string) (storage.ObjectInfo, error) {
 func (s *Store) List(ctx context.Context, prefix string) ([]storage.ObjectInfo, error) {
 	infos, err := s.list(ctx, prefix)
 	if err != nil {
-		return nil, fmt.Errorf("fsstore: list %q: %w", prefix, err)
+		return nil, storage.OpError(driver, "list", prefix, err)
 	}
 	return infos, nil
 }
@@ -442,10 +434,7 @@ func skip(d fs.DirEntry) error {
 
 // Delete implements storage.Store.
 func (s *Store) Delete(ctx context.Context, key string) error {
-	if err := s.delete(ctx, key); err != nil {
-		return fmt.Errorf("fsstore: delete %q: %w", key, err)
-	}
-	return nil
+	return storage.OpError(driver, "delete", key, s.delete(ctx, key))
 }
 
 func (s *Store) delete(ctx context.Context, key string) error {
