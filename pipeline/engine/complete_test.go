@@ -55,21 +55,28 @@ func workerless(t *testing.T) (*Engine, *redis.Client, storage.Store) {
 	return e, rdb, st
 }
 
+// submitDiamond submits the diamond to a workerless engine.
+func submitDiamond(t *testing.T) (*Engine, *redis.Client, *spec.Graph, string, *runInfo) {
+	t.Helper()
+	e, rdb, _ := workerless(t)
+	g := diamond(t)
+	id, err := e.Submit(context.Background(), g, SubmitOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ri, err := e.info(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e, rdb, g, id, ri
+}
+
 // TestCompleteIsIdempotent: completing a node twice (a handler that ran
 // twice, or was retried after dying between the state change and the
 // enqueue) releases its children once and enqueues each once.
 func TestCompleteIsIdempotent(t *testing.T) {
 	ctx := context.Background()
-	e, rdb, _ := workerless(t)
-	g := diamond(t)
-	id, err := e.Submit(ctx, g, SubmitOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ri, err := e.info(ctx, id)
-	if err != nil {
-		t.Fatal(err)
-	}
+	e, rdb, g, id, ri := submitDiamond(t)
 	k := runKeys(e.ns, id)
 	node := func(n string) *spec.Node { x, _ := g.Node(n); return x }
 	pending := func() []string {
@@ -209,16 +216,7 @@ func TestDamagedRecordIsACacheMiss(t *testing.T) {
 // unfinished parents, keeps finished nodes, and refuses a running run.
 func TestRetryScript(t *testing.T) {
 	ctx := context.Background()
-	e, rdb, _ := workerless(t)
-	g := diamond(t)
-	id, err := e.Submit(ctx, g, SubmitOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ri, err := e.info(ctx, id)
-	if err != nil {
-		t.Fatal(err)
-	}
+	e, rdb, g, id, ri := submitDiamond(t)
 	a, _ := g.Node("a")
 	if err := e.complete(ctx, id, ri, a, Done, []byte(`{}`)); err != nil {
 		t.Fatal(err)
