@@ -51,7 +51,9 @@ func (o *outputStore) Close() error { return nil }
 // commitRecord writes the node record, the cache entry of its key, through
 // a batch that is not flushed (see above).
 func (e *Engine) commitRecord(ctx context.Context, rec *NodeRecord) error {
-	_, err := storage.PutJSON(ctx, storage.NewBatch(e.store), layout.NodeRecord(rec.Key), rec)
+	b := storage.NewBatch(e.store)
+	defer b.Close()
+	_, err := storage.PutJSON(ctx, b, layout.NodeRecord(rec.Key), rec)
 	return err
 }
 

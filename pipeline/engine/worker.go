@@ -421,6 +421,7 @@ func (w *Worker) run(ctx context.Context, log *slog.Logger, run string, n *spec.
 		return nil, "", stages.Permanent(err)
 	}
 	out := newOutputStore(e.store, layout.Attempt(key, stages.NewAttemptID()))
+	defer out.batch.Close()
 	outputs, err := stages.Exec(ctx, st, stages.Env{
 		Store: out, Run: run, Node: n.ID, Key: key, Params: params, Inputs: inputs,
 		OutputPrefix:     out.prefix,

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"sync"
 
 	"github.com/nerflow/nerflow/storage"
@@ -23,14 +25,37 @@ import (
 type batch struct {
 	s     *Store
 	mu    sync.Mutex
-	paths map[string]bool // files and directories to sync
+	paths map[string]bool // files and directories to sync by path
+	// open are files put through the batch, kept open for Flush to sync
+	// them without opening them again (an open is a lookup in the
+	// directory, most of the cost of a small Put); at most maxOpenFiles,
+	// the others are synced by path.
+	open map[string]*os.File
 }
+
+// maxOpenFiles bounds the files a batch keeps open between Put and Flush.
+const maxOpenFiles = 64
 
 var _ storage.Batcher = (*Store)(nil)
 
 // NewBatch implements storage.Batcher.
 func (s *Store) NewBatch() storage.Batch {
-	return &batch{s: s, paths: map[string]bool{}}
+	return &batch{s: s, paths: map[string]bool{}, open: map[string]*os.File{}}
+}
+
+// addFile records the file just published at path, still open as f.
+func (b *batch) addFile(path string, f *os.File) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if old := b.open[path]; old != nil {
+		old.Close() // replaced: its content is no longer the object's
+	}
+	if len(b.open) >= maxOpenFiles && b.open[path] == nil {
+		f.Close()
+		b.paths[path] = true
+		return
+	}
+	b.open[path] = f
 }
 
 func (b *batch) add(paths ...string) {
@@ -47,11 +72,11 @@ const maxParallelSyncs = 32
 // Flush implements storage.Batch.
 func (b *batch) Flush(ctx context.Context) error {
 	b.mu.Lock()
-	paths := b.paths
-	b.paths = map[string]bool{}
+	paths, open := b.paths, b.open
+	b.paths, b.open = map[string]bool{}, map[string]*os.File{}
 	b.mu.Unlock()
 	sem := make(chan struct{}, maxParallelSyncs)
-	errs := make(chan error, len(paths))
+	errs := make(chan error, len(paths)+len(open))
 	var wg sync.WaitGroup
 	for p := range paths {
 		wg.Add(1)
@@ -61,6 +86,21 @@ func (b *batch) Flush(ctx context.Context) error {
 			errs <- syncPath(p)
 		}()
 	}
+	for p, f := range open {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			err := syncFile(f)
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				err = fmt.Errorf("%s: %w", p, err)
+			}
+			errs <- err
+		}()
+	}
 	wg.Wait()
 	close(errs)
 	var all []error
@@ -68,19 +108,12 @@ func (b *batch) Flush(ctx context.Context) error {
 		all = append(all, err)
 	}
 	if err := errors.Join(all...); err != nil {
-		// Flush may be retried: what failed to sync is synced again.
-		b.add(keys(paths)...)
+		// Flush may be retried: everything is synced again, by path.
+		b.add(slices.Collect(maps.Keys(paths))...)
+		b.add(slices.Collect(maps.Keys(open))...)
 		return fmt.Errorf("fsstore: flush: %w", err)
 	}
 	return ctx.Err()
-}
-
-func keys(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	return out
 }
 
 // syncPath fsyncs a file or directory. One deleted since (by a Delete or a
@@ -117,5 +150,14 @@ func (b *batch) List(ctx context.Context, prefix string) ([]storage.ObjectInfo, 
 
 func (b *batch) Delete(ctx context.Context, key string) error { return b.s.Delete(ctx, key) }
 
-// Close implements storage.Store; it leaves the store open.
-func (b *batch) Close() error { return nil }
+// Close implements storage.Store; it leaves the store open. Files not
+// flushed are closed, and not made durable.
+func (b *batch) Close() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, f := range b.open {
+		f.Close()
+	}
+	clear(b.open)
+	return nil
+}

@@ -74,3 +74,32 @@ func TestBatchFlush(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A batch closed without a flush closes the files it kept open for it.
+func TestBatchCloseReleasesFiles(t *testing.T) {
+	fds := func() int {
+		entries, err := os.ReadDir("/proc/self/fd")
+		if err != nil {
+			t.Skip("no /proc/self/fd to count open files")
+		}
+		return len(entries)
+	}
+	ctx := context.Background()
+	s := newStore(t)
+	before := fds()
+	b := storage.NewBatch(s)
+	for _, k := range []string{"a/1", "a/2", "b/3"} {
+		if _, err := storage.PutBytes(ctx, b, k, []byte(k)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := fds(); n <= before {
+		t.Logf("no file kept open for Flush (%d, %d)", before, n)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := fds(); n != before {
+		t.Errorf("%d files open after Close, %d before the batch", n, before)
+	}
+}

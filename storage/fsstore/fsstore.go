@@ -171,8 +171,11 @@ func (s *Store) put(ctx context.Context, key string, r io.Reader, opts []storage
 		return storage.ObjectInfo{}, err
 	}
 	info.ModTime = fi.ModTime()
-	if err := f.Close(); err != nil {
-		return storage.ObjectInfo{}, err
+	// A batch keeps the file open for Flush to sync it (see batch.go).
+	if b == nil {
+		if err := f.Close(); err != nil {
+			return storage.ObjectInfo{}, err
+		}
 	}
 	// Cancellation during the fsync still counts: nothing is published.
 	if err := ctx.Err(); err != nil {
@@ -186,7 +189,8 @@ func (s *Store) put(ctx context.Context, key string, r io.Reader, opts []storage
 	}
 	published = true
 	if b != nil {
-		b.add(path, dir)
+		b.addFile(path, f)
+		b.add(dir)
 		return info, nil
 	}
 	if err := syncDir(dir); err != nil {
