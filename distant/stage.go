@@ -11,7 +11,7 @@ import (
 )
 
 // StageName is the name of the distant labeling stage in pipeline specs.
-const StageName = "distant"
+const StageName = "distant.label"
 
 func init() {
 	stages.Register(stages.Stage{

@@ -13,7 +13,7 @@ import (
 )
 
 // StageName is the name of the stage that builds an embeddings artifact.
-const StageName = "embeddings"
+const StageName = "embeddings.vectors"
 
 func init() {
 	stages.Register(stages.Stage{

@@ -111,7 +111,7 @@ func TestStagesTrainPredictEvaluate(t *testing.T) {
 	data := e.dataset(files)
 	vectors := e.dataset(map[string]string{"wink.json": winkFixture})
 
-	outs, err := e.exec("embeddings", map[string]any{"frequent": 1, "files": []any{"*_text.txt"}},
+	outs, err := e.exec(embeddings.StageName, map[string]any{"frequent": 1, "files": []any{"*_text.txt"}},
 		map[string][]stages.Artifact{"vectors": {vectors}, "corpora": {data}})
 	if err != nil {
 		t.Fatal(err)
