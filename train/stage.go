@@ -10,6 +10,7 @@ import (
 	"github.com/sugarme/gotch"
 
 	"github.com/nerflow/nerflow/corpus"
+	"github.com/nerflow/nerflow/dataset"
 	"github.com/nerflow/nerflow/embeddings"
 	"github.com/nerflow/nerflow/eval"
 	"github.com/nerflow/nerflow/stages"
@@ -22,49 +23,10 @@ const (
 	StageEvaluate = "train.evaluate"
 )
 
-// corpusParams select the files of a corpus artifact: one file in any
-// corpus format (the default, when the artifact has one file), or a text
-// file with a parallel labels file, as CoNLL-2003's train_text.txt and
-// train_label_dist.txt.
-func corpusParams(port, what string) []stages.Param {
-	return []stages.Param{
-		stages.StringParam(port+"_file", "", "file of the "+port+" artifact holding the "+what+" (empty: its only file)"),
-		stages.StringParam(port+"_labels", "", "labels file of the "+port+" artifact, parallel to "+port+"_file (empty: tags come with the sentences)"),
-		stages.StringParam(port+"_format", "", "format of "+port+"_file (empty: from its name)"),
-	}
-}
-
 func init() {
-	d := DefaultConfig()
-	r := DefaultTrainConfig()
-	params := []stages.Param{
-		stages.StringParam("head", d.Head, "token (RoSTER's entity-vs-O and type classifier) or crf", stages.OneOf(TokenHead, CRFHead)),
-		stages.StringParam("scheme", d.Scheme, "tag scheme the tagger predicts", stages.OneOf("io", "bio", "bioes")),
-		stages.StringParam("loss", r.Loss, "ce or gce (token head), crf (crf head), or kl to fit the soft targets of the input soft (token head)", stages.OneOf(LossCE, LossGCE, LossCRF, LossKL)),
-		stages.FloatParam("q", r.Q, "exponent of generalized cross entropy", stages.Range(0, 1)),
-		stages.FloatParam("tau", r.Tau, "noisy-label removal: a distant label the model gives at most this probability is noise", stages.Range(0, 1)),
-		stages.IntParam("update_interval", r.UpdateInterval, "batches between noisy-label removals (0: no removal)", stages.AtLeast(0)),
-		stages.FloatParam("drop_o", r.DropO, "fraction of O tokens left out of the loss", stages.Range(0, 0.99)),
-		stages.BoolParam("unknown_as_entity", false, "tokens of the unknown type \"?\" count as entities of some type (else the loss ignores them)"),
-		stages.IntParam("epochs", r.Epochs, "training epochs", stages.Range(1, 1000)),
-		stages.IntParam("batch_size", r.BatchSize, "sentences per batch", stages.Range(1, 4096)),
-		stages.FloatParam("learning_rate", r.LearningRate, "peak learning rate of Adam", stages.Range(1e-7, 1)),
-		stages.FloatParam("warmup", r.Warmup, "fraction of the steps of linear warm-up before linear decay", stages.Range(0, 1)),
-		stages.FloatParam("max_grad_norm", r.MaxGradNorm, "gradient norm clipping (0: none)", stages.AtLeast(0)),
-		stages.IntParam("patience", r.Patience, "stop after this many epochs without a better dev F1 (0: never)", stages.AtLeast(0)),
-		stages.IntParam("seed", int(r.Seed), "seed of the initial weights, batches, dropout and dropped O tokens", stages.AtLeast(0)),
-		stages.IntParam("hidden", d.Hidden, "LSTM units per direction", stages.Range(1, 4096)),
-		stages.IntParam("layers", d.Layers, "BiLSTM layers", stages.Range(1, 8)),
-		stages.IntParam("word_dim", d.WordDim, "word vector size without pretrained vectors (else theirs)", stages.Range(1, 4096)),
-		stages.IntParam("char_dim", d.CharDim, "character vector size", stages.Range(1, 1024)),
-		stages.IntParam("char_filters", d.CharFilters, "character CNN filters", stages.Range(1, 4096)),
-		stages.IntParam("char_kernel", d.CharKernel, "character CNN width (odd)", stages.Range(1, 15)),
-		stages.IntParam("casing_dim", d.CasingDim, "casing feature size (0: none)", stages.Range(0, 256)),
-		stages.FloatParam("dropout", d.Dropout, "dropout on the word representations and the BiLSTM output", stages.Range(0, 0.95)),
-		stages.IntParam("min_word_count", 2, "occurrences a training word without a pretrained vector needs to get its own", stages.AtLeast(1)),
-	}
-	params = append(params, corpusParams("corpus", "training sentences")...)
-	params = append(params, corpusParams("dev", "dev sentences")...)
+	params := HyperparamDecls()
+	params = append(params, dataset.SourceParams("corpus", "training sentences")...)
+	params = append(params, dataset.SourceParams("dev", "dev sentences")...)
 	stages.Register(stages.Stage{
 		Name:    StageTrain,
 		Version: 1,
@@ -76,7 +38,7 @@ func init() {
 			{Name: "corpus", Kind: "corpus", Doc: "training sentences with tags in any scheme (type \"?\": entity of unknown type)"},
 			{Name: "dev", Kind: "corpus", Optional: true, Doc: "sentences with gold tags, for model selection"},
 			{Name: "embeddings", Kind: "embeddings", Optional: true, Doc: "pretrained word vectors (stage embeddings.vectors)"},
-			{Name: "soft", Kind: "predictions", Optional: true, Doc: "soft targets for loss kl, aligned with corpus (" + PredictionsFile + ", e.g. averaged predictions of several taggers)"},
+			{Name: "soft", Kind: "predictions", Optional: true, Doc: "soft targets for loss kl, aligned with corpus (" + dataset.PredictionsFile + ", e.g. averaged predictions of several taggers)"},
 		},
 		Outputs: []stages.Port{
 			{Name: "model", Kind: "checkpoint", Doc: TaggerFile + " and " + WeightsFile},
@@ -88,7 +50,7 @@ func init() {
 
 	predictParams := append([]stages.Param{
 		stages.IntParam("batch_size", 64, "sentences per batch", stages.Range(1, 4096)),
-	}, corpusParams("corpus", "sentences to tag")...)
+	}, dataset.SourceParams("corpus", "sentences to tag")...)
 	stages.Register(stages.Stage{
 		Name:    StagePredict,
 		Version: 1,
@@ -99,7 +61,7 @@ func init() {
 			{Name: "corpus", Kind: "corpus", Doc: "sentences to tag (tags, if any, are ignored)"},
 		},
 		Outputs: []stages.Port{
-			{Name: "predictions", Kind: "predictions", Doc: PredictionsFile + ": a header with the tag set, then per sentence the tags and per-token probabilities"},
+			{Name: "predictions", Kind: "predictions", Doc: dataset.PredictionsFile + ": a header with the tag set, then per sentence the tags and per-token probabilities"},
 			{Name: "tagged", Kind: "corpus", Doc: "tagged.conll: the corpus with the predicted tags"},
 		},
 		Run: runPredictStage,
@@ -107,7 +69,7 @@ func init() {
 
 	evalParams := append([]stages.Param{
 		stages.IntParam("batch_size", 64, "sentences per batch when predicting", stages.Range(1, 4096)),
-	}, corpusParams("gold", "gold sentences")...)
+	}, dataset.SourceParams("gold", "gold sentences")...)
 	stages.Register(stages.Stage{
 		Name:    StageEvaluate,
 		Version: 1,
@@ -141,35 +103,19 @@ func ParseDevice(s string) (gotch.Device, error) {
 	return gotch.CudaBuilder(n), nil
 }
 
-// stageConfigs reads the architecture and run parameters.
-func stageConfigs(p stages.Params) (Config, TrainConfig) {
-	m := Config{
-		Scheme: p.String("scheme"), Head: p.String("head"),
-		WordDim: p.Int("word_dim"), CharDim: p.Int("char_dim"), CharFilters: p.Int("char_filters"),
-		CharKernel: p.Int("char_kernel"), MaxWordLen: DefaultConfig().MaxWordLen, CasingDim: p.Int("casing_dim"),
-		Hidden: p.Int("hidden"), Layers: p.Int("layers"), Dropout: p.Float("dropout"),
-	}
-	r := TrainConfig{
-		Loss: p.String("loss"), Q: p.Float("q"), Tau: p.Float("tau"), UpdateInterval: p.Int("update_interval"),
-		DropO: p.Float("drop_o"), UnknownAsEntity: p.Bool("unknown_as_entity"), Epochs: p.Int("epochs"), BatchSize: p.Int("batch_size"),
-		LearningRate: p.Float("learning_rate"), Warmup: p.Float("warmup"), MaxGradNorm: p.Float("max_grad_norm"),
-		Patience: p.Int("patience"), Seed: uint64(p.Int("seed")),
-	}
-	return m, r
-}
-
 func runTrainStage(c *stages.Context) error {
 	device, err := ParseDevice(c.Device)
 	if err != nil {
 		return err
 	}
-	modelCfg, runCfg := stageConfigs(c.Params)
-	job := Job{Model: modelCfg, Run: runCfg, Device: device, MinWordCount: c.Params.Int("min_word_count")}
-	if job.Train, err = readCorpusInput(c.Input("corpus"), c.Params, "corpus"); err != nil {
+	h := HyperparamsOf(c.Params)
+	modelCfg, runCfg := h.Model, h.Run
+	job := Job{Model: modelCfg, Run: runCfg, Device: device, MinWordCount: h.MinWordCount}
+	if job.Train, err = dataset.ReadInput(c.Input("corpus"), c.Params, "corpus"); err != nil {
 		return err
 	}
 	if in := c.Input("dev"); in != nil {
-		if job.Dev, err = readCorpusInput(in, c.Params, "dev"); err != nil {
+		if job.Dev, err = dataset.ReadInput(in, c.Params, "dev"); err != nil {
 			return err
 		}
 	}
@@ -240,7 +186,7 @@ func runPredictStage(c *stages.Context) error {
 		return err
 	}
 	defer m.Close()
-	text, err := readCorpusInput(c.Input("corpus"), c.Params, "corpus")
+	text, err := dataset.ReadInput(c.Input("corpus"), c.Params, "corpus")
 	if err != nil {
 		return err
 	}
@@ -250,11 +196,11 @@ func runPredictStage(c *stages.Context) error {
 		return err
 	}
 	c.Progress(int64(len(text.Sentences)), int64(len(text.Sentences)), "tagged")
-	w, err := c.Output("predictions").Create(PredictionsFile)
+	w, err := c.Output("predictions").Create(dataset.PredictionsFile)
 	if err != nil {
 		return err
 	}
-	if err := WritePredictions(w, m.Labels, preds); err != nil {
+	if err := dataset.WritePredictions(w, &dataset.Predictions{Scheme: m.Labels.Scheme.String(), Tags: m.Labels.Tags, Sentences: preds}); err != nil {
 		w.Close()
 		return err
 	}
@@ -280,7 +226,7 @@ func runPredictStage(c *stages.Context) error {
 }
 
 func runEvaluateStage(c *stages.Context) error {
-	gold, err := readCorpusInput(c.Input("gold"), c.Params, "gold")
+	gold, err := dataset.ReadInput(c.Input("gold"), c.Params, "gold")
 	if err != nil {
 		return err
 	}
@@ -302,18 +248,11 @@ func runEvaluateStage(c *stages.Context) error {
 			pred = append(pred, p.Tags)
 		}
 	default:
-		rc, err := preds.Open(PredictionsFile)
+		p, err := dataset.ReadPredictionsInput(preds, "predictions")
 		if err != nil {
-			return stages.Permanent(err)
+			return err
 		}
-		defer rc.Close()
-		_, out, err := ReadPredictions(rc, PredictionsFile)
-		if err != nil {
-			return stages.Permanent(err)
-		}
-		for _, p := range out {
-			pred = append(pred, p.Tags)
-		}
+		pred = p.HardTags()
 	}
 	goldTags := make([][]string, len(gold.Sentences))
 	for i, s := range gold.Sentences {
@@ -339,65 +278,18 @@ func runEvaluateStage(c *stages.Context) error {
 	return out.WriteFile("report.txt", table.Bytes())
 }
 
-// readCorpusInput reads a corpus artifact as its port's params say (see
-// corpusParams).
-func readCorpusInput(in *stages.Input, p stages.Params, port string) (*corpus.Corpus, error) {
-	name, labels, format := p.String(port+"_file"), p.String(port+"_labels"), p.String(port+"_format")
-	if name == "" {
-		if len(in.Files) != 1 {
-			return nil, stages.Permanent(fmt.Errorf("input %s has %d files (%s); name the one to read with the param %s_file", port, len(in.Files), fileNames(in), port))
-		}
-		name = in.Files[0].Name
-	}
-	f := corpus.Format(format)
-	if f == "" {
-		var err error
-		if f, err = corpus.DetectFormat(name); err != nil {
-			return nil, stages.Permanent(fmt.Errorf("input %s: %w", port, err))
-		}
-	}
-	rc, err := in.Open(name)
-	if err != nil {
-		return nil, stages.Permanent(fmt.Errorf("input %s: %w", port, err))
-	}
-	defer rc.Close()
-	var opts []corpus.Option
-	if labels != "" {
-		lr, err := in.Open(labels)
-		if err != nil {
-			return nil, stages.Permanent(fmt.Errorf("input %s: %w", port, err))
-		}
-		defer lr.Close()
-		opts = append(opts, corpus.WithLabels(lr, labels))
-	}
-	c, err := corpus.Read(rc, name, f, opts...)
-	if err != nil {
-		return nil, stages.Permanent(fmt.Errorf("input %s: %w", port, err))
-	}
-	return c, nil
-}
-
 // readSoftTargets reads predictions as soft targets, and the entity types
 // of their tag set, which must be the tag set of scheme.
 func readSoftTargets(in *stages.Input, scheme string) ([][][]float32, []string, error) {
-	rc, err := in.Open(PredictionsFile)
+	p, err := dataset.ReadPredictionsInput(in, "soft")
+	if err != nil {
+		return nil, nil, err
+	}
+	types, err := typesOfTagSet(p.Tags, scheme)
 	if err != nil {
 		return nil, nil, stages.Permanent(fmt.Errorf("input soft: %w", err))
 	}
-	defer rc.Close()
-	tags, preds, err := ReadPredictions(rc, PredictionsFile)
-	if err != nil {
-		return nil, nil, stages.Permanent(fmt.Errorf("input soft: %w", err))
-	}
-	types, err := typesOfTagSet(tags, scheme)
-	if err != nil {
-		return nil, nil, stages.Permanent(fmt.Errorf("input soft: %w", err))
-	}
-	soft := make([][][]float32, len(preds))
-	for i, p := range preds {
-		soft[i] = p.Probs
-	}
-	return soft, types, nil
+	return p.Soft(), types, nil
 }
 
 // typesOfTagSet recovers the entity types of a tag set written by a
@@ -425,14 +317,6 @@ func typesOfTagSet(tags []string, scheme string) ([]string, error) {
 		return nil, fmt.Errorf("tag set %v is not that of a %s tagger (%v)", tags, scheme, labels.Tags)
 	}
 	return types, nil
-}
-
-func fileNames(in *stages.Input) string {
-	var names []string
-	for _, f := range in.Files {
-		names = append(names, f.Name)
-	}
-	return strings.Join(names, ", ")
 }
 
 func readEmbeddings(in *stages.Input) (*embeddings.Table, error) {

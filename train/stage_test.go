@@ -9,7 +9,8 @@ import (
 	"testing"
 
 	"github.com/nerflow/nerflow/corpus"
-	_ "github.com/nerflow/nerflow/embeddings" // the embeddings stage
+	"github.com/nerflow/nerflow/dataset"
+	"github.com/nerflow/nerflow/embeddings"
 	"github.com/nerflow/nerflow/eval"
 	"github.com/nerflow/nerflow/stages"
 	"github.com/nerflow/nerflow/storage"
@@ -143,10 +144,11 @@ func TestStagesTrainPredictEvaluate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	labels, preds, err := ReadPredictions(strings.NewReader(string(e.read(outs["predictions"], PredictionsFile))), PredictionsFile)
+	read, err := dataset.ReadPredictions(strings.NewReader(string(e.read(outs["predictions"], dataset.PredictionsFile))), dataset.PredictionsFile)
 	if err != nil {
 		t.Fatal(err)
 	}
+	labels, preds := read.Tags, read.Sentences
 	if strings.Join(labels, " ") != "O I-PER I-LOC" || len(preds) != 5 {
 		t.Fatalf("labels %v, %d predictions", labels, len(preds))
 	}
