@@ -3,10 +3,10 @@ package main
 // The plug-ins compiled into this binary, the way Caddy lists its modules:
 // each import registers storage drivers or pipeline stages by name in init.
 import (
-	_ "github.com/nerflow/nerflow/distant"     // stage: distant.label
-	_ "github.com/nerflow/nerflow/embeddings"  // stage: embeddings.vectors
-	_ "github.com/nerflow/nerflow/predict"     // stage: predict.entities
-	_ "github.com/nerflow/nerflow/registry"    // stage: registry.register
-	_ "github.com/nerflow/nerflow/storage/all" // stores: file, s3
-	_ "github.com/nerflow/nerflow/train"       // stages: train.tagger, train.predict, train.evaluate
+	_ "github.com/nerflow/nerflow/distant"          // stage: distant.label
+	_ "github.com/nerflow/nerflow/embeddings"       // stage: embeddings.vectors
+	_ "github.com/nerflow/nerflow/predict"          // stage: predict.entities
+	_ "github.com/nerflow/nerflow/registry"         // stage: registry.register
+	_ "github.com/nerflow/nerflow/storage/all"      // stores: file, s3
+	_ "github.com/nerflow/nerflow/train/trainstage" // stages: train.tagger, train.predict, train.evaluate
 )

@@ -1,4 +1,7 @@
-package train
+// Package trainstage registers the stages of package train: train.tagger,
+// train.predict and train.evaluate. It holds no model code: the tagger and
+// its trainer live in package train, usable without the stages.
+package trainstage
 
 import (
 	"bytes"
@@ -7,28 +10,20 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/sugarme/gotch"
-
 	"github.com/nerflow/nerflow/corpus"
 	"github.com/nerflow/nerflow/dataset"
 	"github.com/nerflow/nerflow/embeddings"
 	"github.com/nerflow/nerflow/eval"
 	"github.com/nerflow/nerflow/stages"
-)
-
-// Stage names.
-const (
-	StageTrain    = "train.tagger"
-	StagePredict  = "train.predict"
-	StageEvaluate = "train.evaluate"
+	"github.com/nerflow/nerflow/train"
 )
 
 func init() {
-	params := HyperparamDecls()
+	params := train.HyperparamDecls()
 	params = append(params, dataset.SourceParams("corpus", "training sentences")...)
 	params = append(params, dataset.SourceParams("dev", "dev sentences")...)
 	stages.Register(stages.Stage{
-		Name:    StageTrain,
+		Name:    train.StageTrain,
 		Version: 1,
 		Doc: "Trains a BiLSTM-CNN tagger (word vectors, character CNN, casing) with RoSTER's token head or a CRF, " +
 			"on gold or distant labels: cross entropy, or generalized cross entropy with noisy-label removal and " +
@@ -41,7 +36,7 @@ func init() {
 			{Name: "soft", Kind: "predictions", Optional: true, Doc: "soft targets for loss kl, aligned with corpus (" + dataset.PredictionsFile + ", e.g. averaged predictions of several taggers)"},
 		},
 		Outputs: []stages.Port{
-			{Name: "model", Kind: "checkpoint", Doc: TaggerFile + " and " + WeightsFile},
+			{Name: "model", Kind: "checkpoint", Doc: train.TaggerFile + " and " + train.WeightsFile},
 			{Name: "report", Kind: "report", Doc: "report.json: per-epoch loss, dev F1, throughput, removed tokens"},
 		},
 		Resumable: true,
@@ -52,12 +47,12 @@ func init() {
 		stages.IntParam("batch_size", 64, "sentences per batch", stages.Range(1, 4096)),
 	}, dataset.SourceParams("corpus", "sentences to tag")...)
 	stages.Register(stages.Stage{
-		Name:    StagePredict,
+		Name:    train.StagePredict,
 		Version: 1,
 		Doc:     "Tags a corpus with a trained tagger: per-token probabilities over the tag set and the best tags.",
 		Params:  predictParams,
 		Inputs: []stages.Port{
-			{Name: "model", Kind: "checkpoint", Doc: "a tagger from " + StageTrain},
+			{Name: "model", Kind: "checkpoint", Doc: "a tagger from " + train.StageTrain},
 			{Name: "corpus", Kind: "corpus", Doc: "sentences to tag (tags, if any, are ignored)"},
 		},
 		Outputs: []stages.Port{
@@ -71,7 +66,7 @@ func init() {
 		stages.IntParam("batch_size", 64, "sentences per batch when predicting", stages.Range(1, 4096)),
 	}, dataset.SourceParams("gold", "gold sentences")...)
 	stages.Register(stages.Stage{
-		Name:    StageEvaluate,
+		Name:    train.StageEvaluate,
 		Version: 1,
 		Doc: "Scores a tagger, or predictions, against gold tags: entity-level precision, recall and F1, micro " +
 			"and per type, with conlleval's rules.",
@@ -88,29 +83,14 @@ func init() {
 	})
 }
 
-// ParseDevice reads a stage device or flag: "cpu" or "cuda:N".
-func ParseDevice(s string) (gotch.Device, error) {
-	if s == "" || s == "cpu" {
-		return gotch.CPU, nil
-	}
-	var n uint
-	if _, err := fmt.Sscanf(s, "cuda:%d", &n); err != nil {
-		return gotch.CPU, fmt.Errorf("device %q: want cpu or cuda:N", s)
-	}
-	if !gotch.CUDA.IsAvailable() {
-		return gotch.CPU, fmt.Errorf("device %s: this libtorch has no CUDA", s)
-	}
-	return gotch.CudaBuilder(n), nil
-}
-
 func runTrainStage(c *stages.Context) error {
-	device, err := ParseDevice(c.Device)
+	device, err := train.ParseDevice(c.Device)
 	if err != nil {
 		return err
 	}
-	h := HyperparamsOf(c.Params)
+	h := train.HyperparamsOf(c.Params)
 	modelCfg, runCfg := h.Model, h.Run
-	job := Job{Model: modelCfg, Run: runCfg, Device: device, MinWordCount: h.MinWordCount}
+	job := train.Job{Model: modelCfg, Run: runCfg, Device: device, MinWordCount: h.MinWordCount}
 	if job.Train, err = dataset.ReadInput(c.Input("corpus"), c.Params, "corpus"); err != nil {
 		return err
 	}
@@ -148,18 +128,18 @@ func runTrainStage(c *stages.Context) error {
 		}
 		return nil
 	}
-	opts := []TrainerOption{
-		WithLogger(c.Log),
-		WithCheckpoints(state, save),
-		WithProgress(func(p Progress) {
+	opts := []train.TrainerOption{
+		train.WithLogger(c.Log),
+		train.WithCheckpoints(state, save),
+		train.WithProgress(func(p train.Progress) {
 			c.Progress(int64(p.Step), int64(p.Steps), fmt.Sprintf("epoch %d/%d, loss %.4f, %.0f tokens/s", p.Epoch, p.Epochs, p.Loss, p.TokensPerSec))
 		}),
 	}
 	if resumed {
 		c.Log.Info("resuming training", "epochs_done", epoch)
-		opts = append(opts, Resume(state))
+		opts = append(opts, train.Resume(state))
 	}
-	m, res, err := Fit(c, job, opts...)
+	m, res, err := train.Fit(c, job, opts...)
 	if err != nil {
 		if c.Err() != nil {
 			return err
@@ -309,7 +289,7 @@ func typesOfTagSet(tags []string, scheme string) ([]string, error) {
 			types = append(types, t.Type)
 		}
 	}
-	labels, err := NewLabels(sch, types)
+	labels, err := train.NewLabels(sch, types)
 	if err != nil {
 		return nil, err
 	}
@@ -334,8 +314,8 @@ func readEmbeddings(in *stages.Input) (*embeddings.Table, error) {
 
 // loadModelInput fetches a checkpoint artifact and loads the tagger on the
 // stage's device.
-func loadModelInput(c *stages.Context, in *stages.Input) (*Tagger, error) {
-	device, err := ParseDevice(c.Device)
+func loadModelInput(c *stages.Context, in *stages.Input) (*train.Tagger, error) {
+	device, err := train.ParseDevice(c.Device)
 	if err != nil {
 		return nil, err
 	}
@@ -346,7 +326,7 @@ func loadModelInput(c *stages.Context, in *stages.Input) (*Tagger, error) {
 	if err := in.Fetch(dir); err != nil {
 		return nil, err
 	}
-	m, err := Load(dir, device)
+	m, err := train.Load(dir, device)
 	if err != nil {
 		return nil, stages.Permanent(err)
 	}

@@ -1,17 +1,18 @@
-package train
+package trainstage
 
 import (
 	"path/filepath"
 	"testing"
 
+	_ "github.com/nerflow/nerflow/embeddings" // stage embeddings.vectors, which the examples start with
 	"github.com/nerflow/nerflow/pipeline/spec"
-	_ "github.com/nerflow/nerflow/registry" // stage register, which the examples end with
+	_ "github.com/nerflow/nerflow/registry" // stage registry.register, which the examples end with
 )
 
 // The example specs parse and validate against the registered stages
 // (parameters, inputs, references).
 func TestExampleSpecs(t *testing.T) {
-	specs, err := filepath.Glob(filepath.Join("..", "examples", "conll03-*.yaml"))
+	specs, err := filepath.Glob(filepath.Join("..", "..", "examples", "conll03-*.yaml"))
 	if err != nil || len(specs) == 0 {
 		t.Fatalf("no example specs: %v", err)
 	}
