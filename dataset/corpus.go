@@ -2,6 +2,7 @@ package dataset
 
 import (
 	"fmt"
+	"io"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -143,4 +144,14 @@ func ScanTags(path string, format corpus.Format, opts ...corpus.Option) (*corpus
 		return nil, err
 	}
 	return corpus.ScanFile(path, append(slices.Clip(opts), corpus.WithFormat(format))...)
+}
+
+// ReadCorpus reads a corpus from r, a file called name, in format (empty:
+// from the name).
+func ReadCorpus(r io.Reader, name string, format corpus.Format) (*corpus.Corpus, error) {
+	f, err := Source{File: name, Format: format}.format()
+	if err != nil {
+		return nil, err
+	}
+	return corpus.Read(r, name, f)
 }

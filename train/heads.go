@@ -30,35 +30,47 @@ type headWeights interface {
 	probabilities(g *graph, h *ts.Tensor, b *batch, k int) (probs []float32, paths [][]int)
 }
 
-var heads = map[string]Head{}
+var heads = newNamed[Head]("head")
 
 // RegisterHead makes a head available under name (the param head of
 // train.tagger); it panics on a duplicate, as stage registration does.
-func RegisterHead(name string, h Head) {
-	if _, dup := heads[name]; dup {
-		panic("train: head " + name + " registered twice")
-	}
-	heads[name] = h
-}
+func RegisterHead(name string, h Head) { heads.register(name, h) }
 
 // HeadNames lists the registered heads.
-func HeadNames() []string { return sortedKeys(heads) }
+func HeadNames() []string { return heads.names() }
 
-func lookupHead(name string) (Head, error) {
-	h, ok := heads[name]
-	if !ok {
-		return nil, fmt.Errorf("head %q: want one of %s", name, strings.Join(HeadNames(), ", "))
-	}
-	return h, nil
+func lookupHead(name string) (Head, error) { return heads.lookup(name) }
+
+// named is a registry of plug-ins of one kind by name.
+type named[T any] struct {
+	kind string
+	m    map[string]T
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
+func newNamed[T any](kind string) *named[T] { return &named[T]{kind: kind, m: map[string]T{}} }
+
+func (r *named[T]) register(name string, v T) {
+	if _, dup := r.m[name]; dup {
+		panic("train: " + r.kind + " " + name + " registered twice")
+	}
+	r.m[name] = v
+}
+
+func (r *named[T]) names() []string {
+	keys := make([]string, 0, len(r.m))
+	for k := range r.m {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+func (r *named[T]) lookup(name string) (T, error) {
+	v, ok := r.m[name]
+	if !ok {
+		return v, fmt.Errorf("%s %q: want one of %s", r.kind, name, strings.Join(r.names(), ", "))
+	}
+	return v, nil
 }
 
 // sentenceRows gathers the rows of sentence i of b from packed values.

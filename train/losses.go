@@ -37,33 +37,22 @@ type lossBatch struct {
 	cfg     TrainConfig
 }
 
-var losses = map[string]Loss{}
+var losses = newNamed[Loss]("loss")
 
 // RegisterLoss makes a loss available under name (the param loss of
 // train.tagger); it panics on a duplicate, as stage registration does.
-func RegisterLoss(name string, l Loss) {
-	if _, dup := losses[name]; dup {
-		panic("train: loss " + name + " registered twice")
-	}
-	losses[name] = l
-}
+func RegisterLoss(name string, l Loss) { losses.register(name, l) }
 
 // LossNames lists the registered losses.
-func LossNames() []string { return sortedKeys(losses) }
+func LossNames() []string { return losses.names() }
 
-func lookupLoss(name string) (Loss, error) {
-	l, ok := losses[name]
-	if !ok {
-		return nil, fmt.Errorf("loss %q: want one of %s", name, strings.Join(LossNames(), ", "))
-	}
-	return l, nil
-}
+func lookupLoss(name string) (Loss, error) { return losses.lookup(name) }
 
 // lossDoc documents the param loss: every loss with its head.
 func lossDoc() string {
 	var parts []string
 	for _, name := range LossNames() {
-		l := losses[name]
+		l, _ := lookupLoss(name)
 		parts = append(parts, fmt.Sprintf("%s (%s head): %s", name, l.Head(), l.Doc()))
 	}
 	return strings.Join(parts, "; ")
