@@ -20,6 +20,6 @@
 //     ambiguous phrases and, for sentences with gold tags, conlleval
 //     precision, recall and F1 of the distant labels.
 //
-// Run does all of it for loaded data; the stage "distant" (registered on
+// Run does all of it for loaded data; the stage "distant.label" (registered on
 // import) and the command `nerflow distant` are built on it.
 package distant

@@ -7,11 +7,12 @@ import (
 	"strings"
 
 	"github.com/nerflow/nerflow/corpus"
+	"github.com/nerflow/nerflow/dataset"
 	"github.com/nerflow/nerflow/stages"
 )
 
 // StageName is the name of the distant labeling stage in pipeline specs.
-const StageName = "distant"
+const StageName = "distant.label"
 
 func init() {
 	stages.Register(stages.Stage{
@@ -20,7 +21,7 @@ func init() {
 		Doc: "Labels a corpus by matching gazetteer phrases (longest first), writing tags in " +
 			"IO, BIO, IOB1 or BIOES with untyped and ambiguous matches as the unknown type \"?\", " +
 			"and reports coverage, frequent and ambiguous phrases and, given gold data, P/R/F1.",
-		Params: []stages.Param{
+		Params: append([]stages.Param{
 			stages.StringParam("scheme", "bio", "tag scheme of the labels", stages.OneOf("io", "bio", "iob1", "bioes")),
 			stages.StringParam("case", "exact", "letter case matching: exact, fold, or variants (as written, UPPER, lower)", stages.OneOf("exact", "fold", "variants")),
 			stages.StringParam("unicode", "none", "Unicode normalization of phrases and tokens", stages.OneOf("none", "nfc", "nfkc")),
@@ -29,15 +30,13 @@ func init() {
 			stages.StringParam("tokenizer", "whitespace", "how gazetteer phrases are split into tokens", stages.OneOf("whitespace", "punct")),
 			stages.IntListParam("priorities", nil, "priority of each gazetteer input, in order (missing ones are 0); higher wins type conflicts"),
 			stages.StringListParam("types", nil, "type given to the untyped phrases of each gazetteer input, in order (empty: unknown type)"),
-			stages.StringParam("corpus_format", "", "format of the corpus file (empty: from its name)"),
-			stages.StringParam("gold_format", "", "format of the gold file (empty: from its name)"),
 			stages.StringParam("format", "conll", "format of the labeled corpus", stages.OneOf("conll", "jsonl", "jsonl-spans", "ck")),
 			stages.IntParam("top", 20, "frequent and ambiguous phrases listed in the report", stages.Range(0, 10000)),
-		},
+		}, append(dataset.SourceParams("corpus", "sentences to label"), dataset.SourceParams("gold", "gold sentences")...)...),
 		Inputs: []stages.Port{
-			{Name: "corpus", Kind: "corpus", Doc: "sentences to label (one file)"},
+			{Name: "corpus", Kind: "corpus", Doc: "sentences to label"},
 			{Name: "gazetteers", Kind: "gazetteer", Many: true, Doc: "typed or untyped phrase lists, JSONL or CSV; every file of every artifact is a gazetteer"},
-			{Name: "gold", Kind: "corpus", Optional: true, Doc: "sentences with gold tags to score the distant labels on (one file)"},
+			{Name: "gold", Kind: "corpus", Optional: true, Doc: "sentences with gold tags to score the distant labels on"},
 			{Name: "stopwords", Kind: "stopwords", Optional: true, Doc: "one word per line; phrases made only of them are not matched"},
 		},
 		Outputs: []stages.Port{
@@ -100,13 +99,13 @@ func runStage(c *stages.Context) error {
 		}
 	}
 
-	text, err := readCorpus(c.Input("corpus"), p.String("corpus_format"))
+	text, err := dataset.ReadInput(c.Input("corpus"), p, "corpus")
 	if err != nil {
 		return err
 	}
 	var gold *corpus.Corpus
 	if in := c.Input("gold"); in != nil {
-		if gold, err = readCorpus(in, p.String("gold_format")); err != nil {
+		if gold, err = dataset.ReadInput(in, p, "gold"); err != nil {
 			return err
 		}
 	}
@@ -124,8 +123,7 @@ func runStage(c *stages.Context) error {
 
 	format := corpus.Format(p.String("format"))
 	out := c.Output("labeled")
-	out.SetMeta("scheme", scheme.String())
-	out.SetMeta("format", string(format))
+	dataset.Describe(out, format, scheme)
 	w, err := out.Create("labeled." + strings.ReplaceAll(string(format), "-spans", ""))
 	if err != nil {
 		return err
@@ -155,30 +153,6 @@ func readInput(in *stages.Input, name string, read func(io.Reader) error) error 
 	}
 	defer rc.Close()
 	return read(rc)
-}
-
-// readCorpus reads the one file of a corpus artifact.
-func readCorpus(in *stages.Input, format string) (*corpus.Corpus, error) {
-	if len(in.Files) != 1 {
-		return nil, stages.Permanent(fmt.Errorf("corpus artifact %s has %d files; want one", in.Digest, len(in.Files)))
-	}
-	name := in.Files[0].Name
-	f := corpus.Format(format)
-	if f == "" {
-		var err error
-		if f, err = corpus.DetectFormat(name); err != nil {
-			return nil, stages.Permanent(err)
-		}
-	}
-	var c *corpus.Corpus
-	err := readInput(in, name, func(r io.Reader) error {
-		var err error
-		if c, err = corpus.Read(r, name, f); err != nil {
-			return stages.Permanent(err)
-		}
-		return nil
-	})
-	return c, err
 }
 
 // ParseOptions turns the textual settings of the command and the stage

@@ -8,12 +8,12 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/nerflow/nerflow/corpus"
+	"github.com/nerflow/nerflow/dataset"
 	"github.com/nerflow/nerflow/stages"
 )
 
 // StageName is the name of the stage that builds an embeddings artifact.
-const StageName = "embeddings"
+const StageName = "embeddings.vectors"
 
 func init() {
 	stages.Register(stages.Stage{
@@ -106,18 +106,9 @@ func matchesAny(patterns []string, name string) bool {
 
 // corpusWords reads the tokens of one corpus file of an artifact.
 func corpusWords(in *stages.Input, name string) ([]string, error) {
-	f, err := corpus.DetectFormat(name)
-	if err != nil {
-		return nil, stages.Permanent(fmt.Errorf("input corpora: %w", err))
-	}
-	rc, err := in.Open(name)
+	c, err := dataset.Source{File: name}.ReadFrom(in, "corpora")
 	if err != nil {
 		return nil, err
-	}
-	defer rc.Close()
-	c, err := corpus.Read(rc, name, f)
-	if err != nil {
-		return nil, stages.Permanent(fmt.Errorf("input corpora: %w", err))
 	}
 	var words []string
 	for _, s := range c.Sentences {

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/nerflow/nerflow/train"
+	"github.com/nerflow/nerflow/dataset"
 )
 
 // Request is one call: raw texts (tokenized by Tokenize, split into
@@ -73,7 +73,7 @@ type job struct {
 
 type jobResult struct {
 	model *Model
-	preds []train.Prediction
+	preds []dataset.Prediction
 	err   error
 }
 
@@ -185,7 +185,7 @@ func prepare(req Request) (prepared, error) {
 
 // assemble turns the predictions of a prepared request's sentences into
 // its response.
-func (m *Model) assemble(req Request, in prepared, preds []train.Prediction) (*Response, error) {
+func (m *Model) assemble(req Request, in prepared, preds []dataset.Prediction) (*Response, error) {
 	resp := &Response{Model: m.Info, Results: []Result{}}
 	next := 0
 	for ti, text := range req.Texts {
@@ -222,7 +222,7 @@ func (m *Model) Annotate(req Request, batchSize int) (*Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	var preds []train.Prediction
+	var preds []dataset.Prediction
 	if len(in.words) > 0 {
 		if preds, err = m.tag(in.words, batchSize); err != nil {
 			return nil, err

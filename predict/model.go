@@ -15,6 +15,7 @@ import (
 	"github.com/sugarme/gotch"
 
 	"github.com/nerflow/nerflow/corpus"
+	"github.com/nerflow/nerflow/dataset"
 	"github.com/nerflow/nerflow/stages"
 	"github.com/nerflow/nerflow/storage"
 	"github.com/nerflow/nerflow/train"
@@ -100,7 +101,7 @@ type Entity struct {
 
 // tag runs the tagger over sentences in batches of batchSize. The caller
 // serializes calls (Batcher does).
-func (m *Model) tag(sents [][]string, batchSize int) ([]train.Prediction, error) {
+func (m *Model) tag(sents [][]string, batchSize int) ([]dataset.Prediction, error) {
 	c := &corpus.Corpus{Sentences: make([]corpus.Sentence, len(sents))}
 	for i, s := range sents {
 		c.Sentences[i].Tokens = s
@@ -110,7 +111,7 @@ func (m *Model) tag(sents [][]string, batchSize int) ([]train.Prediction, error)
 
 // entities decodes one sentence's prediction into entity spans. text and
 // toks locate them in the raw text (toks nil for pre-tokenized input).
-func (m *Model) entities(words []string, p train.Prediction, text string, toks []Token) ([]Entity, error) {
+func (m *Model) entities(words []string, p dataset.Prediction, text string, toks []Token) ([]Entity, error) {
 	spans, err := m.tagger.Labels.Scheme.Spans(p.Tags)
 	if err != nil {
 		return nil, fmt.Errorf("decoding tags: %w", err)

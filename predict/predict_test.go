@@ -12,6 +12,7 @@ import (
 	"github.com/sugarme/gotch"
 
 	"github.com/nerflow/nerflow/corpus"
+	"github.com/nerflow/nerflow/dataset"
 	"github.com/nerflow/nerflow/train"
 )
 
@@ -61,7 +62,7 @@ func TestEntitiesConfidence(t *testing.T) {
 	}
 	text := "John Smith in Paris"
 	toks := Tokenize(text)[0]
-	pred := train.Prediction{
+	pred := dataset.Prediction{
 		Tags:  []string{"B-PER", "I-PER", "O", "B-LOC"},
 		Probs: [][]float32{row("B-PER", 0.9), row("I-PER", 0.5), row("O", 0.99), row("B-LOC", 0.6)},
 	}

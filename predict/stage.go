@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/nerflow/nerflow/corpus"
+	"github.com/nerflow/nerflow/dataset"
 	"github.com/nerflow/nerflow/stages"
 	"github.com/nerflow/nerflow/train"
 )
@@ -145,13 +146,7 @@ func (r requests) slice(i, j int) Request {
 func readRequests(r io.Reader, name string, tokenized bool, format corpus.Format) (requests, error) {
 	var out requests
 	if tokenized {
-		if format == "" {
-			var err error
-			if format, err = corpus.DetectFormat(name); err != nil {
-				return out, fmt.Errorf("input text: %w", err)
-			}
-		}
-		c, err := corpus.Read(r, name, format)
+		c, err := dataset.ReadCorpus(r, name, format)
 		if err != nil {
 			return out, fmt.Errorf("input text: %w", err)
 		}

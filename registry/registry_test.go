@@ -55,7 +55,7 @@ nodes:
     stage: registrytest.evaluate
     inputs: {model: train.model}
   register:
-    stage: register
+    stage: registry.register
     inputs: {model: train.model, reports: evaluate.report}
 `
 

@@ -9,7 +9,7 @@ import (
 )
 
 // StageName is the stage a spec ends with to register its final model.
-const StageName = "register"
+const StageName = "registry.register"
 
 // CardFile is the file of a "model-card" artifact.
 const CardFile = "card.json"

@@ -15,6 +15,26 @@
 // reproducible on CPU: all randomness (initial weights, batches, dropout
 // masks, dropped tokens) comes from Go generators seeded by the run's seed.
 //
+// The files, by responsibility:
+//
+//   - the tagger: model.go (encoder), heads.go and head_*.go (one file per
+//     head), crf.go, vocab.go, labels.go, data.go, checkpoint.go (Save,
+//     Load), predict.go; Load and Predict need no stage registered;
+//   - the trainer: trainer.go (Run, step by step), fit.go (a whole job),
+//     losses.go and loss_*.go (one file per loss), loss.go (their
+//     arithmetic), noise.go (noisy-label removal), adam.go (optimizer and
+//     schedule);
+//   - configuration: hyperparams.go, the one table of hyperparameters that
+//     the stage train.tagger and the command nerflow train derive from;
+//   - memory.go, threads.go, graph.go, cudnn.go: libtorch plumbing.
+//
+// The stages (train.tagger, train.predict, train.evaluate) are registered
+// by package train/trainstage, apart from this library.
+//
+// A new head or loss is one file: a type implementing Head (or Loss) and
+// an init that calls RegisterHead (or RegisterLoss); the stage's choices
+// and docs follow from the registry.
+//
 // libtorch keeps its grad mode per OS thread: every goroutine that computes
 // with a Tagger must be locked to its thread (runtime.LockOSThread); the
 // Trainer and Predict do it themselves.

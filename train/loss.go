@@ -90,3 +90,5 @@ func sum(xs []float32) float64 {
 	}
 	return s
 }
+
+func sqrt(n int) float64 { return math.Sqrt(float64(n)) }

@@ -14,24 +14,13 @@ import (
 	"github.com/nerflow/nerflow/embeddings"
 )
 
-// Head names.
-const (
-	// TokenHead is RoSTER's token classifier: a linear "entity vs not"
-	// score and a linear softmax over the entity tags, combined into one
-	// distribution over the tags (O = not entity).
-	TokenHead = "token"
-	// CRFHead is a linear-chain CRF over linear emission scores, decoded
-	// with Viterbi.
-	CRFHead = "crf"
-)
-
 // Config is the architecture of a tagger:
 //
 //	word vector ⊕ character CNN ⊕ casing vector -> dropout -> BiLSTM
 //	(Layers, Hidden per direction) -> dropout -> head
 type Config struct {
 	Scheme      string  `json:"scheme"` // io, bio or bioes
-	Head        string  `json:"head"`   // TokenHead or CRFHead
+	Head        string  `json:"head"`   // a registered head: TokenHead, CRFHead
 	WordDim     int     `json:"word_dim"`
 	CharDim     int     `json:"char_dim"`
 	CharFilters int     `json:"char_filters"`
@@ -55,8 +44,8 @@ func DefaultConfig() Config {
 
 func (c Config) validate() error {
 	var errs []error
-	if c.Head != TokenHead && c.Head != CRFHead {
-		errs = append(errs, fmt.Errorf("head %q: want %s or %s", c.Head, TokenHead, CRFHead))
+	if _, err := lookupHead(c.Head); err != nil {
+		errs = append(errs, err)
 	}
 	for name, v := range map[string]int{"word_dim": c.WordDim, "char_dim": c.CharDim, "char_filters": c.CharFilters, "max_word_len": c.MaxWordLen, "hidden": c.Hidden, "layers": c.Layers} {
 		if v < 1 {
@@ -91,10 +80,7 @@ type Tagger struct {
 	convW, convB              *ts.Tensor
 	lstm                      [][]*ts.Tensor // per layer: the 8 weights of a bidirectional LSTM, as libtorch orders them
 
-	// Token head.
-	typeW, typeB, binW, binB *ts.Tensor
-	// CRF head.
-	emitW, emitB, trans, start, end *ts.Tensor
+	head headWeights // of the head Config.Head
 }
 
 // NewTagger builds a tagger with freshly initialized weights, drawn from
@@ -166,21 +152,8 @@ func (m *Tagger) build(p *initializer, table *embeddings.Table) {
 		in = 2 * c.Hidden
 	}
 
-	out := 1 / math.Sqrt(float64(in))
-	k := m.Labels.NumTags()
-	switch c.Head {
-	case TokenHead:
-		m.typeW = p.uniform("type_w", out, k-1, in)
-		m.typeB = p.uniform("type_b", out, k-1)
-		m.binW = p.uniform("entity_w", out, 1, in)
-		m.binB = p.uniform("entity_b", out, 1)
-	case CRFHead:
-		m.emitW = p.uniform("emit_w", out, k, in)
-		m.emitB = p.uniform("emit_b", out, k)
-		m.trans = p.uniform("crf_trans", 0.1, k, k)
-		m.start = p.uniform("crf_start", 0.1, k)
-		m.end = p.uniform("crf_end", 0.1, k)
-	}
+	head, _ := lookupHead(c.Head) // checked by validate
+	m.head = head.newWeights(p, in, m.Labels.NumTags())
 }
 
 // initializer creates parameters from a seeded Go generator, so that

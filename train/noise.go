@@ -177,7 +177,7 @@ func (r *removal) spare(exs []example, weights *noiseWeights) []int {
 // tokenScores returns the token head's type distributions ([n*(K-1)],
 // softmax over the entity tags) and entity probabilities ([n]).
 func (m *Tagger) tokenScores(g *graph, h *ts.Tensor) (pTypes, pEntity []float32) {
-	typ, entity := m.tokenHeadOutputs(g, h)
+	typ, entity := m.head.(*tokenWeightsOf).outputs(g, h)
 	pTypes = float32s(g.t(typ.Softmax(1, gotch.Float, false)))
 	pe := float32s(g.t(entity.Softmax(1, gotch.Float, false)))
 	pEntity = make([]float32, len(pe)/2)

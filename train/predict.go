@@ -1,25 +1,16 @@
 package train
 
 import (
-	"bufio"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"runtime"
 
 	"github.com/nerflow/nerflow/corpus"
+	"github.com/nerflow/nerflow/dataset"
 )
 
-// Prediction is a tagger's output for one sentence.
-type Prediction struct {
-	// Tags are the best tags: the Viterbi path of a CRF, the most probable
-	// tag of each token for the token head.
-	Tags []string `json:"tags"`
-	// Probs holds each token's distribution over the tag set (the CRF's
-	// marginals), in the order of Labels.Tags.
-	Probs [][]float32 `json:"probs"`
-}
+// Prediction is a tagger's output for one sentence (see package dataset
+// for its file format).
+type Prediction = dataset.Prediction
 
 // Predict tags every sentence of c (tags, if any, are ignored), batchSize
 // sentences at a time. It locks the calling goroutine to its OS thread
@@ -62,7 +53,7 @@ func (m *Tagger) predictBatches(exs []example, batches [][]int, out []Prediction
 		g := newGraph(m.device)
 		err := run(func() {
 			noGrad(func() {
-				probs, paths := m.probabilities(g, m.forward(g, b, false, nil), b)
+				probs, paths := m.head.probabilities(g, m.forward(g, b, false, nil), b, m.Labels.NumTags())
 				for i, id := range b.ids {
 					rows := sentenceRows(probs, b, i, k)
 					p := Prediction{Tags: make([]string, len(rows)), Probs: make([][]float32, len(rows))}
@@ -84,73 +75,4 @@ func (m *Tagger) predictBatches(exs []example, batches [][]int, out []Prediction
 		}
 	}
 	return nil
-}
-
-// PredictionsFile is the name of the predictions file in a predictions
-// artifact.
-const PredictionsFile = "predictions.jsonl"
-
-// predictionsHeader is the first line of a predictions file.
-type predictionsHeader struct {
-	Scheme string   `json:"scheme"`
-	Labels []string `json:"labels"`
-}
-
-// WritePredictions writes predictions as JSON lines: a header naming the
-// scheme and the tag set (the order of every Probs row), then one
-// Prediction per sentence.
-func WritePredictions(w io.Writer, labels *Labels, preds []Prediction) error {
-	bw := bufio.NewWriter(w)
-	enc := json.NewEncoder(bw)
-	if err := enc.Encode(predictionsHeader{Scheme: labels.Scheme.String(), Labels: labels.Tags}); err != nil {
-		return err
-	}
-	for _, p := range preds {
-		if err := enc.Encode(p); err != nil {
-			return err
-		}
-	}
-	return bw.Flush()
-}
-
-// ReadPredictions reads what WritePredictions wrote; it returns the tag set
-// and the predictions, checked for consistency. Errors name the file (name)
-// and line.
-func ReadPredictions(r io.Reader, name string) (labels []string, preds []Prediction, err error) {
-	br := bufio.NewReader(r)
-	var h predictionsHeader
-	for line := 1; ; line++ {
-		text, err := br.ReadBytes('\n')
-		if len(text) == 0 && errors.Is(err, io.EOF) {
-			if line == 1 {
-				return nil, nil, fmt.Errorf("%s: empty file, want a header line", name)
-			}
-			return h.Labels, preds, nil
-		}
-		if err != nil && !errors.Is(err, io.EOF) {
-			return nil, nil, fmt.Errorf("%s:%d: %w", name, line, err)
-		}
-		if line == 1 {
-			if err := json.Unmarshal(text, &h); err != nil {
-				return nil, nil, fmt.Errorf("%s:1: header: %w", name, err)
-			}
-			if len(h.Labels) == 0 {
-				return nil, nil, fmt.Errorf("%s:1: header has no labels", name)
-			}
-			continue
-		}
-		var p Prediction
-		if err := json.Unmarshal(text, &p); err != nil {
-			return nil, nil, fmt.Errorf("%s:%d: %w", name, line, err)
-		}
-		if len(p.Probs) != len(p.Tags) {
-			return nil, nil, fmt.Errorf("%s:%d: %d tags but %d probability rows", name, line, len(p.Tags), len(p.Probs))
-		}
-		for t, row := range p.Probs {
-			if len(row) != len(h.Labels) {
-				return nil, nil, fmt.Errorf("%s:%d: token %d has %d probabilities for %d labels", name, line, t+1, len(row), len(h.Labels))
-			}
-		}
-		preds = append(preds, p)
-	}
 }

@@ -19,8 +19,9 @@ import (
 
 // TrainConfig are the hyperparameters of a training run.
 type TrainConfig struct {
-	// Loss is LossCE, LossGCE or LossKL (soft targets, see
-	// WithSoftTargets) for the token head, LossCRF for the CRF.
+	// Loss is a registered loss of the tagger's head: LossCE, LossGCE or
+	// LossKL (soft targets, see WithSoftTargets) for the token head,
+	// LossCRF for the CRF.
 	Loss string `json:"loss"`
 	// Q is the exponent of generalized cross entropy.
 	Q float64 `json:"q"`
@@ -61,7 +62,7 @@ func DefaultTrainConfig() TrainConfig {
 
 func (c TrainConfig) validate(head string) error {
 	var errs []error
-	if err := checkLoss(c.Loss, head, c.Q); err != nil {
+	if err := checkLoss(c.Loss, head, c); err != nil {
 		errs = append(errs, err)
 	}
 	if c.UpdateInterval < 0 {
@@ -73,8 +74,8 @@ func (c TrainConfig) validate(head string) error {
 	if c.UpdateInterval > 0 && (c.Tau <= 0 || c.Tau >= 1) {
 		errs = append(errs, fmt.Errorf("tau %v, want (0, 1)", c.Tau))
 	}
-	if c.Loss == LossKL && (c.UpdateInterval > 0 || c.DropO > 0) {
-		errs = append(errs, errors.New("noisy-label removal and drop_o apply to hard labels, not to loss kl"))
+	if l, err := lookupLoss(c.Loss); err == nil && l.Soft() && (c.UpdateInterval > 0 || c.DropO > 0) {
+		errs = append(errs, fmt.Errorf("noisy-label removal and drop_o apply to hard labels, not to the soft targets of loss %s", c.Loss))
 	}
 	if c.DropO < 0 || c.DropO >= 1 {
 		errs = append(errs, fmt.Errorf("drop_o %v, want [0, 1)", c.DropO))
@@ -126,6 +127,7 @@ type Result struct {
 type Trainer struct {
 	model *Tagger
 	cfg   TrainConfig
+	loss  Loss // cfg.Loss
 	log   *slog.Logger
 	// progress, if set, receives a report after every batch.
 	progress func(Progress)
@@ -172,12 +174,13 @@ func NewTrainer(model *Tagger, cfg TrainConfig, opts ...TrainerOption) (*Trainer
 	if err := cfg.validate(model.Config.Head); err != nil {
 		return nil, fmt.Errorf("training config: %w", err)
 	}
-	t := &Trainer{model: model, cfg: cfg, log: slog.New(slog.DiscardHandler)}
+	loss, _ := lookupLoss(cfg.Loss) // checked by validate
+	t := &Trainer{model: model, cfg: cfg, loss: loss, log: slog.New(slog.DiscardHandler)}
 	for _, o := range opts {
 		o(t)
 	}
-	if (cfg.Loss == LossKL) != (t.soft != nil) {
-		return nil, fmt.Errorf("training config: loss %q with soft targets: %v (loss kl needs them, the others do not use them)", cfg.Loss, t.soft != nil)
+	if loss.Soft() != (t.soft != nil) {
+		return nil, fmt.Errorf("training config: loss %q with soft targets: %v (a soft loss needs them, the others do not use them)", cfg.Loss, t.soft != nil)
 	}
 	return t, nil
 }
@@ -218,27 +221,85 @@ const (
 // as entities of unknown type). With a non-nil dev set, every epoch is
 // scored on it (entity micro F1), the best epoch's weights are kept, and
 // Patience applies. Run locks the calling goroutine to its OS thread.
+//
+// The steps: a place for the run's state, the data encoded once, the
+// optimizer (restored from a checkpoint when resuming), the learning-rate
+// schedule, the epochs, and the best epoch's weights put back.
 func (t *Trainer) Run(ctx context.Context, trainSet, dev *corpus.Corpus) (*Result, error) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	refreshThreads, doneThreads := computeThreads()
 	defer doneThreads()
-	defer func() {
-		if t.tempDir {
-			os.RemoveAll(t.workDir)
-			t.workDir, t.tempDir = "", false
-		}
-	}()
-	m, cfg := t.model, t.cfg
-	if t.stateDir() == "" {
-		// The best epoch's weights need a place even without checkpoints.
-		dir, err := os.MkdirTemp("", "nerflow-train-")
-		if err != nil {
-			return nil, fmt.Errorf("training: %w", err)
-		}
-		t.workDir, t.tempDir = dir, true
+	if err := t.makeWorkDir(); err != nil {
+		return nil, err
 	}
+	defer t.removeTempDir()
 
+	d, err := t.prepareData(trainSet, dev)
+	if err != nil {
+		return nil, err
+	}
+	opt, err := newAdam(t.model, t.cfg.MaxGradNorm)
+	if err != nil {
+		return nil, err
+	}
+	defer opt.close()
+	st, res, err := t.startState(opt, d.weights)
+	if err != nil {
+		return nil, err
+	}
+	sched, err := t.newSchedule(d.train)
+	if err != nil {
+		return nil, err
+	}
+	for epoch := st.Epoch + 1; t.continues(epoch, &st, dev != nil); epoch++ {
+		refreshThreads()
+		if err := t.trainEpoch(ctx, epoch, d, opt, &st, sched); err != nil {
+			return nil, err
+		}
+	}
+	if err := t.restoreBest(&st, dev != nil); err != nil {
+		return nil, err
+	}
+	res.Epochs, res.BestEpoch, res.BestDevF1, res.Steps = st.History, st.BestEpoch, st.BestDevF1, st.Step
+	return res, nil
+}
+
+// makeWorkDir gives the best epoch's weights a place even without
+// checkpoints: a temporary directory, removed by removeTempDir.
+func (t *Trainer) makeWorkDir() error {
+	if t.stateDir() != "" {
+		return nil
+	}
+	dir, err := os.MkdirTemp("", "nerflow-train-")
+	if err != nil {
+		return fmt.Errorf("training: %w", err)
+	}
+	t.workDir, t.tempDir = dir, true
+	return nil
+}
+
+func (t *Trainer) removeTempDir() {
+	if t.tempDir {
+		os.RemoveAll(t.workDir)
+		t.workDir, t.tempDir = "", false
+	}
+}
+
+// runData is the run's data, encoded once.
+type runData struct {
+	train   []example
+	dev     []example
+	devGold [][]string // nil without a dev set
+	weights *noiseWeights
+}
+
+// prepareData encodes the training and dev sets, attaches soft targets,
+// and applies the noise handling decided once per run: unknown-type tokens
+// ignored (unless UnknownAsEntity), O tokens dropped (DropO), and the
+// weights that noisy-label removal switches off.
+func (t *Trainer) prepareData(trainSet, dev *corpus.Corpus) (*runData, error) {
+	m, cfg := t.model, t.cfg
 	exs, err := m.encodeCorpus(trainSet, t.soft == nil)
 	if err != nil {
 		return nil, fmt.Errorf("training set: %w", err)
@@ -248,90 +309,116 @@ func (t *Trainer) Run(ctx context.Context, trainSet, dev *corpus.Corpus) (*Resul
 			return nil, fmt.Errorf("soft targets: %w", err)
 		}
 	}
-	var devGold [][]string
-	var devExs []example
+	d := &runData{train: exs}
 	if dev != nil {
-		if devExs, err = m.encodeCorpus(dev, false); err != nil {
+		if d.dev, err = m.encodeCorpus(dev, false); err != nil {
 			return nil, fmt.Errorf("dev set: %w", err)
 		}
 		for i, s := range dev.Sentences {
 			if len(s.Tags) != len(s.Tokens) {
 				return nil, fmt.Errorf("dev set: sentence %d: %d tokens but %d tags", i+1, len(s.Tokens), len(s.Tags))
 			}
-			devGold = append(devGold, s.Tags)
+			d.devGold = append(d.devGold, s.Tags)
 		}
 	}
 	if !cfg.UnknownAsEntity {
 		ignoreUnknown(exs)
 	}
 	dropOutside(exs, cfg.DropO, t.rng(streamDropO))
-	weights := newNoiseWeights(exs, cfg.UpdateInterval > 0)
+	d.weights = newNoiseWeights(exs, cfg.UpdateInterval > 0)
+	return d, nil
+}
 
-	opt, err := newAdam(m, cfg.MaxGradNorm)
+// startState is the state of a fresh run, or the one restored from the
+// checkpoint to resume from.
+func (t *Trainer) startState(opt *adam, weights *noiseWeights) (runState, *Result, error) {
+	st, res := runState{}, &Result{}
+	if t.resumeDir == "" {
+		return st, res, nil
+	}
+	ok, err := t.restore(opt, &st, weights)
 	if err != nil {
-		return nil, err
+		return st, nil, fmt.Errorf("resuming: %w", err)
 	}
-	defer opt.close()
-
-	st := runState{}
-	res := &Result{}
-	if t.resumeDir != "" {
-		ok, err := t.restore(opt, &st, weights)
-		if err != nil {
-			return nil, fmt.Errorf("resuming: %w", err)
-		}
-		if ok {
-			res.Resumed = st.Epoch
-			t.log.Info("resumed training", "epochs_done", st.Epoch, "step", st.Step)
-		}
+	if ok {
+		res.Resumed = st.Epoch
+		t.log.Info("resumed training", "epochs_done", st.Epoch, "step", st.Step)
 	}
+	return st, res, nil
+}
 
-	batchesPerEpoch := len(bucketBatches(exs, cfg.BatchSize, t.rng(streamBatches)))
+// schedule is the learning rate's: linear warm-up, then linear decay to 0.
+type schedule struct {
+	totalSteps, warmup int
+	peak               float64
+}
+
+func (s schedule) at(step int) float64 { return learningRate(s.peak, step, s.warmup, s.totalSteps) }
+
+func (t *Trainer) newSchedule(exs []example) (schedule, error) {
+	batchesPerEpoch := len(bucketBatches(exs, t.cfg.BatchSize, t.rng(streamBatches)))
 	if batchesPerEpoch == 0 {
-		return nil, errors.New("training set has no tokens")
+		return schedule{}, errors.New("training set has no tokens")
 	}
-	totalSteps := batchesPerEpoch * cfg.Epochs
-	warmup := int(math.Round(cfg.Warmup * float64(totalSteps)))
+	total := batchesPerEpoch * t.cfg.Epochs
+	return schedule{totalSteps: total, warmup: int(math.Round(t.cfg.Warmup * float64(total))), peak: t.cfg.LearningRate}, nil
+}
 
-	for epoch := st.Epoch + 1; epoch <= cfg.Epochs && (cfg.Patience == 0 || dev == nil || st.SinceBest < cfg.Patience); epoch++ {
-		refreshThreads()
-		rep, err := t.epoch(ctx, epoch, exs, weights, opt, &st, totalSteps, warmup)
-		if err != nil {
-			return nil, err
-		}
-		if dev != nil {
-			rep.DevF1, err = t.score(devExs, devGold)
-			if err != nil {
-				return nil, fmt.Errorf("epoch %d: dev set: %w", epoch, err)
-			}
-			if epoch == 1 || rep.DevF1 > st.BestDevF1 {
-				st.BestEpoch, st.BestDevF1, st.SinceBest = epoch, rep.DevF1, 0
-				if err := t.saveBest(); err != nil {
-					return nil, err
-				}
-			} else {
-				st.SinceBest++
-			}
-		}
-		st.Epoch = epoch
-		st.History = append(st.History, rep)
-		t.log.Info("epoch done", "epoch", epoch, "loss", rep.TrainLoss, "dev_f1", rep.DevF1, "tokens_per_sec", math.Round(rep.TokensPerSec),
-			"removed_entity", rep.RemovedEntity, "removed_type", rep.RemovedType, "rss_mb", rep.RSSBytes>>20)
-		if err := t.saveCheckpoint(opt, &st, weights); err != nil {
-			return nil, err
+// continues says whether to run epoch: within Epochs, and (with a dev set
+// and Patience) not stopped early.
+func (t *Trainer) continues(epoch int, st *runState, hasDev bool) bool {
+	return epoch <= t.cfg.Epochs && (t.cfg.Patience == 0 || !hasDev || st.SinceBest < t.cfg.Patience)
+}
+
+// trainEpoch runs one epoch, scores it on the dev set (keeping the best
+// epoch's weights), logs it and writes a checkpoint.
+func (t *Trainer) trainEpoch(ctx context.Context, epoch int, d *runData, opt *adam, st *runState, sched schedule) error {
+	rep, err := t.epoch(ctx, epoch, d.train, d.weights, opt, st, sched)
+	if err != nil {
+		return err
+	}
+	if d.devGold != nil {
+		if err := t.selectEpoch(epoch, &rep, d, st); err != nil {
+			return err
 		}
 	}
-	if dev != nil && st.BestEpoch > 0 && st.BestEpoch != st.Epoch {
-		if err := m.loadWeights(filepath.Join(t.stateDir(), bestFile)); err != nil {
-			return nil, fmt.Errorf("restoring the best epoch's weights: %w", err)
-		}
+	st.Epoch = epoch
+	st.History = append(st.History, rep)
+	t.log.Info("epoch done", "epoch", epoch, "loss", rep.TrainLoss, "dev_f1", rep.DevF1, "tokens_per_sec", math.Round(rep.TokensPerSec),
+		"removed_entity", rep.RemovedEntity, "removed_type", rep.RemovedType, "rss_mb", rep.RSSBytes>>20)
+	return t.saveCheckpoint(opt, st, d.weights)
+}
+
+// selectEpoch scores the epoch on the dev set and keeps its weights if it
+// is the best so far.
+func (t *Trainer) selectEpoch(epoch int, rep *EpochReport, d *runData, st *runState) error {
+	var err error
+	rep.DevF1, err = t.score(d.dev, d.devGold)
+	if err != nil {
+		return fmt.Errorf("epoch %d: dev set: %w", epoch, err)
 	}
-	res.Epochs, res.BestEpoch, res.BestDevF1, res.Steps = st.History, st.BestEpoch, st.BestDevF1, st.Step
-	return res, nil
+	if epoch == 1 || rep.DevF1 > st.BestDevF1 {
+		st.BestEpoch, st.BestDevF1, st.SinceBest = epoch, rep.DevF1, 0
+		return t.saveBest()
+	}
+	st.SinceBest++
+	return nil
+}
+
+// restoreBest puts the best epoch's weights back when a later epoch ended
+// the run.
+func (t *Trainer) restoreBest(st *runState, hasDev bool) error {
+	if !hasDev || st.BestEpoch == 0 || st.BestEpoch == st.Epoch {
+		return nil
+	}
+	if err := t.model.loadWeights(filepath.Join(t.stateDir(), bestFile)); err != nil {
+		return fmt.Errorf("restoring the best epoch's weights: %w", err)
+	}
+	return nil
 }
 
 // epoch runs one pass over the training set.
-func (t *Trainer) epoch(ctx context.Context, epoch int, exs []example, weights *noiseWeights, opt *adam, st *runState, totalSteps, warmup int) (EpochReport, error) {
+func (t *Trainer) epoch(ctx context.Context, epoch int, exs []example, weights *noiseWeights, opt *adam, st *runState, sched schedule) (EpochReport, error) {
 	cfg := t.cfg
 	batches := bucketBatches(exs, cfg.BatchSize, t.rng(streamBatches+uint64(epoch)))
 	dropout := t.rng(streamDropout + uint64(epoch))
@@ -349,7 +436,7 @@ func (t *Trainer) epoch(ctx context.Context, epoch int, exs []example, weights *
 			}
 		}
 		b := newBatch(exs, ids)
-		lossVal, learned, err := t.step(b, exs, weights.of(), opt, learningRate(cfg.LearningRate, st.Step, warmup, totalSteps), dropout)
+		lossVal, learned, err := t.step(b, exs, weights.of(), opt, sched.at(st.Step), dropout)
 		if err != nil {
 			return rep, fmt.Errorf("epoch %d, step %d: %w", epoch, st.Step+1, err)
 		}
@@ -363,7 +450,7 @@ func (t *Trainer) epoch(ctx context.Context, epoch int, exs []example, weights *
 			losses++
 		}
 		if t.progress != nil {
-			t.progress(Progress{Epoch: epoch, Epochs: cfg.Epochs, Step: st.Step, Steps: totalSteps, Loss: lossVal,
+			t.progress(Progress{Epoch: epoch, Epochs: cfg.Epochs, Step: st.Step, Steps: sched.totalSteps, Loss: lossVal,
 				TokensPerSec: float64(tokens) / time.Since(start).Seconds()})
 		}
 	}
@@ -383,7 +470,7 @@ func (t *Trainer) step(b *batch, exs []example, weights []tokenWeights, opt *ada
 	g := newGraph(m.device)
 	defer g.free()
 	err = run(func() {
-		l := m.loss(g, m.forward(g, b, true, dropout), b, exs, weights, t.cfg.Loss, t.cfg.Q)
+		l := t.loss.compute(&lossBatch{g: g, head: m.head, h: m.forward(g, b, true, dropout), b: b, exs: exs, weights: weights, k: m.Labels.NumTags(), cfg: t.cfg})
 		if l == nil {
 			return // every token ignored or removed
 		}

@@ -12,38 +12,14 @@ import (
 	"github.com/sugarme/gotch"
 
 	"github.com/nerflow/nerflow/corpus"
+	"github.com/nerflow/nerflow/train/internal/traintest"
 )
 
 // fixture is a tiny labeled corpus: "token/TAG" words, O when untagged.
-var fixture = []string{
-	"John/B-PER Smith/I-PER lives in Paris/B-LOC .",
-	"Mary/B-PER visited Berlin/B-LOC yesterday .",
-	"The mayor of Rome/B-LOC met Anna/B-PER Weber/I-PER .",
-	"Peter/B-PER flew to London/B-LOC on Monday .",
-	"In Madrid/B-LOC , Carlos/B-PER Ruiz/I-PER won .",
-	"Berlin/B-LOC and Paris/B-LOC are cities .",
-	"Anna/B-PER likes Rome/B-LOC .",
-	"Smith/B-PER said nothing .",
-	"It rained in London/B-LOC .",
-	"Carlos/B-PER met John/B-PER in Madrid/B-LOC .",
-}
-
-func fixtureCorpus(lines []string) *corpus.Corpus {
-	c := &corpus.Corpus{}
-	for _, line := range lines {
-		var s corpus.Sentence
-		for _, w := range strings.Fields(line) {
-			tok, tag, ok := strings.Cut(w, "/")
-			if !ok {
-				tag = "O"
-			}
-			s.Tokens = append(s.Tokens, tok)
-			s.Tags = append(s.Tags, tag)
-		}
-		c.Sentences = append(c.Sentences, s)
-	}
-	return c
-}
+var (
+	fixture       = traintest.Fixture
+	fixtureCorpus = traintest.Corpus
+)
 
 func tinyConfig(head, scheme string) Config {
 	return Config{Scheme: scheme, Head: head, WordDim: 12, CharDim: 6, CharFilters: 8, CharKernel: 3, MaxWordLen: 12,

@@ -4,11 +4,11 @@ package main
 // each import registers storage drivers, pipeline stages or methods by name
 // in init.
 import (
-	_ "github.com/nerflow/nerflow/distant"     // stage: distant
-	_ "github.com/nerflow/nerflow/embeddings"  // stage: embeddings
-	_ "github.com/nerflow/nerflow/methods"     // methods: distant, supervised
-	_ "github.com/nerflow/nerflow/predict"     // stage: predict.entities
-	_ "github.com/nerflow/nerflow/registry"    // stage: register
-	_ "github.com/nerflow/nerflow/storage/all" // stores: file, s3
-	_ "github.com/nerflow/nerflow/train"       // stages: train.tagger, train.predict, train.evaluate
+	_ "github.com/nerflow/nerflow/distant"          // stage: distant.label
+	_ "github.com/nerflow/nerflow/embeddings"       // stage: embeddings.vectors
+	_ "github.com/nerflow/nerflow/methods"          // methods: distant, supervised
+	_ "github.com/nerflow/nerflow/predict"          // stage: predict.entities
+	_ "github.com/nerflow/nerflow/registry"         // stage: registry.register
+	_ "github.com/nerflow/nerflow/storage/all"      // stores: file, s3
+	_ "github.com/nerflow/nerflow/train/trainstage" // stages: train.tagger, train.predict, train.evaluate
 )

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/nerflow/nerflow/corpus"
+	"github.com/nerflow/nerflow/dataset"
 	"github.com/nerflow/nerflow/distant"
 )
 
@@ -179,21 +180,7 @@ func runDistant(out io.Writer, log *slog.Logger, f distantFlags) error {
 // readCorpusFlag reads a corpus file in the named or detected format; a
 // text file takes its tags from labels when given.
 func readCorpusFlag(path, format, labels string) (*corpus.Corpus, error) {
-	var opts []corpus.Option
-	if format != "" {
-		f, err := corpus.ParseFormat(format)
-		if err != nil {
-			return nil, err
-		}
-		opts = append(opts, corpus.WithFormat(f))
-	}
-	if labels != "" {
-		if format != "" && format != string(corpus.FormatText) {
-			return nil, fmt.Errorf("a labels file goes with a text file, not with format %s", format)
-		}
-		return corpus.ReadTextLabels(path, labels, opts...)
-	}
-	return corpus.ReadFile(path, opts...)
+	return dataset.Source{File: path, Labels: labels, Format: corpus.Format(format)}.ReadFile()
 }
 
 // isTextFormat reports whether a corpus file is read in the text format.

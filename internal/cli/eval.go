@@ -6,13 +6,12 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
-	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/nerflow/nerflow/corpus"
+	"github.com/nerflow/nerflow/dataset"
 	"github.com/nerflow/nerflow/eval"
 )
 
@@ -72,12 +71,12 @@ func runEval(out io.Writer, log *slog.Logger, f evalFlags) error {
 	if len(f.types) > 0 {
 		opts = append(opts, corpus.WithTypes(f.types...))
 	}
-	gold, err := openTags(f.gold, f.format, opts)
+	gold, err := dataset.ScanTags(f.gold, corpus.Format(f.format), opts...)
 	if err != nil {
 		return err
 	}
 	defer gold.Close()
-	pred, err := openTags(f.pred, f.format, opts)
+	pred, err := dataset.ScanTags(f.pred, corpus.Format(f.format), opts...)
 	if err != nil {
 		return err
 	}
@@ -103,27 +102,6 @@ func runEval(out io.Writer, log *slog.Logger, f evalFlags) error {
 	return nil
 }
 
-// openTags opens a file of tags: format as given, else detected, with .txt
-// taken as a labels file since a text file alone holds no tags.
-func openTags(path, format string, opts []corpus.Option) (*corpus.Scanner, error) {
-	var f corpus.Format
-	if format != "" {
-		var err error
-		if f, err = corpus.ParseFormat(format); err != nil {
-			return nil, err
-		}
-	} else if ext := strings.ToLower(filepath.Ext(strings.TrimSuffix(path, ".gz"))); ext == ".txt" {
-		f = corpus.FormatLabels
-	} else {
-		var err error
-		if f, err = corpus.DetectFormat(path); err != nil {
-			return nil, err
-		}
-	}
-	return corpus.ScanFile(path, append(slices.Clip(opts), corpus.WithFormat(f))...)
-}
-
-// scoreAligned walks both files in step; a sentence or token that does not
 // line up is an error naming both places.
 func scoreAligned(gold, pred *corpus.Scanner, goldName, predName string, scheme corpus.Scheme) (eval.Report, error) {
 	scorer := eval.NewScorer(scheme)

@@ -48,7 +48,7 @@ func init() {
 		cmd := &cobra.Command{
 			Use:   "models",
 			Short: "The model registry: list, show and promote the models runs produced",
-			Long: `Every model a run declares with the register stage (usually the last node of
+			Long: `Every model a run declares with the registry.register stage (usually the last node of
 a spec) is registered as NAME@N when the run succeeds, with its lineage (spec,
 training stage and parameters, digests of the datasets upstream, nerflow
 version) and its evaluation metrics. Tags such as production and staging

@@ -15,7 +15,7 @@ const registerSpec = `
 name: demo
 nodes:
   train: {stage: test.seed, params: {seed: 4}}
-  register: {stage: register, inputs: {model: train.model}}
+  register: {stage: registry.register, inputs: {model: train.model}}
 `
 
 // nerflow run registers the run's model; models list, promote and show

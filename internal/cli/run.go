@@ -97,7 +97,7 @@ The spec syntax is described in docs/spec.md; ` + "`nerflow stages`" + ` lists t
 					fmt.Fprintf(out, "exported %d outputs of the final nodes to %s\n", n, export)
 				}
 				if final.State == engine.Succeeded {
-					// Register the models the run declared (register stage).
+					// Register the models the run declared (registry.register stage).
 					// The run itself succeeded: a registry problem is
 					// reported, and the next models command tries again.
 					created, err := registry.New(st, registry.WithLogger(log)).SyncRun(ctx, final.ID, 30*time.Second)

@@ -20,7 +20,7 @@ func TestTrainCommand(t *testing.T) {
 	args := []string{"train", "--train-text", filepath.Join(dir, "text.txt"), "--train-labels", filepath.Join(dir, "labels.txt"),
 		"--dev-text", filepath.Join(dir, "text.txt"), "--dev-labels", filepath.Join(dir, "labels.txt"),
 		"--vectors", filepath.Join(dir, "wink.json"), "--hidden", "8", "--char-filters", "4", "--epochs", "3",
-		"--batch-size", "2", "--out", out, "--log-level", "error"}
+		"--batch-size", "2", "--lr", "0.002", "--out", out, "--log-level", "error"} // --lr: the old name of --learning-rate
 	stdout, err := runCLI(t, args...)
 	if err != nil {
 		t.Fatal(err)
@@ -39,6 +39,11 @@ func TestTrainCommand(t *testing.T) {
 	b, _ := os.ReadFile(filepath.Join(out, "report.json"))
 	if err := json.Unmarshal(b, &report); err != nil || len(report.Result.Epochs) != 3 {
 		t.Errorf("report: %v, %d epochs", err, len(report.Result.Epochs))
+	}
+
+	bad := append(append([]string{}, args...), "--dropout", "0.99")
+	if _, err := runCLI(t, bad...); err == nil || !strings.Contains(err.Error(), "dropout") {
+		t.Errorf("dropout out of range: %v", err)
 	}
 
 	args[4] = filepath.Join(dir, "bad.txt")

@@ -1,4 +1,4 @@
-package train
+package trainstage
 
 import (
 	"context"
@@ -9,11 +9,13 @@ import (
 	"testing"
 
 	"github.com/nerflow/nerflow/corpus"
-	_ "github.com/nerflow/nerflow/embeddings" // the embeddings stage
+	"github.com/nerflow/nerflow/dataset"
+	"github.com/nerflow/nerflow/embeddings"
 	"github.com/nerflow/nerflow/eval"
 	"github.com/nerflow/nerflow/stages"
 	"github.com/nerflow/nerflow/storage"
 	"github.com/nerflow/nerflow/storage/fsstore"
+	"github.com/nerflow/nerflow/train"
 )
 
 // winkFixture is a wink-shaped vectors file: 3 components, norm, index.
@@ -111,7 +113,7 @@ func TestStagesTrainPredictEvaluate(t *testing.T) {
 	data := e.dataset(files)
 	vectors := e.dataset(map[string]string{"wink.json": winkFixture})
 
-	outs, err := e.exec("embeddings", map[string]any{"frequent": 1, "files": []any{"*_text.txt"}},
+	outs, err := e.exec(embeddings.StageName, map[string]any{"frequent": 1, "files": []any{"*_text.txt"}},
 		map[string][]stages.Artifact{"vectors": {vectors}, "corpora": {data}})
 	if err != nil {
 		t.Fatal(err)
@@ -121,7 +123,7 @@ func TestStagesTrainPredictEvaluate(t *testing.T) {
 		t.Errorf("embeddings meta %v", emb.Meta)
 	}
 
-	outs, err = e.exec(StageTrain, tinyStageParams(map[string]any{"loss": "gce", "update_interval": 3, "drop_o": 0.2}),
+	outs, err = e.exec(train.StageTrain, tinyStageParams(map[string]any{"loss": "gce", "update_interval": 3, "drop_o": 0.2}),
 		map[string][]stages.Artifact{"corpus": {data}, "dev": {data}, "embeddings": {emb}})
 	if err != nil {
 		t.Fatal(err)
@@ -129,7 +131,7 @@ func TestStagesTrainPredictEvaluate(t *testing.T) {
 	model := outs["model"]
 	var report struct {
 		Pretrained int
-		Result     Result
+		Result     train.Result
 	}
 	if err := json.Unmarshal(e.read(outs["report"], "report.json"), &report); err != nil {
 		t.Fatal(err)
@@ -139,14 +141,15 @@ func TestStagesTrainPredictEvaluate(t *testing.T) {
 	}
 
 	predParams := map[string]any{"corpus_file": "dev_text.txt"}
-	outs, err = e.exec(StagePredict, predParams, map[string][]stages.Artifact{"model": {model}, "corpus": {data}})
+	outs, err = e.exec(train.StagePredict, predParams, map[string][]stages.Artifact{"model": {model}, "corpus": {data}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	labels, preds, err := ReadPredictions(strings.NewReader(string(e.read(outs["predictions"], PredictionsFile))), PredictionsFile)
+	read, err := dataset.ReadPredictions(strings.NewReader(string(e.read(outs["predictions"], dataset.PredictionsFile))), dataset.PredictionsFile)
 	if err != nil {
 		t.Fatal(err)
 	}
+	labels, preds := read.Tags, read.Sentences
 	if strings.Join(labels, " ") != "O I-PER I-LOC" || len(preds) != 5 {
 		t.Fatalf("labels %v, %d predictions", labels, len(preds))
 	}
@@ -169,15 +172,15 @@ func TestStagesTrainPredictEvaluate(t *testing.T) {
 
 	// A student distills the predictions (loss kl, soft targets aligned
 	// with the dev sentences, which need no tags).
-	student, err := e.exec(StageTrain, tinyStageParams(map[string]any{"loss": "kl", "corpus_file": "dev_text.txt", "corpus_labels": "", "epochs": 2}),
+	student, err := e.exec(train.StageTrain, tinyStageParams(map[string]any{"loss": "kl", "corpus_file": "dev_text.txt", "corpus_labels": "", "epochs": 2}),
 		map[string][]stages.Artifact{"corpus": {data}, "soft": {outs["predictions"]}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := student["model"].File(WeightsFile); !ok {
+	if _, ok := student["model"].File(train.WeightsFile); !ok {
 		t.Fatal("the student has no weights")
 	}
-	_, err = e.exec(StageTrain, tinyStageParams(map[string]any{"loss": "kl", "scheme": "bio", "corpus_file": "dev_text.txt", "corpus_labels": ""}),
+	_, err = e.exec(train.StageTrain, tinyStageParams(map[string]any{"loss": "kl", "scheme": "bio", "corpus_file": "dev_text.txt", "corpus_labels": ""}),
 		map[string][]stages.Artifact{"corpus": {data}, "soft": {outs["predictions"]}})
 	if err == nil || !strings.Contains(err.Error(), "not that of a bio tagger") {
 		t.Fatalf("soft targets of an io tagger for a bio student: %v", err)
@@ -187,7 +190,7 @@ func TestStagesTrainPredictEvaluate(t *testing.T) {
 	// direct evaluation.
 	evalParams := map[string]any{"gold_file": "dev_text.txt", "gold_labels": "dev_label.txt"}
 	for name, in := range map[string]stages.Artifact{"model": model, "predictions": outs["predictions"]} {
-		res, err := e.exec(StageEvaluate, evalParams, map[string][]stages.Artifact{"gold": {data}, name: {in}})
+		res, err := e.exec(train.StageEvaluate, evalParams, map[string][]stages.Artifact{"gold": {data}, name: {in}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -199,7 +202,7 @@ func TestStagesTrainPredictEvaluate(t *testing.T) {
 			t.Errorf("evaluate from %s: %+v, want %+v", name, rep.Micro, want.Micro)
 		}
 	}
-	if _, err := e.exec(StageEvaluate, evalParams, map[string][]stages.Artifact{"gold": {data}}); err == nil || !stages.IsPermanent(err) {
+	if _, err := e.exec(train.StageEvaluate, evalParams, map[string][]stages.Artifact{"gold": {data}}); err == nil || !stages.IsPermanent(err) {
 		t.Errorf("evaluate without model or predictions: %v", err)
 	}
 }
@@ -217,7 +220,7 @@ func TestTrainStageResumes(t *testing.T) {
 	inputs := map[string][]stages.Artifact{"corpus": {data}, "dev": {data}}
 	params := tinyStageParams(map[string]any{"epochs": 4})
 
-	whole, err := e.exec(StageTrain, params, inputs)
+	whole, err := e.exec(train.StageTrain, params, inputs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,7 +233,7 @@ func TestTrainStageResumes(t *testing.T) {
 			env.CheckpointPrefix, env.Attempt, env.Progress = "checkpoints/train", attempt, progress
 		}
 	}
-	_, err = e.exec(StageTrain, params, inputs, withCheckpoints(0, func(p stages.ProgressUpdate) {
+	_, err = e.exec(train.StageTrain, params, inputs, withCheckpoints(0, func(p stages.ProgressUpdate) {
 		if strings.HasPrefix(p.Note, "epoch 3/") {
 			cancel() // the worker dies during epoch 3
 		}
@@ -239,19 +242,19 @@ func TestTrainStageResumes(t *testing.T) {
 		t.Fatal("the interrupted attempt succeeded")
 	}
 	e.ctx = context.Background()
-	resumed, err := e.exec(StageTrain, params, inputs, withCheckpoints(1, nil))
+	resumed, err := e.exec(train.StageTrain, params, inputs, withCheckpoints(1, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var report struct{ Result Result }
+	var report struct{ Result train.Result }
 	if err := json.Unmarshal(e.read(resumed["report"], "report.json"), &report); err != nil {
 		t.Fatal(err)
 	}
 	if report.Result.Resumed != 2 {
 		t.Errorf("resumed %d epochs, want 2", report.Result.Resumed)
 	}
-	a, _ := whole["model"].File(WeightsFile)
-	b, _ := resumed["model"].File(WeightsFile)
+	a, _ := whole["model"].File(train.WeightsFile)
+	b, _ := resumed["model"].File(train.WeightsFile)
 	if a.Digest != b.Digest {
 		t.Errorf("weights of the resumed run %s, uninterrupted %s", b.Digest, a.Digest)
 	}

@@ -1,0 +1,46 @@
+package train
+
+import "github.com/sugarme/gotch/ts"
+
+// LossKL fits soft targets (token head): KL divergence of the entity-vs-O
+// distribution to [p(O), 1 - p(O)] on every token, and of the type
+// distribution to the target's entity tags, renormalized, on tokens where
+// they are not all 0 (RoSTER's ensemble distillation and self-training).
+const LossKL = "kl"
+
+func init() { RegisterLoss(LossKL, klLoss{}) }
+
+type klLoss struct{}
+
+func (klLoss) Doc() string {
+	return "KL divergence to the soft targets of the input soft (distillation, self-training)"
+}
+func (klLoss) Head() string            { return TokenHead }
+func (klLoss) Soft() bool              { return true }
+func (klLoss) Check(TrainConfig) error { return nil }
+
+func (klLoss) compute(lb *lossBatch) *ts.Tensor {
+	b, k := lb.b, lb.k
+	entity := make([]float32, 2*b.n)
+	entityW := make([]float32, b.n)
+	types := make([]float32, (k-1)*b.n)
+	typeW := make([]float32, b.n)
+	for i, id := range b.ids {
+		for t, s := range lb.exs[id].soft {
+			p := b.pos(i, t)
+			entity[2*p], entity[2*p+1], entityW[p] = s[0], 1-s[0], 1
+			total := float32(0)
+			for _, x := range s[1:] {
+				total += x
+			}
+			if total > 0 {
+				typeW[p] = 1
+				for c, x := range s[1:] {
+					types[p*(k-1)+c] = x / total
+				}
+			}
+		}
+	}
+	typLogits, entityLogits := lb.head.(*tokenWeightsOf).outputs(lb.g, lb.h)
+	return addLosses(lb.g, klDivergence(lb.g, entityLogits, entity, entityW), klDivergence(lb.g, typLogits, types, typeW))
+}

@@ -1,0 +1,32 @@
+package train
+
+import (
+	"fmt"
+
+	"github.com/sugarme/gotch"
+)
+
+// Names of the stages of package train/trainstage, which registers them;
+// other code names the stages through these constants. Importing train
+// alone registers nothing: predict and server load taggers without the
+// stages.
+const (
+	StageTrain    = "train.tagger"
+	StagePredict  = "train.predict"
+	StageEvaluate = "train.evaluate"
+)
+
+// ParseDevice reads a stage device or flag: "cpu" or "cuda:N".
+func ParseDevice(s string) (gotch.Device, error) {
+	if s == "" || s == "cpu" {
+		return gotch.CPU, nil
+	}
+	var n uint
+	if _, err := fmt.Sscanf(s, "cuda:%d", &n); err != nil {
+		return gotch.CPU, fmt.Errorf("device %q: want cpu or cuda:N", s)
+	}
+	if !gotch.CUDA.IsAvailable() {
+		return gotch.CPU, fmt.Errorf("device %s: this libtorch has no CUDA", s)
+	}
+	return gotch.CudaBuilder(n), nil
+}

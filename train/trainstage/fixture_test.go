@@ -1,0 +1,8 @@
+package trainstage
+
+import "github.com/nerflow/nerflow/train/internal/traintest"
+
+var (
+	fixture       = traintest.Fixture
+	fixtureCorpus = traintest.Corpus
+)

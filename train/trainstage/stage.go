@@ -1,0 +1,334 @@
+// Package trainstage registers the stages of package train: train.tagger,
+// train.predict and train.evaluate. It holds no model code: the tagger and
+// its trainer live in package train, usable without the stages.
+package trainstage
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/nerflow/nerflow/corpus"
+	"github.com/nerflow/nerflow/dataset"
+	"github.com/nerflow/nerflow/embeddings"
+	"github.com/nerflow/nerflow/eval"
+	"github.com/nerflow/nerflow/stages"
+	"github.com/nerflow/nerflow/train"
+)
+
+func init() {
+	params := train.HyperparamDecls()
+	params = append(params, dataset.SourceParams("corpus", "training sentences")...)
+	params = append(params, dataset.SourceParams("dev", "dev sentences")...)
+	stages.Register(stages.Stage{
+		Name:    train.StageTrain,
+		Version: 1,
+		Doc: "Trains a BiLSTM-CNN tagger (word vectors, character CNN, casing) with RoSTER's token head or a CRF, " +
+			"on gold or distant labels: cross entropy, or generalized cross entropy with noisy-label removal and " +
+			"dropped O tokens (RoSTER's noise-robust training); early stopping on a dev set; resumes from its last epoch.",
+		Params: params,
+		Inputs: []stages.Port{
+			{Name: "corpus", Kind: "corpus", Doc: "training sentences with tags in any scheme (type \"?\": entity of unknown type)"},
+			{Name: "dev", Kind: "corpus", Optional: true, Doc: "sentences with gold tags, for model selection"},
+			{Name: "embeddings", Kind: "embeddings", Optional: true, Doc: "pretrained word vectors (stage embeddings.vectors)"},
+			{Name: "soft", Kind: "predictions", Optional: true, Doc: "soft targets for loss kl, aligned with corpus (" + dataset.PredictionsFile + ", e.g. averaged predictions of several taggers)"},
+		},
+		Outputs: []stages.Port{
+			{Name: "model", Kind: "checkpoint", Doc: train.TaggerFile + " and " + train.WeightsFile},
+			{Name: "report", Kind: "report", Doc: "report.json: per-epoch loss, dev F1, throughput, removed tokens"},
+		},
+		Resumable: true,
+		Run:       runTrainStage,
+	})
+
+	predictParams := append([]stages.Param{
+		stages.IntParam("batch_size", 64, "sentences per batch", stages.Range(1, 4096)),
+	}, dataset.SourceParams("corpus", "sentences to tag")...)
+	stages.Register(stages.Stage{
+		Name:    train.StagePredict,
+		Version: 2, // 2: the tagged corpus says its format (dataset.Describe)
+		Doc:     "Tags a corpus with a trained tagger: per-token probabilities over the tag set and the best tags.",
+		Params:  predictParams,
+		Inputs: []stages.Port{
+			{Name: "model", Kind: "checkpoint", Doc: "a tagger from " + train.StageTrain},
+			{Name: "corpus", Kind: "corpus", Doc: "sentences to tag (tags, if any, are ignored)"},
+		},
+		Outputs: []stages.Port{
+			{Name: "predictions", Kind: "predictions", Doc: dataset.PredictionsFile + ": a header with the tag set, then per sentence the tags and per-token probabilities"},
+			{Name: "tagged", Kind: "corpus", Doc: "tagged.conll: the corpus with the predicted tags"},
+		},
+		Run: runPredictStage,
+	})
+
+	evalParams := append([]stages.Param{
+		stages.IntParam("batch_size", 64, "sentences per batch when predicting", stages.Range(1, 4096)),
+	}, dataset.SourceParams("gold", "gold sentences")...)
+	stages.Register(stages.Stage{
+		Name:    train.StageEvaluate,
+		Version: 1,
+		Doc: "Scores a tagger, or predictions, against gold tags: entity-level precision, recall and F1, micro " +
+			"and per type, with conlleval's rules.",
+		Params: evalParams,
+		Inputs: []stages.Port{
+			{Name: "gold", Kind: "corpus", Doc: "sentences with gold tags"},
+			{Name: "model", Kind: "checkpoint", Optional: true, Doc: "a tagger to run on the gold sentences"},
+			{Name: "predictions", Kind: "predictions", Optional: true, Doc: "predictions of the gold sentences (instead of a model)"},
+		},
+		Outputs: []stages.Port{
+			{Name: "report", Kind: "report", Doc: "report.json (eval.Report) and report.txt (a table)"},
+		},
+		Run: runEvaluateStage,
+	})
+}
+
+func runTrainStage(c *stages.Context) error {
+	device, err := train.ParseDevice(c.Device)
+	if err != nil {
+		return err
+	}
+	h := train.HyperparamsOf(c.Params)
+	modelCfg, runCfg := h.Model, h.Run
+	job := train.Job{Model: modelCfg, Run: runCfg, Device: device, MinWordCount: h.MinWordCount}
+	if job.Train, err = dataset.ReadInput(c.Input("corpus"), c.Params, "corpus"); err != nil {
+		return err
+	}
+	if in := c.Input("dev"); in != nil {
+		if job.Dev, err = dataset.ReadInput(in, c.Params, "dev"); err != nil {
+			return err
+		}
+	}
+	if in := c.Input("embeddings"); in != nil {
+		if job.Table, err = readEmbeddings(in); err != nil {
+			return err
+		}
+	}
+	if in := c.Input("soft"); in != nil {
+		if job.Soft, job.Types, err = readSoftTargets(in, modelCfg.Scheme); err != nil {
+			return err
+		}
+	}
+
+	// Checkpoints: the state of the last finished epoch, restored by the
+	// attempt that replaces a dead worker's.
+	state := filepath.Join(c.WorkDir(), "state")
+	epoch, resumed, err := c.LoadCheckpoint(state)
+	if err != nil {
+		return err
+	}
+	warned := false
+	save := func(dir string, epoch int) error {
+		// Checkpoints are best effort: a store hiccup (or an execution
+		// without checkpoints) must not end hours of training; a later
+		// attempt resumes from an older checkpoint or starts afresh.
+		if err := c.SaveCheckpoint(dir, int64(epoch)); err != nil && !warned {
+			c.Log.Warn("no checkpoint", "epoch", epoch, "err", err)
+			warned = true
+		}
+		return nil
+	}
+	opts := []train.TrainerOption{
+		train.WithLogger(c.Log),
+		train.WithCheckpoints(state, save),
+		train.WithProgress(func(p train.Progress) {
+			c.Progress(int64(p.Step), int64(p.Steps), fmt.Sprintf("epoch %d/%d, loss %.4f, %.0f tokens/s", p.Epoch, p.Epochs, p.Loss, p.TokensPerSec))
+		}),
+	}
+	if resumed {
+		c.Log.Info("resuming training", "epochs_done", epoch)
+		opts = append(opts, train.Resume(state))
+	}
+	m, res, err := train.Fit(c, job, opts...)
+	if err != nil {
+		if c.Err() != nil {
+			return err
+		}
+		return stages.Permanent(err) // bad data or configuration: a retry would fail the same way
+	}
+	defer m.Close()
+	dir := filepath.Join(c.WorkDir(), "model")
+	if err := m.Save(dir); err != nil {
+		return err
+	}
+	out := c.Output("model")
+	out.SetMeta("head", modelCfg.Head)
+	out.SetMeta("scheme", modelCfg.Scheme)
+	if err := out.AddDir(dir); err != nil {
+		return err
+	}
+	return c.Output("report").WriteJSON("report.json", map[string]any{"model": m.Config, "run": runCfg, "types": m.Labels.Types, "vocabulary": len(m.Vocab.Words), "pretrained": m.Vocab.Pretrained, "result": res})
+}
+
+func runPredictStage(c *stages.Context) error {
+	m, err := loadModelInput(c, c.Input("model"))
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	text, err := dataset.ReadInput(c.Input("corpus"), c.Params, "corpus")
+	if err != nil {
+		return err
+	}
+	c.Progress(0, int64(len(text.Sentences)), "tagging")
+	preds, err := m.Predict(text, c.Params.Int("batch_size"))
+	if err != nil {
+		return err
+	}
+	c.Progress(int64(len(text.Sentences)), int64(len(text.Sentences)), "tagged")
+	w, err := c.Output("predictions").Create(dataset.PredictionsFile)
+	if err != nil {
+		return err
+	}
+	if err := dataset.WritePredictions(w, &dataset.Predictions{Scheme: m.Labels.Scheme.String(), Tags: m.Labels.Tags, Sentences: preds}); err != nil {
+		w.Close()
+		return err
+	}
+	if err := w.Close(); err != nil {
+		return err
+	}
+	tagged := &corpus.Corpus{Sentences: make([]corpus.Sentence, len(preds))}
+	for i, p := range preds {
+		s := text.Sentences[i]
+		tagged.Sentences[i] = corpus.Sentence{Tokens: s.Tokens, Tags: p.Tags, DocStart: s.DocStart}
+	}
+	out := c.Output("tagged")
+	dataset.Describe(out, corpus.FormatCoNLL, m.Labels.Scheme)
+	tw, err := out.Create("tagged.conll")
+	if err != nil {
+		return err
+	}
+	if err := corpus.Write(tw, tagged, corpus.FormatCoNLL); err != nil {
+		tw.Close()
+		return err
+	}
+	return tw.Close()
+}
+
+func runEvaluateStage(c *stages.Context) error {
+	gold, err := dataset.ReadInput(c.Input("gold"), c.Params, "gold")
+	if err != nil {
+		return err
+	}
+	var pred [][]string
+	switch model, preds := c.Input("model"), c.Input("predictions"); {
+	case (model == nil) == (preds == nil):
+		return stages.Permanent(fmt.Errorf("connect exactly one of the inputs model and predictions"))
+	case model != nil:
+		m, err := loadModelInput(c, model)
+		if err != nil {
+			return err
+		}
+		defer m.Close()
+		out, err := m.Predict(gold, c.Params.Int("batch_size"))
+		if err != nil {
+			return err
+		}
+		for _, p := range out {
+			pred = append(pred, p.Tags)
+		}
+	default:
+		p, err := dataset.ReadPredictionsInput(preds, "predictions")
+		if err != nil {
+			return err
+		}
+		pred = p.HardTags()
+	}
+	goldTags := make([][]string, len(gold.Sentences))
+	for i, s := range gold.Sentences {
+		if s.Tags == nil {
+			return stages.Permanent(fmt.Errorf("gold sentence %d has no tags", i+1))
+		}
+		goldTags[i] = s.Tags
+	}
+	rep, err := eval.Evaluate(goldTags, pred, corpus.AnyScheme)
+	if err != nil {
+		return stages.Permanent(err)
+	}
+	c.Log.Info("evaluated", "f1", rep.Micro.F1, "precision", rep.Micro.Precision, "recall", rep.Micro.Recall)
+	var table bytes.Buffer
+	if err := rep.WriteTable(&table); err != nil {
+		return err
+	}
+	out := c.Output("report")
+	out.SetMeta("f1", fmt.Sprintf("%.4f", rep.Micro.F1))
+	if err := out.WriteJSON("report.json", rep); err != nil {
+		return err
+	}
+	return out.WriteFile("report.txt", table.Bytes())
+}
+
+// readSoftTargets reads predictions as soft targets, and the entity types
+// of their tag set, which must be the tag set of scheme.
+func readSoftTargets(in *stages.Input, scheme string) ([][][]float32, []string, error) {
+	p, err := dataset.ReadPredictionsInput(in, "soft")
+	if err != nil {
+		return nil, nil, err
+	}
+	types, err := typesOfTagSet(p.Tags, scheme)
+	if err != nil {
+		return nil, nil, stages.Permanent(fmt.Errorf("input soft: %w", err))
+	}
+	return p.Soft(), types, nil
+}
+
+// typesOfTagSet recovers the entity types of a tag set written by a
+// tagger of the scheme, checking that it is exactly that scheme's tag set.
+func typesOfTagSet(tags []string, scheme string) ([]string, error) {
+	sch, err := corpus.ParseScheme(scheme)
+	if err != nil {
+		return nil, err
+	}
+	var types []string
+	for _, tag := range tags {
+		t, err := corpus.ParseTag(tag)
+		if err != nil {
+			return nil, err
+		}
+		if t.Prefix != 'O' && (len(types) == 0 || types[len(types)-1] != t.Type) {
+			types = append(types, t.Type)
+		}
+	}
+	labels, err := train.NewLabels(sch, types)
+	if err != nil {
+		return nil, err
+	}
+	if strings.Join(labels.Tags, " ") != strings.Join(tags, " ") {
+		return nil, fmt.Errorf("tag set %v is not that of a %s tagger (%v)", tags, scheme, labels.Tags)
+	}
+	return types, nil
+}
+
+func readEmbeddings(in *stages.Input) (*embeddings.Table, error) {
+	rc, err := in.Open(embeddings.FileName)
+	if err != nil {
+		return nil, stages.Permanent(fmt.Errorf("input embeddings: %w", err))
+	}
+	defer rc.Close()
+	t, err := embeddings.Read(rc)
+	if err != nil {
+		return nil, stages.Permanent(fmt.Errorf("input embeddings: %w", err))
+	}
+	return t, nil
+}
+
+// loadModelInput fetches a checkpoint artifact and loads the tagger on the
+// stage's device.
+func loadModelInput(c *stages.Context, in *stages.Input) (*train.Tagger, error) {
+	device, err := train.ParseDevice(c.Device)
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp(c.WorkDir(), "model-")
+	if err != nil {
+		return nil, err
+	}
+	if err := in.Fetch(dir); err != nil {
+		return nil, err
+	}
+	m, err := train.Load(dir, device)
+	if err != nil {
+		return nil, stages.Permanent(err)
+	}
+	return m, nil
+}
