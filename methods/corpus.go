@@ -10,6 +10,9 @@ import (
 	"github.com/nerflow/nerflow/embeddings"
 	"github.com/nerflow/nerflow/pipeline/spec"
 	"github.com/nerflow/nerflow/stages"
+	// The methods build graphs of the tagger's stages, so a binary or test
+	// that links a method links their registration too.
+	_ "github.com/nerflow/nerflow/train/trainstage"
 )
 
 // splits are the corpus inputs of a tagger method, in the order the word
