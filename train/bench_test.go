@@ -320,8 +320,7 @@ func runReference(b *testing.B, python, spec string, device gotch.Device) refere
 		"--warmup", strconv.Itoa(benchWarmup), "--threads", strconv.Itoa(Threads()), "--device", dev)
 	// The Go side sets OpenBLAS's pool to its libtorch thread count (see
 	// SetThreads); the reference gets the same.
-	// So does its allocator setting (malloc_linux.go).
-	cmd.Env = append(append(os.Environ(), "OPENBLAS_NUM_THREADS="+strconv.Itoa(Threads())), mallocEnv()...)
+	cmd.Env = append(os.Environ(), "OPENBLAS_NUM_THREADS="+strconv.Itoa(Threads()))
 	cmd.Stderr = os.Stderr
 	out, err := cmd.Output()
 	if err != nil {
