@@ -32,7 +32,7 @@ const notAllowed = -1e9
 // batchSizes[t], so alpha shrinks from the end as sentences finish; the rows
 // of finished sentences are set aside and scored together at the end.
 //
-// Every gotch operation costs tens of microseconds in Go whatever its size,
+// Every gotch operation costs a few microseconds in Go whatever its size,
 // so the loop is written with as few as possible: alpha alternates between
 // a column [bs, K, 1] and a row [bs, 1, K] layout, and adding the
 // transitions in the matching orientation and reducing with keepdim yields
@@ -103,7 +103,7 @@ func crfNLL(g *graph, emissions, trans, start, end *ts.Tensor, b *batch, gold []
 // crfPathScore returns the sum over the sentences of b of score(path), for
 // tags in packed order: a handful of gathers, where the forward algorithm
 // takes a few operations per time step. (Each gotch operation carries a
-// fixed cost in Go of tens of microseconds, far more than the arithmetic
+// fixed cost in Go of a few microseconds, far more than the arithmetic
 // of a CRF's few tags.)
 func crfPathScore(g *graph, emissions, trans, start, end *ts.Tensor, b *batch, tags []int64, k int) *ts.Tensor {
 	emit := make([]int64, b.n)

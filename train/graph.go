@@ -15,9 +15,8 @@ import (
 // gotch v0.8.0 attaches a finalizer to every tensor (and a 100 KB Go buffer,
 // so that the collector runs often enough; scripts/gotch-adapt.sh removes
 // it), but a training loop that relied on finalizers would hold many steps'
-// worth of activations at once. Every
-// tensor a step creates goes through graph.t and is dropped by graph.free at
-// the end of the step; the autograd graph keeps its own references to what
+// worth of activations at once. Every tensor a step creates goes through
+// graph.t and is dropped by graph.free at the end of the step; the autograd graph keeps its own references to what
 // backward needs, so dropping the Go handles early is safe.
 //
 // graph.t also turns libtorch errors into Go errors. gotch's Must* functions
