@@ -177,7 +177,7 @@ func (m *Model) states(g *train.Graph, b *batch, d int, train bool, rng *rand.Ra
 		out, _, _ := g.T3(ts.Lstm(x, []*ts.Tensor{h0, h0}, ws, true, 1, 0, train, false, true))
 		x = out
 	}
-	x = g.T(x.View([]int64{b.n * b.t, int64(c.Hidden)}, false))
+	x = g.T(x.Reshape([]int64{b.n * b.t, int64(c.Hidden)}, false)) // batch-first LSTM output is not contiguous
 	x = g.T(x.IndexSelect(0, g.Ints(b.valid, int64(len(b.valid))), false))
 	if train {
 		x = g.Dropout(x, c.Dropout, rng)
