@@ -45,7 +45,7 @@ func init() {
 		stages.FloatParam("warmup", r.Warmup, "fraction of the steps of linear warm-up before linear decay", stages.Range(0, 1)),
 		stages.FloatParam("max_grad_norm", r.MaxGradNorm, "gradient norm clipping (0: none)", stages.AtLeast(0)),
 		stages.IntParam("max_len", r.MaxLen, "longer training sentences are cut", stages.Range(1, 10000)),
-		stages.FloatParam("fraction", 1, "fraction of the unlabeled sentences used (every k-th, for quick runs)", stages.Range(0.0001, 1)),
+		stages.FloatParam("fraction", 1, "fraction of the training sentences (corpus and unlabeled) used, evenly spread: quick runs", stages.Range(0.0001, 1)),
 		stages.IntParam("seed", int(r.Seed), "seed of the initial weights, batches and dropout", stages.AtLeast(0)),
 	}
 	params = append(params, train.CorpusParams("corpus", "training text")...)
@@ -195,7 +195,7 @@ func runLMStage(c *stages.Context) error {
 	if err != nil {
 		return err
 	}
-	unlabeled = every(unlabeled, p.Float("fraction"))
+	trainText, unlabeled = every(trainText, p.Float("fraction")), every(unlabeled, p.Float("fraction"))
 	all := append(trainText, unlabeled...)
 	tokens := 0
 	for _, s := range all {
