@@ -96,7 +96,9 @@ func TestStages(t *testing.T) {
 	defer cancel()
 	r.ctx = ctx
 	withCheckpoints := func(attempt int, progress func(stages.ProgressUpdate)) func(*stages.Env) {
-		return func(env *stages.Env) { env.CheckpointPrefix, env.Attempt, env.Progress = "checkpoints/lm", attempt, progress }
+		return func(env *stages.Env) {
+			env.CheckpointPrefix, env.Attempt, env.Progress = "checkpoints/lm", attempt, progress
+		}
 	}
 	if _, err := r.exec(StageLM, params, inputs, withCheckpoints(0, func(p stages.ProgressUpdate) {
 		if strings.HasPrefix(p.Note, "epoch 2/") {
