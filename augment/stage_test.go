@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/nerflow/nerflow/corpus"
+	"github.com/nerflow/nerflow/pipeline/spec"
 	"github.com/nerflow/nerflow/stages"
 	"github.com/nerflow/nerflow/storage"
 	"github.com/nerflow/nerflow/storage/fsstore"
@@ -144,5 +145,20 @@ func TestStages(t *testing.T) {
 	r.readJSON(outs["report"], "report.json", &arep)
 	if arep.Stats.Masked == 0 || arep.Stats.Tokens != 39 {
 		t.Errorf("report %+v", arep)
+	}
+}
+
+// The example spec parses and validates against the registered stages,
+// where its datasets (../shared beside the clone) exist.
+func TestExampleSpec(t *testing.T) {
+	if _, err := os.Stat(filepath.Join("..", "..", "shared", "data", "conll03")); err != nil {
+		t.Skip("no ../shared/data/conll03 beside the clone")
+	}
+	s, err := spec.Load(filepath.Join("..", "examples", "augment-conll03.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Expand(); err != nil {
+		t.Fatal(err)
 	}
 }
