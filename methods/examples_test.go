@@ -9,7 +9,11 @@ import (
 	"github.com/nerflow/nerflow/corpus"
 	"github.com/nerflow/nerflow/distant"
 	"github.com/nerflow/nerflow/pipeline/spec"
-	_ "github.com/nerflow/nerflow/registry" // stage register, which the examples end with
+	// The stages the examples use beyond the methods' own, as the binary
+	// links them (cmd/nerflow/plugins.go).
+	_ "github.com/nerflow/nerflow/augment"
+	_ "github.com/nerflow/nerflow/predict"
+	_ "github.com/nerflow/nerflow/registry"
 )
 
 // sampleDir is the openly licensed sample the README's main job runs on.

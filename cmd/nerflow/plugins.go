@@ -4,6 +4,7 @@ package main
 // each import registers storage drivers, pipeline stages or methods by name
 // in init.
 import (
+	_ "github.com/nerflow/nerflow/augment"          // stages: augment.lm, augment.sentences
 	_ "github.com/nerflow/nerflow/distant"          // stage: distant.label
 	_ "github.com/nerflow/nerflow/embeddings"       // stage: embeddings.vectors
 	_ "github.com/nerflow/nerflow/methods"          // methods: distant, supervised

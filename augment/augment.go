@@ -1,0 +1,183 @@
+// Package augment is RoSTER's contextual augmentation: in each sentence a
+// fraction of the tokens (15%) is masked, and each masked token is
+// replaced with a word sampled from the top 5 of the masked-word
+// distribution of the bidirectional language models of package lm, unless
+// the sampled word would change the token's shape (capitalization, digits,
+// punctuation), in which case the original stays. Tags are never changed.
+//
+// Sentences regenerates the augmentations of a corpus (RoSTER draws new
+// ones for every self-training epoch); the stages augment.lm and
+// augment.sentences train the language models and augment a corpus in a
+// pipeline.
+package augment
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"unicode"
+
+	"github.com/nerflow/nerflow/corpus"
+	"github.com/nerflow/nerflow/lm"
+)
+
+// Config of an augmentation.
+type Config struct {
+	Rate      float64 `json:"rate"`  // fraction of each sentence's tokens masked
+	TopK      int     `json:"top_k"` // replacements are sampled from this many most likely words
+	Seed      uint64  `json:"seed"`
+	BatchSize int     `json:"batch_size"` // sentences per language-model batch
+}
+
+// DefaultConfig is RoSTER's: 15% of the tokens, top 5.
+func DefaultConfig() Config { return Config{Rate: 0.15, TopK: 5, Seed: 1, BatchSize: 64} }
+
+func (c Config) validate() error {
+	if c.Rate < 0 || c.Rate > 1 || c.TopK < 1 || c.BatchSize < 1 {
+		return fmt.Errorf("augmentation: rate %v (want [0, 1]), top k %d, batch size %d (want at least 1)", c.Rate, c.TopK, c.BatchSize)
+	}
+	return nil
+}
+
+// Stats counts what an augmentation did.
+type Stats struct {
+	Tokens   int `json:"tokens"`
+	Masked   int `json:"masked"`
+	Replaced int `json:"replaced"` // by a different word of the same shape
+	Same     int `json:"same"`     // the sampled word was the original
+	Kept     int `json:"kept"`     // the sampled word had another shape
+}
+
+// Sentences returns an augmented copy of sents for the given epoch: the
+// draws depend on (Seed, epoch) only, so every epoch gets its own
+// augmentations and a rerun gets the same ones. Tags and document starts
+// are copied unchanged. It locks the calling goroutine to its OS thread.
+func Sentences(m *lm.Model, sents []corpus.Sentence, cfg Config, epoch int) ([]corpus.Sentence, Stats, error) {
+	var st Stats
+	if err := cfg.validate(); err != nil {
+		return nil, st, err
+	}
+	if m == nil {
+		return nil, st, errors.New("augmentation: no language model")
+	}
+	rng := rand.New(rand.NewPCG(cfg.Seed, uint64(epoch)))
+	tokens := make([][]string, len(sents))
+	var queries []lm.Masked
+	var draws []float64 // one uniform per query, drawn before any model runs
+	for i, s := range sents {
+		tokens[i] = s.Tokens
+		st.Tokens += len(s.Tokens)
+		for _, t := range maskedPositions(len(s.Tokens), cfg.Rate, rng) {
+			queries = append(queries, lm.Masked{Sentence: i, Position: t})
+			draws = append(draws, rng.Float64())
+		}
+	}
+	logp, err := m.MaskedLogProbs(tokens, queries, cfg.BatchSize)
+	if err != nil {
+		return nil, st, fmt.Errorf("augmentation: %w", err)
+	}
+	out := make([]corpus.Sentence, len(sents))
+	for i, s := range sents {
+		out[i] = corpus.Sentence{Tokens: slices.Clone(s.Tokens), Tags: slices.Clone(s.Tags), DocStart: s.DocStart}
+	}
+	for qi, q := range queries {
+		st.Masked++
+		orig := sents[q.Sentence].Tokens[q.Position]
+		w := m.Vocab.Words[sampleTopK(logp[qi], cfg.TopK, draws[qi])]
+		switch {
+		case w == orig:
+			st.Same++
+		case Shape(w) != Shape(orig):
+			st.Kept++
+		default:
+			out[q.Sentence].Tokens[q.Position] = w
+			st.Replaced++
+		}
+	}
+	return out, st, nil
+}
+
+// maskedPositions draws the positions to mask in a sentence of n tokens:
+// floor(rate·n) of them, plus one more with probability frac(rate·n), so
+// that the expected fraction is exactly rate, in increasing order.
+func maskedPositions(n int, rate float64, rng *rand.Rand) []int {
+	x := rate * float64(n)
+	k := int(math.Floor(x))
+	if rng.Float64() < x-float64(k) {
+		k++
+	}
+	if k == 0 {
+		return nil
+	}
+	pos := rng.Perm(n)[:k]
+	slices.Sort(pos)
+	return pos
+}
+
+// sampleTopK returns the id drawn with uniform u from the k most likely
+// ids of a log-probability vector, proportionally to their probabilities
+// renormalized among the k (ties broken by the lower id).
+func sampleTopK(logp []float64, k int, u float64) int {
+	ids := make([]int, 0, k+1)
+	for id, x := range logp {
+		if math.IsInf(x, -1) {
+			continue
+		}
+		at, _ := slices.BinarySearchFunc(ids, id, func(a, b int) int {
+			if logp[a] != logp[b] {
+				if logp[a] > logp[b] {
+					return -1
+				}
+				return 1
+			}
+			return a - b
+		})
+		if at < k {
+			ids = slices.Insert(ids, at, id)
+			if len(ids) > k {
+				ids = ids[:k]
+			}
+		}
+	}
+	var total float64
+	for _, id := range ids {
+		total += math.Exp(logp[id])
+	}
+	r := u * total
+	for _, id := range ids {
+		r -= math.Exp(logp[id])
+		if r < 0 {
+			return id
+		}
+	}
+	return ids[len(ids)-1]
+}
+
+// Shape is a token's form without its letters' identity: upper-case
+// letters become X, lower-case x, digits d, anything else stays, and runs
+// of one class collapse ("Paris" Xx, "U.S." X.X., "1996" d, "3-2" d-d,
+// "McDonald" XxXx). A replacement must have the original's shape.
+func Shape(token string) string {
+	var b strings.Builder
+	var last rune = -1
+	for _, r := range token {
+		c := r
+		switch {
+		case unicode.IsUpper(r):
+			c = 'X'
+		case unicode.IsLower(r):
+			c = 'x'
+		case unicode.IsDigit(r):
+			c = 'd'
+		}
+		if c == last && (c == 'X' || c == 'x' || c == 'd') {
+			continue
+		}
+		b.WriteRune(c)
+		last = c
+	}
+	return b.String()
+}

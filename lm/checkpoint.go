@@ -1,0 +1,111 @@
+package lm
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/sugarme/gotch"
+	"github.com/sugarme/gotch/ts"
+
+	"github.com/nerflow/nerflow/train"
+)
+
+// Files of a saved language model (an "lm" artifact).
+const (
+	// ModelFile holds the architecture and the vocabulary (JSON).
+	ModelFile = "lm.json"
+	// WeightsFile holds the named weights in libtorch's format.
+	WeightsFile = "weights.pt"
+)
+
+const modelFormat = 1
+
+type modelSpec struct {
+	Format int      `json:"format"`
+	Config Config   `json:"config"`
+	Words  []string `json:"words"`
+}
+
+// Save writes the models into dir (created if needed).
+func (m *Model) Save(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("saving language model: %w", err)
+	}
+	b, err := json.Marshal(modelSpec{Format: modelFormat, Config: m.Config, Words: m.Vocab.Words})
+	if err == nil {
+		err = os.WriteFile(filepath.Join(dir, ModelFile), b, 0o644)
+	}
+	if err == nil {
+		err = train.SaveTensors(m.named(), filepath.Join(dir, WeightsFile))
+	}
+	if err != nil {
+		return fmt.Errorf("saving language model: %w", err)
+	}
+	return nil
+}
+
+// Load reads models saved by Save onto device.
+func Load(dir string, device gotch.Device) (*Model, error) {
+	b, err := os.ReadFile(filepath.Join(dir, ModelFile))
+	if err != nil {
+		return nil, fmt.Errorf("loading language model: %w", err)
+	}
+	var spec modelSpec
+	if err := json.Unmarshal(b, &spec); err != nil {
+		return nil, fmt.Errorf("loading language model: %s: %w", ModelFile, err)
+	}
+	if spec.Format != modelFormat {
+		return nil, fmt.Errorf("loading language model: %s: format %d, this build reads %d", ModelFile, spec.Format, modelFormat)
+	}
+	if len(spec.Words) <= reserved || spec.Words[Unknown] != "<unk>" || spec.Words[Boundary] != "<s>" {
+		return nil, fmt.Errorf("loading language model: %s: no vocabulary", ModelFile)
+	}
+	v := &Vocab{Words: spec.Words}
+	v.reindex()
+	m, err := New(spec.Config, v, 0, device)
+	if err != nil {
+		return nil, fmt.Errorf("loading language model: %w", err)
+	}
+	if err := m.loadWeights(filepath.Join(dir, WeightsFile)); err != nil {
+		m.Close()
+		return nil, fmt.Errorf("loading language model: %w", err)
+	}
+	return m, nil
+}
+
+func (m *Model) named() []ts.NamedTensor {
+	names, params := m.parameters()
+	out := make([]ts.NamedTensor, len(names))
+	for i := range names {
+		out[i] = ts.NamedTensor{Name: names[i], Tensor: params[i]}
+	}
+	return out
+}
+
+func (m *Model) loadWeights(path string) error {
+	saved, err := train.LoadTensors(path, m.device)
+	if err != nil {
+		return fmt.Errorf("%s: %w", filepath.Base(path), err)
+	}
+	defer train.DropTensors(saved)
+	byName := map[string]*ts.Tensor{}
+	for _, nt := range saved {
+		byName[nt.Name] = nt.Tensor
+	}
+	names, params := m.parameters()
+	if len(byName) != len(names) {
+		return fmt.Errorf("%s: %d weights, the model has %d", filepath.Base(path), len(byName), len(names))
+	}
+	for i, name := range names {
+		src, ok := byName[name]
+		if !ok {
+			return fmt.Errorf("%s: no weight %q", filepath.Base(path), name)
+		}
+		if err := train.CopyInto(params[i], src); err != nil {
+			return fmt.Errorf("%s: weight %q: %w", filepath.Base(path), name, err)
+		}
+	}
+	return nil
+}
