@@ -5,6 +5,7 @@ package main
 import (
 	_ "github.com/nerflow/nerflow/distant"          // stage: distant.label
 	_ "github.com/nerflow/nerflow/embeddings"       // stage: embeddings.vectors
+	_ "github.com/nerflow/nerflow/ensemble"         // stage: ensemble.average
 	_ "github.com/nerflow/nerflow/predict"          // stage: predict.entities
 	_ "github.com/nerflow/nerflow/registry"         // stage: registry.register
 	_ "github.com/nerflow/nerflow/storage/all"      // stores: file, s3
