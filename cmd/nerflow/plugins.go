@@ -8,6 +8,7 @@ import (
 	_ "github.com/nerflow/nerflow/ensemble"         // stage: ensemble.average
 	_ "github.com/nerflow/nerflow/predict"          // stage: predict.entities
 	_ "github.com/nerflow/nerflow/registry"         // stage: registry.register
+	_ "github.com/nerflow/nerflow/selftrain"        // stage: selftrain.tagger
 	_ "github.com/nerflow/nerflow/storage/all"      // stores: file, s3
 	_ "github.com/nerflow/nerflow/train/trainstage" // stages: train.tagger, train.predict, train.evaluate
 )
