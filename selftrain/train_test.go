@@ -36,19 +36,25 @@ func fixtureCorpus() *corpus.Corpus {
 	return c
 }
 
-// tinyTagger is a small tagger trained with cross entropy on the fixture:
-// the starting point of self-training.
-func tinyTagger(t *testing.T) *train.Tagger {
+// tinyJob trains a small tagger on the fixture with cross entropy.
+func tinyJob(t *testing.T, seed uint64, epochs int) train.Job {
 	t.Helper()
 	cfg := train.DefaultConfig()
 	cfg.WordDim, cfg.CharDim, cfg.CharFilters, cfg.CasingDim, cfg.Hidden, cfg.Dropout = 8, 4, 6, 4, 8, 0
 	run := train.DefaultTrainConfig()
-	run.Epochs, run.BatchSize, run.LearningRate = 8, 2, 0.02
+	run.Epochs, run.BatchSize, run.LearningRate, run.Seed = epochs, 2, 0.02, seed
 	device, err := train.ParseDevice("cpu")
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, _, err := train.Fit(context.Background(), train.Job{Train: fixtureCorpus(), Model: cfg, Run: run, Device: device, MinWordCount: 1})
+	return train.Job{Train: fixtureCorpus(), Model: cfg, Run: run, Device: device, MinWordCount: 1}
+}
+
+// tinyTagger is the starting point of self-training: a tiny tagger
+// trained with cross entropy.
+func tinyTagger(t *testing.T) *train.Tagger {
+	t.Helper()
+	m, _, err := train.Fit(context.Background(), tinyJob(t, 1, 8))
 	if err != nil {
 		t.Fatal(err)
 	}
