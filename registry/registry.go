@@ -44,6 +44,7 @@ import (
 	"github.com/nerflow/nerflow/stages"
 	"github.com/nerflow/nerflow/storage"
 	"github.com/nerflow/nerflow/storage/artifact"
+	"github.com/nerflow/nerflow/storage/layout"
 )
 
 // Errors.
@@ -181,21 +182,6 @@ func ParseRef(ref string) (name string, version int, tag string, err error) {
 	return name, 0, v, nil
 }
 
-const prefix = "registry/"
-
-func modelPrefix(name string) string       { return prefix + "models/" + name + "/" }
-func versionKey(name string, n int) string { return modelPrefix(name) + strconv.Itoa(n) + ".json" }
-func tagsKey(name string) string           { return modelPrefix(name) + "tags.json" }
-func syncedKey() string                    { return prefix + "synced.json" }
-func isVersionKey(name, key string) (int, bool) {
-	s, ok := strings.CutSuffix(strings.TrimPrefix(key, modelPrefix(name)), ".json")
-	if !ok {
-		return 0, false
-	}
-	n, err := strconv.Atoi(s)
-	return n, err == nil && n > 0
-}
-
 // locked runs fn holding the registry's write lock.
 func (r *Registry) locked(ctx context.Context, fn func() error) error {
 	r.mu.Lock()
@@ -233,7 +219,7 @@ func (r *Registry) Resolve(ctx context.Context, ref string) (*Version, error) {
 // Get returns version n of model name.
 func (r *Registry) Get(ctx context.Context, name string, n int) (*Version, error) {
 	var v Version
-	_, err := storage.GetJSON(ctx, r.store, versionKey(name, n), &v)
+	_, err := storage.GetJSON(ctx, r.store, layout.ModelVersion(name, n), &v)
 	if errors.Is(err, storage.ErrNotFound) {
 		return nil, fmt.Errorf("%s@%d: %w", name, n, ErrNoVersion)
 	}
@@ -264,13 +250,13 @@ func (r *Registry) Versions(ctx context.Context, name string) ([]Version, error)
 }
 
 func (r *Registry) versionNumbers(ctx context.Context, name string) ([]int, error) {
-	objs, err := r.store.List(ctx, modelPrefix(name))
+	objs, err := r.store.List(ctx, layout.Model(name))
 	if err != nil {
 		return nil, fmt.Errorf("listing versions of %s: %w", name, err)
 	}
 	var nums []int
 	for _, o := range objs {
-		if n, ok := isVersionKey(name, o.Key); ok {
+		if n, ok := layout.VersionOf(name, o.Key); ok {
 			nums = append(nums, n)
 		}
 	}
@@ -281,7 +267,7 @@ func (r *Registry) versionNumbers(ctx context.Context, name string) ([]int, erro
 // Tags returns model name's tags (tag -> version).
 func (r *Registry) Tags(ctx context.Context, name string) (map[string]int, error) {
 	tags := map[string]int{}
-	_, err := storage.GetJSON(ctx, r.store, tagsKey(name), &tags)
+	_, err := storage.GetJSON(ctx, r.store, layout.ModelTags(name), &tags)
 	if err != nil && !errors.Is(err, storage.ErrNotFound) {
 		return nil, fmt.Errorf("reading tags of %s: %w", name, err)
 	}
@@ -303,15 +289,15 @@ func (r *Registry) Tagged(ctx context.Context, name, tag string) (*Version, erro
 
 // Models lists the registered models by name.
 func (r *Registry) Models(ctx context.Context) ([]Model, error) {
-	objs, err := r.store.List(ctx, prefix+"models/")
+	objs, err := r.store.List(ctx, layout.Models)
 	if err != nil {
 		return nil, fmt.Errorf("listing models: %w", err)
 	}
 	counts := map[string]int{}
 	latest := map[string]int{}
 	for _, o := range objs {
-		name, _, _ := strings.Cut(strings.TrimPrefix(o.Key, prefix+"models/"), "/")
-		if n, ok := isVersionKey(name, o.Key); ok {
+		name, _ := layout.ModelOf(o.Key)
+		if n, ok := layout.VersionOf(name, o.Key); ok {
 			counts[name]++
 			latest[name] = max(latest[name], n)
 		}
@@ -348,7 +334,7 @@ func (r *Registry) Promote(ctx context.Context, name string, n int, tag string) 
 		}
 		old, had := tags[tag]
 		tags[tag] = n
-		if _, err := storage.PutJSON(ctx, r.store, tagsKey(name), tags); err != nil {
+		if _, err := storage.PutJSON(ctx, r.store, layout.ModelTags(name), tags); err != nil {
 			return fmt.Errorf("writing tags of %s: %w", name, err)
 		}
 		if had && old != n {
@@ -384,24 +370,24 @@ func (r *Registry) Sync(ctx context.Context) ([]Version, error) {
 	var created []Version
 	err := r.locked(ctx, func() error {
 		var s synced
-		if _, err := storage.GetJSON(ctx, r.store, syncedKey(), &s); err != nil && !errors.Is(err, storage.ErrNotFound) {
-			return fmt.Errorf("reading %s: %w", syncedKey(), err)
+		if _, err := storage.GetJSON(ctx, r.store, layout.RegistrySynced, &s); err != nil && !errors.Is(err, storage.ErrNotFound) {
+			return fmt.Errorf("reading %s: %w", layout.RegistrySynced, err)
 		}
 		if s.Runs == nil {
 			s.Runs = map[string]string{}
 		}
-		objs, err := r.store.List(ctx, "runs/")
+		objs, err := r.store.List(ctx, layout.Runs)
 		if err != nil {
 			return fmt.Errorf("listing runs: %w", err)
 		}
-		var runs []*engine.Manifest
+		var runs []*engine.RunManifest
 		changed := false
 		for _, o := range objs {
-			id, ok := strings.CutSuffix(strings.TrimPrefix(o.Key, "runs/"), "/manifest.json")
+			id, ok := layout.RunOfManifest(o.Key)
 			if !ok || s.Runs[id] == o.Digest {
 				continue
 			}
-			var m engine.Manifest
+			var m engine.RunManifest
 			if _, err := storage.GetJSON(ctx, r.store, o.Key, &m); err != nil {
 				r.log.Warn("registry: skipping unreadable run manifest", "run", id, "err", err)
 				continue
@@ -425,8 +411,8 @@ func (r *Registry) Sync(ctx context.Context) ([]Version, error) {
 			created = append(created, vs...)
 		}
 		if changed {
-			if _, err := storage.PutJSON(ctx, r.store, syncedKey(), s); err != nil {
-				return fmt.Errorf("writing %s: %w", syncedKey(), err)
+			if _, err := storage.PutJSON(ctx, r.store, layout.RegistrySynced, s); err != nil {
+				return fmt.Errorf("writing %s: %w", layout.RegistrySynced, err)
 			}
 		}
 		return nil
@@ -441,8 +427,8 @@ func (r *Registry) Sync(ctx context.Context) ([]Version, error) {
 func (r *Registry) SyncRun(ctx context.Context, run string, timeout time.Duration) ([]Version, error) {
 	deadline := time.Now().Add(timeout)
 	for {
-		var m engine.Manifest
-		_, err := storage.GetJSON(ctx, r.store, "runs/"+run+"/manifest.json", &m)
+		var m engine.RunManifest
+		_, err := storage.GetJSON(ctx, r.store, layout.RunManifest(run), &m)
 		if err != nil && !errors.Is(err, storage.ErrNotFound) {
 			return nil, fmt.Errorf("reading the manifest of run %s: %w", run, err)
 		}
@@ -461,7 +447,7 @@ func (r *Registry) SyncRun(ctx context.Context, run string, timeout time.Duratio
 	return r.Sync(ctx)
 }
 
-func finished(m *engine.Manifest) time.Time {
+func finished(m *engine.RunManifest) time.Time {
 	if m.FinishedAt != nil {
 		return *m.FinishedAt
 	}
@@ -469,7 +455,7 @@ func finished(m *engine.Manifest) time.Time {
 }
 
 // registerRun registers the cards of run m's register nodes.
-func (r *Registry) registerRun(ctx context.Context, m *engine.Manifest) ([]Version, error) {
+func (r *Registry) registerRun(ctx context.Context, m *engine.RunManifest) ([]Version, error) {
 	if m.Graph == nil {
 		return nil, nil
 	}
@@ -503,7 +489,7 @@ func (r *Registry) registerRun(ctx context.Context, m *engine.Manifest) ([]Versi
 
 // register adds card as a new version unless its model is registered
 // under that name already.
-func (r *Registry) register(ctx context.Context, m *engine.Manifest, regNode *spec.Node, card *Card) (*Version, bool, error) {
+func (r *Registry) register(ctx context.Context, m *engine.RunManifest, regNode *spec.Node, card *Card) (*Version, bool, error) {
 	name := card.Name
 	if name == "" {
 		name = m.Name
@@ -539,7 +525,7 @@ func (r *Registry) register(ctx context.Context, m *engine.Manifest, regNode *sp
 			}
 		}
 	}
-	if _, err := storage.PutJSON(ctx, r.store, versionKey(name, v.Version), v); err != nil {
+	if _, err := storage.PutJSON(ctx, r.store, layout.ModelVersion(name, v.Version), v); err != nil {
 		return nil, false, fmt.Errorf("writing %s: %w", v.Ref(), err)
 	}
 	r.log.Info("model registered", "model", v.Ref(), "run", m.ID, "node", regNode.ID)
@@ -548,7 +534,7 @@ func (r *Registry) register(ctx context.Context, m *engine.Manifest, regNode *sp
 
 // lineage gathers what run m knows of the model of card: the training node
 // (the one whose node key produced it), and the datasets upstream of it.
-func lineage(m *engine.Manifest, card *Card) Lineage {
+func lineage(m *engine.RunManifest, card *Card) Lineage {
 	l := Lineage{Run: m.ID, Spec: m.Spec, SpecFile: m.SpecFile, Overrides: m.Overrides,
 		Key: card.Model.Producer.NodeKey, Inputs: card.Model.Lineage}
 	var train *spec.Node

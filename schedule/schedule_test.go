@@ -133,7 +133,7 @@ func TestTwoSchedulersFakeClock(t *testing.T) {
 		}
 		// Its final manifest follows the state in Redis.
 		for {
-			m, err := we.Manifest(ctx, run)
+			m, err := we.RunManifest(ctx, run)
 			if err == nil && m.State == engine.Succeeded {
 				break
 			}

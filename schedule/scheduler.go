@@ -220,7 +220,7 @@ func (s *Scheduler) fire(ctx context.Context, sc *Schedule, state *State, ev *Ev
 // contents, and every output of that run still in the store. Then every
 // node key is the same and the run would be served from the cache.
 func (s *Scheduler) upToDate(ctx context.Context, g *spec.Graph, run string) (bool, string, error) {
-	m, err := s.engine.Manifest(ctx, run)
+	m, err := s.engine.RunManifest(ctx, run)
 	if errors.Is(err, engine.ErrNoRun) {
 		return false, "the last successful run " + run + " is gone", nil
 	}

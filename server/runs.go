@@ -134,7 +134,7 @@ func (s *Server) graph(r *http.Request, id string) (*graphView, error) {
 		s.graphs.Clear()
 		s.cachedGraphs.Store(1)
 	}
-	m, err := s.runs.Manifest(r.Context(), id)
+	m, err := s.runs.RunManifest(r.Context(), id)
 	if err != nil {
 		return nil, fmt.Errorf("reading the graph of run %s: %w", id, err)
 	}

@@ -34,7 +34,7 @@ type Runs interface {
 	Submit(ctx context.Context, g *spec.Graph, opts engine.SubmitOptions) (string, error)
 	Runs(ctx context.Context, limit int) ([]engine.RunSummary, error)
 	Status(ctx context.Context, id string) (*engine.RunStatus, error)
-	Manifest(ctx context.Context, id string) (*engine.Manifest, error)
+	RunManifest(ctx context.Context, id string) (*engine.RunManifest, error)
 	Cancel(ctx context.Context, id, reason string) error
 	Retry(ctx context.Context, id string) (int, error)
 	Store() storage.Store

@@ -9,9 +9,11 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"runtime/debug"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nerflow/nerflow/storage"
@@ -37,11 +39,16 @@ type Context struct {
 	// Log is the stage's logger, tagged with run, node and stage.
 	Log *slog.Logger
 
-	stage    *Stage
-	env      Env
-	inputs   map[string][]*Input
-	outputs  map[string]*Output
+	stage   *Stage
+	env     Env
+	inputs  map[string][]*Input
+	outputs map[string]*Output
+	// The work directory is made on the first WorkDir call: most stages
+	// never use one, and a directory made and removed per node is two
+	// metadata writes to the disk for nothing.
+	workOnce sync.Once
 	workDir  string
+	workErr  error
 	progress func(ProgressUpdate)
 }
 
@@ -97,7 +104,17 @@ func (c *Context) Progress(done, total int64, note string) {
 }
 
 // WorkDir is a private local scratch directory, removed when Run returns.
-func (c *Context) WorkDir() string { return c.workDir }
+// It is made on the first call; if that fails, the path returned does not
+// exist, and the stage's error is reported with the reason.
+func (c *Context) WorkDir() string {
+	c.workOnce.Do(func() {
+		c.workDir, c.workErr = os.MkdirTemp(c.env.TempDir, "nerflow-stage-")
+		if c.workErr != nil {
+			c.workDir = filepath.Join(c.env.TempDir, "nerflow-stage-unavailable")
+		}
+	})
+	return c.workDir
+}
 
 // checkpointRecord is what "<checkpoint prefix>/latest.json" holds.
 type checkpointRecord struct {
@@ -312,12 +329,17 @@ func Exec(ctx context.Context, s *Stage, env Env) (outs map[string]Artifact, err
 	for _, p := range s.Outputs {
 		c.outputs[p.Name] = newOutput(ctx, env.Store, p, env.OutputPrefix+"/"+p.Name, c.describe())
 	}
-	if c.workDir, err = os.MkdirTemp(env.TempDir, "nerflow-stage-"); err != nil {
-		return nil, fmt.Errorf("stage %s: work dir: %w", s.Name, err)
-	}
-	defer os.RemoveAll(c.workDir)
+	defer func() {
+		c.workOnce.Do(func() {}) // no directory to remove if none was made
+		if c.workDir != "" && c.workErr == nil {
+			os.RemoveAll(c.workDir)
+		}
+	}()
 
 	if err := run(c, s); err != nil {
+		if c.workErr != nil {
+			return nil, fmt.Errorf("stage %s: work dir: %v; %w", s.Name, c.workErr, err)
+		}
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {

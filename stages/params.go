@@ -387,10 +387,18 @@ func (e *ParamError) Unwrap() error { return e.Err }
 // declarations and fills in defaults. Errors name the parameter at fault and
 // are *ParamError; unknown names are reported too.
 func (s *Stage) ResolveParams(raw map[string]any) (Params, error) {
+	return ResolveParams("stage "+s.Name, s.Params, raw)
+}
+
+// ResolveParams checks raw values against the declarations decls of owner
+// ("stage train.tagger", "method distant": named in the message about an
+// unknown parameter) and fills in defaults. Stages and methods share it, so
+// that a parameter is validated the same way wherever it is declared.
+func ResolveParams(owner string, decls []Param, raw map[string]any) (Params, error) {
 	p := Params{values: map[string]any{}, types: map[string]Type{}}
 	known := map[string]bool{}
 	var errs ParamErrors
-	for _, d := range s.Params {
+	for _, d := range decls {
 		known[d.Name] = true
 		p.types[d.Name] = d.Type
 		r, ok := raw[d.Name]
@@ -416,11 +424,11 @@ func (s *Stage) ResolveParams(raw map[string]any) (Params, error) {
 	}
 	sort.Strings(unknown)
 	for _, u := range unknown {
-		names := make([]string, 0, len(s.Params))
-		for _, d := range s.Params {
+		names := make([]string, 0, len(decls))
+		for _, d := range decls {
 			names = append(names, d.Name)
 		}
-		errs = append(errs, &ParamError{u, fmt.Errorf("stage %s has no such parameter (it has: %s)", s.Name, strings.Join(names, ", "))})
+		errs = append(errs, &ParamError{u, fmt.Errorf("%s has no such parameter (it has: %s)", owner, strings.Join(names, ", "))})
 	}
 	if len(errs) == 1 {
 		return Params{}, errs[0]

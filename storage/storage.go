@@ -82,3 +82,12 @@ type Store interface {
 	// Close releases the driver's resources.
 	Close() error
 }
+
+// LocalDir is the optional interface of drivers that keep their objects in
+// a directory of this machine (the filesystem driver). Tools use it to show
+// a path instead of a URL; code that reads or writes objects goes through
+// Store whatever the driver.
+type LocalDir interface {
+	// Root is the absolute path of the store's directory.
+	Root() string
+}

@@ -1,11 +1,13 @@
 package main
 
 // The plug-ins compiled into this binary, the way Caddy lists its modules:
-// each import registers storage drivers or pipeline stages by name in init.
+// each import registers storage drivers, pipeline stages or methods by name
+// in init.
 import (
 	_ "github.com/nerflow/nerflow/distant"          // stage: distant.label
 	_ "github.com/nerflow/nerflow/embeddings"       // stage: embeddings.vectors
 	_ "github.com/nerflow/nerflow/ensemble"         // stage: ensemble.average
+	_ "github.com/nerflow/nerflow/methods"          // methods: distant, supervised
 	_ "github.com/nerflow/nerflow/predict"          // stage: predict.entities
 	_ "github.com/nerflow/nerflow/registry"         // stage: registry.register
 	_ "github.com/nerflow/nerflow/selftrain"        // stage: selftrain.tagger

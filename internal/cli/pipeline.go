@@ -120,7 +120,7 @@ func loadGraph(path string, sets []string) (*spec.Graph, error) {
 }
 
 func addSetFlag(cmd *cobra.Command, sets *[]string) {
-	cmd.Flags().StringArrayVar(sets, "set", nil, "override a parameter: NODE.PARAM=VALUE, NODE.queue=gpu or NODE.fan_out.PARAM=V1,V2 (repeatable)")
+	cmd.Flags().StringArrayVar(sets, "set", nil, "override a parameter: NODE.PARAM=VALUE, NODE.queue=gpu, NODE.fan_out.PARAM=V1,V2, or PARAM=VALUE for a parameter of the spec's method (repeatable)")
 }
 
 var deviceRE = regexp.MustCompile(`^(cpu|cuda:[0-9]+)$`)

@@ -19,7 +19,6 @@ import (
 	"github.com/nerflow/nerflow/registry"
 	"github.com/nerflow/nerflow/stages"
 	"github.com/nerflow/nerflow/storage"
-	"github.com/nerflow/nerflow/storage/fsstore"
 )
 
 func init() {
@@ -143,13 +142,13 @@ func countsLine(st *engine.RunStatus) string {
 // storeLocation says where a store keeps its objects, as a path when it is
 // a local directory.
 func storeLocation(st storage.Store, url string) string {
-	if fs, ok := st.(*fsstore.Store); ok {
+	if local, ok := st.(storage.LocalDir); ok {
 		if wd, err := os.Getwd(); err == nil {
-			if rel, err := filepath.Rel(wd, fs.Root()); err == nil && !strings.HasPrefix(rel, "..") {
+			if rel, err := filepath.Rel(wd, local.Root()); err == nil && !strings.HasPrefix(rel, "..") {
 				return "./" + rel
 			}
 		}
-		return fs.Root()
+		return local.Root()
 	}
 	return storage.Redact(url)
 }

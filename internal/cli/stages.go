@@ -80,51 +80,60 @@ func describeStage(w io.Writer, s *stages.Stage) error {
 	if s.Doc != "" {
 		fmt.Fprintf(w, "\n%s\n", s.Doc)
 	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	if len(s.Params) > 0 {
-		fmt.Fprintln(w, "\nParameters:")
-		fmt.Fprintln(tw, "  NAME\tTYPE\tDEFAULT\tALLOWED\tDESCRIPTION")
-		for _, p := range s.Params {
-			def := "(required)"
-			if !p.Required {
-				def = formatDefault(p.Default)
-			}
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", p.Name, p.Type, def, orDash(allowed(p)), p.Doc)
-		}
-		tw.Flush()
+	writeParams(w, s.Params)
+	writePorts(w, "Inputs", s.Inputs)
+	writePorts(w, "Outputs", s.Outputs)
+	return nil
+}
+
+// writePorts writes the table of a stage's inputs or outputs, or of a
+// method's inputs.
+func writePorts(w io.Writer, title string, ports []stages.Port) {
+	if len(ports) == 0 {
+		return
 	}
-	for _, sec := range []struct {
-		title string
-		ports []stages.Port
-	}{{"Inputs", s.Inputs}, {"Outputs", s.Outputs}} {
-		if len(sec.ports) == 0 {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(w, "\n%s:\n", title)
+	if title == "Outputs" {
+		fmt.Fprintln(tw, "  NAME\tKIND\tDESCRIPTION")
+	} else {
+		fmt.Fprintln(tw, "  NAME\tKIND\tTAKES\tDESCRIPTION")
+	}
+	for _, p := range ports {
+		if title == "Outputs" {
+			fmt.Fprintf(tw, "  %s\t%s\t%s\n", p.Name, orDash(p.Kind), p.Doc)
 			continue
 		}
-		fmt.Fprintf(w, "\n%s:\n", sec.title)
-		if sec.title == "Outputs" {
-			fmt.Fprintln(tw, "  NAME\tKIND\tDESCRIPTION")
-		} else {
-			fmt.Fprintln(tw, "  NAME\tKIND\tTAKES\tDESCRIPTION")
+		takes := "one artifact"
+		switch {
+		case p.Many && p.Optional:
+			takes = "any number (fan-in)"
+		case p.Many:
+			takes = "one or more (fan-in)"
+		case p.Optional:
+			takes = "optional"
 		}
-		for _, p := range sec.ports {
-			if sec.title == "Outputs" {
-				fmt.Fprintf(tw, "  %s\t%s\t%s\n", p.Name, orDash(p.Kind), p.Doc)
-				continue
-			}
-			takes := "one artifact"
-			switch {
-			case p.Many && p.Optional:
-				takes = "any number (fan-in)"
-			case p.Many:
-				takes = "one or more (fan-in)"
-			case p.Optional:
-				takes = "optional"
-			}
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", p.Name, orDash(p.Kind), takes, p.Doc)
-		}
-		tw.Flush()
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", p.Name, orDash(p.Kind), takes, p.Doc)
 	}
-	return nil
+	tw.Flush()
+}
+
+// writeParams writes the table of a stage's or a method's parameters.
+func writeParams(w io.Writer, params []stages.Param) {
+	if len(params) == 0 {
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(w, "\nParameters:")
+	fmt.Fprintln(tw, "  NAME\tTYPE\tDEFAULT\tALLOWED\tDESCRIPTION")
+	for _, p := range params {
+		def := "(required)"
+		if !p.Required {
+			def = formatDefault(p.Default)
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", p.Name, p.Type, def, orDash(allowed(p)), p.Doc)
+	}
+	tw.Flush()
 }
 
 func formatDefault(v any) string {

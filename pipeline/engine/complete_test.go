@@ -14,6 +14,7 @@ import (
 	_ "github.com/nerflow/nerflow/pipeline/teststages"
 	"github.com/nerflow/nerflow/storage"
 	"github.com/nerflow/nerflow/storage/fsstore"
+	"github.com/nerflow/nerflow/storage/layout"
 )
 
 func diamond(t *testing.T) *spec.Graph {
@@ -54,21 +55,28 @@ func workerless(t *testing.T) (*Engine, *redis.Client, storage.Store) {
 	return e, rdb, st
 }
 
+// submitDiamond submits the diamond to a workerless engine.
+func submitDiamond(t *testing.T) (*Engine, *redis.Client, *spec.Graph, string, *runInfo) {
+	t.Helper()
+	e, rdb, _ := workerless(t)
+	g := diamond(t)
+	id, err := e.Submit(context.Background(), g, SubmitOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ri, err := e.info(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e, rdb, g, id, ri
+}
+
 // TestCompleteIsIdempotent: completing a node twice (a handler that ran
 // twice, or was retried after dying between the state change and the
 // enqueue) releases its children once and enqueues each once.
 func TestCompleteIsIdempotent(t *testing.T) {
 	ctx := context.Background()
-	e, rdb, _ := workerless(t)
-	g := diamond(t)
-	id, err := e.Submit(ctx, g, SubmitOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ri, err := e.info(ctx, id)
-	if err != nil {
-		t.Fatal(err)
-	}
+	e, rdb, g, id, ri := submitDiamond(t)
 	k := runKeys(e.ns, id)
 	node := func(n string) *spec.Node { x, _ := g.Node(n); return x }
 	pending := func() []string {
@@ -90,7 +98,7 @@ func TestCompleteIsIdempotent(t *testing.T) {
 		t.Fatal(err)
 	}
 	for range 2 {
-		if err := e.complete(ctx, id, ri, node("a"), Done); err != nil {
+		if err := e.complete(ctx, id, ri, node("a"), Done, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -107,7 +115,7 @@ func TestCompleteIsIdempotent(t *testing.T) {
 	}
 	// b finishes, twice; d still waits for c.
 	for range 2 {
-		if err := e.complete(ctx, id, ri, node("b"), Done); err != nil {
+		if err := e.complete(ctx, id, ri, node("b"), Done, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -115,7 +123,7 @@ func TestCompleteIsIdempotent(t *testing.T) {
 		t.Errorf("d waits for %s parents, want 1", w)
 	}
 	for _, n := range []string{"c", "d"} {
-		if err := e.complete(ctx, id, ri, node(n), Done); err != nil {
+		if err := e.complete(ctx, id, ri, node(n), Done, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -127,7 +135,7 @@ func TestCompleteIsIdempotent(t *testing.T) {
 	}
 	// A completed run enqueues nothing more, whatever is completed again.
 	before := len(pending())
-	if err := e.complete(ctx, id, ri, node("a"), Done); err != nil {
+	if err := e.complete(ctx, id, ri, node("a"), Done, nil); err != nil {
 		t.Fatal(err)
 	}
 	if len(pending()) != before {
@@ -147,7 +155,8 @@ func TestFailCancelsPending(t *testing.T) {
 	}
 	k := runKeys(e.ns, id)
 	for _, n := range []string{"a"} {
-		if s, _ := startScript.Run(ctx, rdb, []string{k.states(), k.meta()}, n).Text(); s != Running {
+		nd, _ := g.Node(n)
+		if s, _, _, _ := e.start(ctx, id, nd); s != Running {
 			t.Fatalf("start %s: %s", n, s)
 		}
 	}
@@ -167,7 +176,8 @@ func TestFailCancelsPending(t *testing.T) {
 		t.Errorf("run %s: %q", meta["state"], meta["error"])
 	}
 	// A task of a cancelled node that still runs does nothing.
-	if s, _ := startScript.Run(ctx, rdb, []string{k.states(), k.meta()}, "b").Text(); s != Failed {
+	b, _ := g.Node("b")
+	if s, _, _, _ := e.start(ctx, id, b); s != Failed {
 		t.Errorf("starting b in a failed run: %s", s)
 	}
 }
@@ -177,13 +187,13 @@ func TestFailCancelsPending(t *testing.T) {
 func TestDamagedRecordIsACacheMiss(t *testing.T) {
 	ctx := context.Background()
 	e, _, st := workerless(t)
-	if _, err := storage.PutBytes(ctx, st, nodeRecordKey("abc"), []byte("{not json")); err != nil {
+	if _, err := storage.PutBytes(ctx, st, layout.NodeRecord("abc"), []byte("{not json")); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.nodeRecord(ctx, "abc"); err == nil || !strings.Contains(err.Error(), "damaged node record") {
 		t.Errorf("err = %v", err)
 	}
-	if _, err := storage.PutBytes(ctx, st, nodeRecordKey("def"), []byte(`{"key":"abc","outputs":{}}`)); err != nil {
+	if _, err := storage.PutBytes(ctx, st, layout.NodeRecord("def"), []byte(`{"key":"abc","outputs":{}}`)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.nodeRecord(ctx, "def"); err == nil {
@@ -193,10 +203,58 @@ func TestDamagedRecordIsACacheMiss(t *testing.T) {
 	// was computed differently) are not trusted either.
 	d := storage.Digest([]byte("x"))
 	old := `{"key":"ghi","outputs":{"o":{"digest":"` + d + `","prefix":"artifacts/ghi/1/o","files":[{"name":"x","size":1,"digest":"` + d + `"}],"producer":{"stage":"s"}}}}`
-	if _, err := storage.PutBytes(ctx, st, nodeRecordKey("ghi"), []byte(old)); err != nil {
+	if _, err := storage.PutBytes(ctx, st, layout.NodeRecord("ghi"), []byte(old)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.nodeRecord(ctx, "ghi"); !errors.Is(err, errBadRecord) || !strings.Contains(err.Error(), "output o: invalid artifact manifest: no format version") {
 		t.Errorf("record of an older format: %v", err)
+	}
+}
+
+// TestRetryScript: a retry queues the failed and cancelled nodes whose
+// parents are finished, leaves the others pending with their counters of
+// unfinished parents, keeps finished nodes, and refuses a running run.
+func TestRetryScript(t *testing.T) {
+	ctx := context.Background()
+	e, rdb, g, id, ri := submitDiamond(t)
+	a, _ := g.Node("a")
+	if err := e.complete(ctx, id, ri, a, Done, []byte(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := g.Node("b")
+	if s, _, _, err := e.start(ctx, id, b); s != Running || err != nil {
+		t.Fatalf("start b: %s, %v", s, err)
+	}
+	k := runKeys(e.ns, id)
+	rdb.HSet(ctx, k.node("b"), "error", "boom", "progress", "{}")
+	if r, err := failScript.Run(ctx, rdb, []string{k.states(), k.meta()}, "b", nowString(), "node b: boom").Int(); r != 1 || err != nil {
+		t.Fatalf("fail b: %d, %v", r, err)
+	}
+	n, err := e.Retry(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 3 {
+		t.Errorf("retry re-runs %d nodes, want 3 (b failed, c and d cancelled)", n)
+	}
+	states := rdb.HGetAll(ctx, k.states()).Val()
+	want := map[string]string{"a": Done, "b": Queued, "c": Queued, "d": Pending}
+	for node, s := range want {
+		if states[node] != s {
+			t.Errorf("%s is %s, want %s", node, states[node], s)
+		}
+	}
+	if w := rdb.HGet(ctx, k.waiting(), "d").Val(); w != "2" {
+		t.Errorf("d waits for %s parents, want 2", w)
+	}
+	meta := rdb.HGetAll(ctx, k.meta()).Val()
+	if meta["state"] != Running || meta["error"] != "" || meta["unfinished"] != "3" {
+		t.Errorf("run after retry: %v", meta)
+	}
+	if h := rdb.HGetAll(ctx, k.node("b")).Val(); h["error"] != "" || h["progress"] != "" {
+		t.Errorf("b keeps its last attempt's error or progress: %v", h)
+	}
+	if _, err := e.Retry(ctx, id); err == nil || !strings.Contains(err.Error(), "is running: nothing to retry") {
+		t.Errorf("retrying a running run: %v", err)
 	}
 }

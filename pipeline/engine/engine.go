@@ -42,6 +42,7 @@ import (
 	"github.com/nerflow/nerflow/pipeline/spec"
 	"github.com/nerflow/nerflow/stages"
 	"github.com/nerflow/nerflow/storage"
+	"github.com/nerflow/nerflow/storage/layout"
 )
 
 // TaskType is the asynq task type of node executions.
@@ -151,13 +152,9 @@ type SubmitOptions struct {
 // are imported into the store first (local paths are read by this process,
 // so submit from a machine that has them). It returns the run id.
 func (e *Engine) Submit(ctx context.Context, g *spec.Graph, opts SubmitOptions) (string, error) {
-	datasets := map[string]stages.Artifact{}
-	for _, ds := range g.Datasets() {
-		a, err := importDataset(ctx, e.store, ds)
-		if err != nil {
-			return "", err
-		}
-		datasets[ds] = a
+	datasets, err := e.importDatasets(ctx, g)
+	if err != nil {
+		return "", err
 	}
 	id := newRunID()
 	graphJSON, err := json.Marshal(g)
@@ -197,7 +194,7 @@ func (e *Engine) Submit(ctx context.Context, g *spec.Graph, opts SubmitOptions) 
 	// Redis loses its data: without them the run would not be durable.
 	err = e.writeManifest(ctx, id)
 	if err == nil {
-		_, err = storage.PutBytes(ctx, e.store, liveKey(id), []byte(id))
+		_, err = storage.PutBytes(ctx, e.store, layout.LiveMarker(id), []byte(id))
 	}
 	if err != nil {
 		// Nothing was enqueued: withdraw the run rather than leave it
@@ -327,7 +324,7 @@ func (e *Engine) info(ctx context.Context, run string) (*runInfo, error) {
 	if gs == "" {
 		// Redis may have lost the run: its manifest in the store has the
 		// graph (and the datasets) too.
-		m, merr := e.Manifest(ctx, run)
+		m, merr := e.RunManifest(ctx, run)
 		if merr != nil || m.Graph == nil {
 			return nil, fmt.Errorf("run %s: %w", run, ErrNoRun)
 		}

@@ -402,7 +402,7 @@ nodes:
 			t.Error("cancelling a cancelled run succeeded")
 		}
 		// The manifest in the store says the same.
-		m, err := c.submit.Manifest(ctx, id)
+		m, err := c.submit.RunManifest(ctx, id)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -502,7 +502,7 @@ nodes:
 	if got := output(t, c, st, "dir", "out", "out.txt"); got != "in a dir" {
 		t.Errorf("dir = %q", got)
 	}
-	m, err := c.submit.Manifest(ctx, st.ID)
+	m, err := c.submit.RunManifest(ctx, st.ID)
 	if err != nil {
 		t.Fatal(err)
 	}

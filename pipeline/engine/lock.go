@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/nerflow/nerflow/storage"
+	"github.com/nerflow/nerflow/storage/layout"
 )
 
 // Single flight per node key. Two runs (or two tasks of one node: a re-drive
@@ -43,9 +44,12 @@ return 0
 
 // keyLease is a held lease on a node key.
 type keyLease struct {
-	stop func()
+	stop func() // releases the lease before returning
 	lost <-chan struct{}
 }
+
+// stopAsync releases the lease without waiting for Redis.
+func (kl *keyLease) stopAsync() { go kl.stop() }
 
 // errCommitted says the node record appeared while waiting for the lease.
 var errCommitted = errors.New("committed by another execution")
@@ -55,12 +59,22 @@ var errCommitted = errors.New("committed by another execution")
 // the key meanwhile. The lease is renewed every third of w.opts.NodeLease
 // until stop is called; lost is closed if another holder took it over (this
 // execution was presumed dead), and the caller should then stop working.
-func (w *Worker) acquireKey(ctx context.Context, log *slog.Logger, key, token string, onWait func(holder string)) (*keyLease, error) {
+// with, if not nil, adds its commands to the pipeline of the first try.
+func (w *Worker) acquireKey(ctx context.Context, log *slog.Logger, key, token string, with func(redis.Pipeliner), onWait func(holder string)) (*keyLease, error) {
 	lease := w.opts.NodeLease
 	lk := runKeys(w.e.ns, "").keyLock(key)
 	waited := false
 	for {
-		ok, err := w.e.rdb.SetNX(ctx, lk, token, lease).Result()
+		var setnx *redis.BoolCmd
+		_, err := w.e.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			if with != nil {
+				with(p)
+				with = nil
+			}
+			setnx = p.SetNX(ctx, lk, token, lease)
+			return nil
+		})
+		ok := setnx.Val()
 		if err != nil {
 			return nil, fmt.Errorf("taking the lease of node key %s: %w", Short(key), err)
 		}
@@ -75,7 +89,7 @@ func (w *Worker) acquireKey(ctx context.Context, log *slog.Logger, key, token st
 			}
 			waited = true
 		}
-		if _, err := w.e.store.Stat(ctx, nodeRecordKey(key)); err == nil {
+		if _, err := w.e.store.Stat(ctx, layout.NodeRecord(key)); err == nil {
 			return nil, errCommitted
 		} else if !errors.Is(err, storage.ErrNotFound) && !storage.IsTransient(err) {
 			return nil, fmt.Errorf("looking up cache: %w", err)

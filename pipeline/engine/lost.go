@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"os"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/nerflow/nerflow/storage"
+	"github.com/nerflow/nerflow/storage/layout"
 )
 
 // Dead workers. asynq's own server heartbeat is the source of truth for
@@ -134,14 +134,17 @@ func (e *Engine) reconcile(ctx context.Context, interval time.Duration, restore 
 	if err != nil || !ok {
 		return err
 	}
-	objs, err := e.store.List(ctx, livePrefix)
+	objs, err := e.store.List(ctx, layout.Live)
 	if err != nil {
 		return fmt.Errorf("listing live runs: %w", err)
 	}
 	var l *liveness
 	var errs []error
 	for _, o := range objs {
-		id := strings.TrimPrefix(o.Key, livePrefix)
+		id, ok := layout.RunOfLiveMarker(o.Key)
+		if !ok {
+			continue
+		}
 		if !restore {
 			if n, err := e.rdb.Exists(ctx, runKeys(e.ns, id).meta()).Result(); err != nil || n == 0 {
 				continue

@@ -20,15 +20,7 @@ import (
 // tells whether the same graph would read the same inputs, which is what
 // the scheduler's up-to-date check needs.
 func (e *Engine) ImportDatasets(ctx context.Context, g *spec.Graph) (map[string]stages.Artifact, error) {
-	out := map[string]stages.Artifact{}
-	for _, ds := range g.Datasets() {
-		a, err := importDataset(ctx, e.store, ds)
-		if err != nil {
-			return nil, err
-		}
-		out[ds] = a
-	}
-	return out, nil
+	return e.importDatasets(ctx, g)
 }
 
 // RunIDsSince returns the ids of the runs Redis knows that were created at

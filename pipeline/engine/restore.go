@@ -33,7 +33,7 @@ func (e *Engine) ensureRun(ctx context.Context, id string) error {
 	if n == 1 {
 		return nil
 	}
-	m, err := e.Manifest(ctx, id)
+	m, err := e.RunManifest(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -45,7 +45,7 @@ func (e *Engine) ensureRun(ctx context.Context, id string) error {
 
 // restore writes the Redis state of the run of manifest m. One process
 // restores a run at a time; the others wait for it.
-func (e *Engine) restore(ctx context.Context, m *Manifest) error {
+func (e *Engine) restore(ctx context.Context, m *RunManifest) error {
 	k := runKeys(e.ns, m.ID)
 	token := nowString()
 	ok, err := e.rdb.SetNX(ctx, k.restoring(), token, time.Minute).Result()
@@ -168,7 +168,7 @@ func (e *Engine) restore(ctx context.Context, m *Manifest) error {
 
 // rebuildNodes derives node states: from the manifest for a run that ended,
 // from the node records in the store for a live one.
-func (e *Engine) rebuildNodes(ctx context.Context, m *Manifest, ri *runInfo) (map[string]NodeStatus, error) {
+func (e *Engine) rebuildNodes(ctx context.Context, m *RunManifest, ri *runInfo) (map[string]NodeStatus, error) {
 	out := map[string]NodeStatus{}
 	if m.State != Running {
 		for _, n := range m.Nodes {

@@ -67,24 +67,6 @@ func Short(key string) string {
 	return key
 }
 
-// Store layout. Node records are the cache: "nodes/<key>.json" exists once
-// the node's outputs are committed. Each attempt writes its files under its
-// own prefix, so that two attempts of one node (a worker presumed dead but
-// alive, a resubmission racing a run) never overwrite each other's files;
-// the record names the attempt that won.
-func nodeRecordKey(key string) string          { return "nodes/" + key + ".json" }
-func attemptPrefix(key, attempt string) string { return "artifacts/" + key + "/" + attempt }
-func checkpointPrefix(key string) string       { return "checkpoints/" + key }
-func manifestKey(run string) string            { return "runs/" + run + "/manifest.json" }
-
-// liveKey marks a run that has not ended, for the reconciler to find runs
-// that Redis forgot; written at submit, deleted when the run ends.
-func liveKey(run string) string { return livePrefix + run }
-
-const livePrefix = "live/"
-
-const datasetPrefix = "datasets"
-
 // NodeRecord is what the store keeps for a committed node.
 type NodeRecord struct {
 	Key      string                     `json:"key"`
@@ -98,6 +80,20 @@ type NodeRecord struct {
 	Started  time.Time                  `json:"started"`
 	Finished time.Time                  `json:"finished"`
 }
+
+// Run state changes. Every change to the state of an existing run (a node
+// starting, completing or failing, the run failing, being cancelled or
+// retried, a lost node re-driven) is one Lua script below. A change reads
+// and writes several keys of the run at once (the node's state, its
+// children's counters, the run's state and count of unfinished nodes) and
+// races other workers completing nodes of the same run: a script is atomic
+// without the retry loop WATCH/MULTI needs under contention, takes one
+// round trip, and touches only keys of one run, which share a hash tag, so
+// it also works on a Redis Cluster. The node-key leases (lock.go) and the
+// restore lease are scripts for the same reasons. Creating a run's state
+// (Submit, restore) is no change of state: it writes keys that nothing
+// else writes yet, in one MULTI. Other writes to a node's hash (who runs
+// it, progress, the last error) are records for people, not state.
 
 // Redis layout. Every key of a run carries the run id in braces, a hash tag,
 // so that the Lua scripts touching several keys of one run also work on a
@@ -128,18 +124,24 @@ func (k keys) nodeKeys(nodes []string) []string {
 // or a repeat (a handler that ran twice), it returns the children in state
 // queued, which the caller enqueues: task ids make that idempotent, so a
 // handler that died between this script and the enqueue loses nothing.
+// With outputs it first records them in the node's hash, in the same round
+// trip: children read their inputs there.
 //
-// KEYS: states, waiting, meta. ARGV: node, final state, now, children...
+// KEYS: states, waiting, meta, node. ARGV: node, final state, now, outputs
+// (JSON, or "" to leave the node's hash alone), children...
 // Returns {transition, children to enqueue}; transition is 0 for a repeat,
 // 1 for the first completion, 2 when it also finished the run.
 var completeScript = redis.NewScript(`
+if ARGV[4] ~= '' then
+  redis.call('HSET', KEYS[4], 'outputs', ARGV[4], 'finished_at', ARGV[3], 'error', '')
+end
 local st = redis.call('HGET', KEYS[1], ARGV[1])
 local transition = 0
 if st ~= 'done' and st ~= 'cached' then
   redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
   transition = 1
   if redis.call('HGET', KEYS[3], 'state') == 'running' then
-    for i = 4, #ARGV do
+    for i = 5, #ARGV do
       local n = redis.call('HINCRBY', KEYS[2], ARGV[i], -1)
       if n == 0 and redis.call('HGET', KEYS[1], ARGV[i]) == 'pending' then
         redis.call('HSET', KEYS[1], ARGV[i], 'queued')
@@ -153,7 +155,7 @@ if st ~= 'done' and st ~= 'cached' then
 end
 local ready = {}
 if redis.call('HGET', KEYS[3], 'state') == 'running' then
-  for i = 4, #ARGV do
+  for i = 5, #ARGV do
     if redis.call('HGET', KEYS[1], ARGV[i]) == 'queued' then
       table.insert(ready, ARGV[i])
     end
@@ -164,22 +166,31 @@ return {transition, ready}
 
 // startScript moves a node to running if its run is running and the node is
 // queued (or running: a retry after a failed attempt or a dead worker).
-// KEYS: states, meta. ARGV: node. Returns the state the handler acts on:
-// "running", the node's final state, or the run's state when it is over.
+// KEYS: states, meta, node, the node hashes of its parents. ARGV: node.
+// Returns {state, redrives, parents' outputs...}: the state the handler
+// acts on ("running", the node's final state, or the run's state when it
+// is over), how many times the reconciler re-drove the node (see lost.go)
+// and, for a node to run, the outputs (JSON) of each parent in KEYS order,
+// all in one round trip.
 var startScript = redis.NewScript(`
+local redrives = tonumber(redis.call('HGET', KEYS[3], 'redrives') or '0') or 0
 local st = redis.call('HGET', KEYS[1], ARGV[1])
-if st == 'done' or st == 'cached' then return st end
+if st == 'done' or st == 'cached' then return {st, redrives} end
 local rs = redis.call('HGET', KEYS[2], 'state')
-if rs == false then return 'missing' end
+if rs == false then return {'missing', redrives} end
 if rs ~= 'running' then
   if st ~= 'failed' then redis.call('HSET', KEYS[1], ARGV[1], 'cancelled') end
-  return rs or 'missing'
+  return {rs, redrives}
 end
 if st == 'queued' or st == 'running' then
   redis.call('HSET', KEYS[1], ARGV[1], 'running')
-  return 'running'
+  local out = {'running', redrives}
+  for i = 4, #KEYS do
+    out[#out+1] = redis.call('HGET', KEYS[i], 'outputs')
+  end
+  return out
 end
-return st or 'missing'
+return {st or 'missing', redrives}
 `)
 
 // failScript marks a node failed and, if its run was running, fails the run
@@ -199,6 +210,52 @@ for i = 1, #all, 2 do
   end
 end
 return 1
+`)
+
+// retryScript sets the failed and cancelled nodes of a finished run (failed
+// or cancelled) to run again: queued when their parents are all done or
+// cached, pending otherwise, with their counters of unfinished parents and
+// last error reset, and the run running. Nodes done or cached are kept.
+// KEYS: states, waiting, meta, then the node hashes in graph order. ARGV:
+// the graph, per node its id, its number of parents and their ids.
+// Returns {"retried", nodes to run again, {nodes queued}} or, when there is
+// nothing to retry, {"refused", the run's state}.
+var retryScript = redis.NewScript(`
+local rs = redis.call('HGET', KEYS[3], 'state')
+if rs == false then return {'refused', 'missing'} end
+if rs == 'running' or rs == 'succeeded' then return {'refused', rs} end
+local states = {}
+local all = redis.call('HGETALL', KEYS[1])
+for i = 1, #all, 2 do states[all[i]] = all[i+1] end
+local function finished(s) return s == 'done' or s == 'cached' end
+local again, unfinished, ready = 0, 0, {}
+local i, node = 1, 0
+while i <= #ARGV do
+  local id, np = ARGV[i], tonumber(ARGV[i+1])
+  node = node + 1
+  local st = states[id]
+  if not finished(st) then
+    unfinished = unfinished + 1
+    if st == 'failed' or st == 'cancelled' then
+      again = again + 1
+      local left = 0
+      for j = 1, np do
+        if not finished(states[ARGV[i+1+j]]) then left = left + 1 end
+      end
+      redis.call('HSET', KEYS[2], id, left)
+      if left == 0 then
+        redis.call('HSET', KEYS[1], id, 'queued')
+        table.insert(ready, id)
+      else
+        redis.call('HSET', KEYS[1], id, 'pending')
+      end
+      redis.call('HDEL', KEYS[3+node], 'error', 'progress')
+    end
+  end
+  i = i + 2 + np
+end
+redis.call('HSET', KEYS[3], 'state', 'running', 'error', '', 'finished_at', '', 'unfinished', unfinished)
+return {'retried', again, ready}
 `)
 
 // cancelScript cancels a running run: every unfinished node becomes

@@ -1,13 +1,11 @@
 package engine
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -15,6 +13,7 @@ import (
 	"github.com/nerflow/nerflow/pipeline/spec"
 	"github.com/nerflow/nerflow/stages"
 	"github.com/nerflow/nerflow/storage"
+	"github.com/nerflow/nerflow/storage/layout"
 )
 
 // RunStatus is a run's state: live from Redis, or from the run manifest in
@@ -114,8 +113,10 @@ func (r *RunStatus) Counts() map[string]int {
 	return c
 }
 
-// Manifest is what the store keeps for a run under runs/<id>/manifest.json.
-type Manifest struct {
+// RunManifest is what the store keeps for a run (layout.RunManifest): its
+// status when last written (at submit, retry and its end), with the spec,
+// graph and datasets it is rebuilt from.
+type RunManifest struct {
 	RunStatus
 	Spec      string                     `json:"spec,omitempty"`
 	SpecFile  string                     `json:"spec_file,omitempty"`
@@ -131,7 +132,7 @@ type Manifest struct {
 func (e *Engine) Status(ctx context.Context, id string) (*RunStatus, error) {
 	st, err := e.liveStatus(ctx, id)
 	if errors.Is(err, ErrNoRun) {
-		m, merr := e.Manifest(ctx, id)
+		m, merr := e.RunManifest(ctx, id)
 		if merr != nil {
 			return nil, merr
 		}
@@ -147,7 +148,7 @@ func (e *Engine) Status(ctx context.Context, id string) (*RunStatus, error) {
 		return &st, nil
 	}
 	if err != nil && storage.IsTransient(err) {
-		m, merr := e.Manifest(ctx, id)
+		m, merr := e.RunManifest(ctx, id)
 		if merr != nil {
 			return nil, fmt.Errorf("%w; and the store: %v", err, merr)
 		}
@@ -159,7 +160,7 @@ func (e *Engine) Status(ctx context.Context, id string) (*RunStatus, error) {
 	return st, err
 }
 
-func manifestWhen(m *Manifest) string {
+func manifestWhen(m *RunManifest) string {
 	if m.FinishedAt != nil {
 		return "when the run ended"
 	}
@@ -237,9 +238,9 @@ func parseTime(s string) *time.Time {
 	return &t
 }
 
-// Manifest reads run id's manifest from the store.
-func (e *Engine) Manifest(ctx context.Context, id string) (*Manifest, error) {
-	rc, _, err := e.store.Get(ctx, manifestKey(id))
+// RunManifest reads run id's manifest from the store.
+func (e *Engine) RunManifest(ctx context.Context, id string) (*RunManifest, error) {
+	rc, _, err := e.store.Get(ctx, layout.RunManifest(id))
 	if errors.Is(err, storage.ErrNotFound) {
 		return nil, fmt.Errorf("run %s: %w", id, ErrNoRun)
 	}
@@ -247,74 +248,11 @@ func (e *Engine) Manifest(ctx context.Context, id string) (*Manifest, error) {
 		return nil, fmt.Errorf("reading manifest of run %s: %w", id, err)
 	}
 	defer rc.Close()
-	var m Manifest
+	var m RunManifest
 	if err := json.NewDecoder(rc).Decode(&m); err != nil {
 		return nil, fmt.Errorf("reading manifest of run %s: %w", id, err)
 	}
 	return &m, nil
-}
-
-// finishRun records a run that just ended: its manifest in the store, and
-// an expiry on its Redis state.
-func (e *Engine) finishRun(ctx context.Context, id string) error {
-	err := e.writeManifest(ctx, id)
-	if err == nil {
-		// Only once the manifest has the final state: the reconciler
-		// finishes runs whose marker outlived them.
-		err = e.store.Delete(ctx, liveKey(id))
-	}
-	ri, ierr := e.info(ctx, id)
-	if ierr != nil {
-		return errors.Join(err, ierr)
-	}
-	k := runKeys(e.ns, id)
-	_, perr := e.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for _, key := range k.all(nodeIDs(ri.graph)) {
-			p.Expire(ctx, key, e.runTTL)
-		}
-		return nil
-	})
-	return errors.Join(err, perr)
-}
-
-func nodeIDs(g *spec.Graph) []string {
-	ids := make([]string, len(g.Nodes))
-	for i, n := range g.Nodes {
-		ids[i] = n.ID
-	}
-	return ids
-}
-
-// writeManifest stores the run's current state as its manifest.
-func (e *Engine) writeManifest(ctx context.Context, id string) error {
-	st, err := e.liveStatus(ctx, id)
-	if err != nil {
-		return err
-	}
-	ri, err := e.info(ctx, id)
-	if err != nil {
-		return err
-	}
-	extra, err := e.rdb.HMGet(ctx, runKeys(e.ns, id).meta(), "spec", "spec_file", "overrides").Result()
-	if err != nil {
-		return err
-	}
-	m := Manifest{RunStatus: *st, Graph: ri.graph, Datasets: ri.datasets}
-	m.Source, m.Warnings = "", nil
-	for i := range m.Nodes {
-		m.Nodes[i].Lost, m.Nodes[i].WaitingFor = false, ""
-	}
-	m.Spec, _ = extra[0].(string)
-	m.SpecFile, _ = extra[1].(string)
-	if o, _ := extra[2].(string); o != "" {
-		_ = json.Unmarshal([]byte(o), &m.Overrides)
-	}
-	b, err := json.MarshalIndent(m, "", "  ")
-	if err != nil {
-		return err
-	}
-	_, err = e.store.Put(ctx, manifestKey(id), bytes.NewReader(b), storage.WithContentType("application/json"))
-	return err
 }
 
 // RunSummary is one line of Runs.
@@ -351,16 +289,16 @@ func (e *Engine) Runs(ctx context.Context, limit int) ([]RunSummary, error) {
 		out = append(out, RunSummary{ID: id, Name: s(0), State: s(1), CreatedAt: created, FinishedAt: parseTime(s(3)), Source: "redis"})
 		seen[id] = true
 	}
-	objs, err := e.store.List(ctx, "runs/")
+	objs, err := e.store.List(ctx, layout.Runs)
 	if err != nil {
 		return nil, fmt.Errorf("listing run manifests: %w", err)
 	}
 	for _, o := range objs {
-		id, ok := strings.CutSuffix(strings.TrimPrefix(o.Key, "runs/"), "/manifest.json")
+		id, ok := layout.RunOfManifest(o.Key)
 		if !ok || seen[id] {
 			continue
 		}
-		m, err := e.Manifest(ctx, id)
+		m, err := e.RunManifest(ctx, id)
 		if err != nil {
 			continue
 		}
@@ -371,154 +309,6 @@ func (e *Engine) Runs(ctx context.Context, limit int) ([]RunSummary, error) {
 		out = out[:limit]
 	}
 	return out, nil
-}
-
-// Cancel stops run id: nodes not started are cancelled and running ones are
-// interrupted. Cancelling a finished run is an error.
-func (e *Engine) Cancel(ctx context.Context, id, reason string) error {
-	if err := e.ensureRun(ctx, id); err != nil {
-		return err
-	}
-	ri, err := e.info(ctx, id)
-	if err != nil {
-		return err
-	}
-	k := runKeys(e.ns, id)
-	if reason == "" {
-		reason = "cancelled"
-	}
-	res, err := cancelScript.Run(ctx, e.rdb, []string{k.states(), k.meta()}, nowString(), reason).StringSlice()
-	if errors.Is(err, redis.Nil) {
-		state, _ := e.rdb.HGet(ctx, k.meta(), "state").Result()
-		return fmt.Errorf("run %s is %s, not running", id, state)
-	}
-	if err != nil {
-		return fmt.Errorf("cancelling run %s: %w", id, err)
-	}
-	for _, node := range res {
-		if err := e.inspector.CancelProcessing(taskID(id, node)); err != nil {
-			e.log.Warn("interrupting node", "run", id, "node", node, "err", err)
-		}
-	}
-	// Tasks still queued would be no-ops; delete them to keep queues short.
-	for _, n := range ri.graph.Nodes {
-		_ = e.inspector.DeleteTask(e.queue(n.Queue), taskID(id, n.ID))
-	}
-	e.log.Info("run cancelled", "run", id, "interrupted", len(res))
-	return e.finishRun(ctx, id)
-}
-
-// Retry re-runs the failed and cancelled nodes of a finished run; nodes
-// that finished are kept, and re-run nodes whose outputs are cached are
-// cached again. It returns the number of nodes set to run again.
-func (e *Engine) Retry(ctx context.Context, id string) (int, error) {
-	if err := e.ensureRun(ctx, id); err != nil {
-		return 0, err
-	}
-	ri, err := e.info(ctx, id)
-	if err != nil {
-		return 0, err
-	}
-	k := runKeys(e.ns, id)
-	// Tasks of a previous attempt stay in asynq (archived, or completed and
-	// retained) under the ids the nodes will use again: remove them first,
-	// or enqueuing a node again would look like a duplicate.
-	states, err := e.rdb.HGetAll(ctx, k.states()).Result()
-	if err != nil {
-		return 0, fmt.Errorf("reading run %s: %w", id, err)
-	}
-	for _, n := range ri.graph.Nodes {
-		if s := states[n.ID]; s != Failed && s != Cancelled {
-			continue
-		}
-		if err := e.clearTask(ctx, id, n, 10*time.Second); err != nil {
-			e.log.Warn("removing old task", "run", id, "node", n.ID, "err", err)
-		}
-	}
-	var again []*spec.Node
-	var ready []*spec.Node
-	txf := func(tx *redis.Tx) error {
-		again, ready = nil, nil
-		state, err := tx.HGet(ctx, k.meta(), "state").Result()
-		if err != nil {
-			return err
-		}
-		if state == Running || state == Succeeded {
-			return fmt.Errorf("run %s is %s: nothing to retry", id, state)
-		}
-		states, err := tx.HGetAll(ctx, k.states()).Result()
-		if err != nil {
-			return err
-		}
-		newStates := map[string]any{}
-		waiting := map[string]any{}
-		unfinished := 0
-		for _, n := range ri.graph.Nodes {
-			switch states[n.ID] {
-			case Done, Cached:
-				continue
-			case Failed, Cancelled:
-				again = append(again, n)
-			}
-			unfinished++
-		}
-		for _, n := range again {
-			left := 0
-			for _, p := range n.Parents {
-				if s := states[p]; s != Done && s != Cached {
-					left++
-				}
-			}
-			waiting[n.ID] = left
-			newStates[n.ID] = Pending
-			if left == 0 {
-				newStates[n.ID] = Queued
-				ready = append(ready, n)
-			}
-		}
-		_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
-			if len(newStates) > 0 {
-				p.HSet(ctx, k.states(), newStates)
-				p.HSet(ctx, k.waiting(), waiting)
-			}
-			p.HSet(ctx, k.meta(), "state", Running, "error", "", "finished_at", "", "unfinished", unfinished)
-			for _, n := range again {
-				p.HDel(ctx, k.node(n.ID), "error", "progress")
-			}
-			return nil
-		})
-		return err
-	}
-	for i := 0; ; i++ {
-		err = e.rdb.Watch(ctx, txf, k.states(), k.meta())
-		if !errors.Is(err, redis.TxFailedErr) || i == 10 {
-			break
-		}
-	}
-	if err != nil {
-		return 0, err
-	}
-	if _, err := e.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for _, key := range k.all(nodeIDs(ri.graph)) {
-			p.Persist(ctx, key)
-		}
-		return nil
-	}); err != nil {
-		return 0, fmt.Errorf("retrying run %s: %w", id, err)
-	}
-	if err := e.writeManifest(ctx, id); err != nil {
-		return 0, fmt.Errorf("retrying run %s: writing manifest: %w", id, err)
-	}
-	if _, err := storage.PutBytes(ctx, e.store, liveKey(id), []byte(id)); err != nil {
-		return 0, fmt.Errorf("retrying run %s: %w", id, err)
-	}
-	for _, n := range ready {
-		if err := e.enqueue(ctx, id, n); err != nil {
-			return len(again), err
-		}
-	}
-	e.log.Info("run retried", "run", id, "nodes", len(again))
-	return len(again), nil
 }
 
 // Wait polls run id every interval until it is over, calling fn (if not
@@ -563,34 +353,4 @@ func (e *Engine) Wait(ctx context.Context, id string, interval time.Duration, fn
 		case <-t.C:
 		}
 	}
-}
-
-var errBadRecord = errors.New("damaged node record")
-
-// nodeRecord reads the committed record of node key (storage.ErrNotFound
-// when the node was never committed: a cache miss).
-func (e *Engine) nodeRecord(ctx context.Context, key string) (*NodeRecord, error) {
-	rc, _, err := e.store.Get(ctx, nodeRecordKey(key))
-	if err != nil {
-		return nil, err
-	}
-	defer rc.Close()
-	var rec NodeRecord
-	if err := json.NewDecoder(rc).Decode(&rec); err != nil {
-		if errors.Is(err, storage.ErrDigestMismatch) {
-			return nil, err
-		}
-		return nil, fmt.Errorf("%w %s: %v", errBadRecord, Short(key), err)
-	}
-	if rec.Key != key || rec.Outputs == nil {
-		return nil, fmt.Errorf("%w %s: it holds node %q", errBadRecord, Short(key), rec.Key)
-	}
-	for name, a := range rec.Outputs {
-		// An output of another manifest format, or whose digest does not
-		// match its content, is no cache hit.
-		if err := a.Validate(); err != nil {
-			return nil, fmt.Errorf("%w %s: output %s: %v", errBadRecord, Short(key), name, err)
-		}
-	}
-	return &rec, nil
 }

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,10 +12,12 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/nerflow/nerflow/pipeline/spec"
 	"github.com/nerflow/nerflow/stages"
 	"github.com/nerflow/nerflow/storage"
+	"github.com/nerflow/nerflow/storage/layout"
 )
 
 // WorkerOptions configures a worker.
@@ -229,23 +230,21 @@ func (w *Worker) execute(ctx context.Context, p payload) error {
 	if !ok {
 		return fmt.Errorf("%w: run %s has no node %q", asynq.SkipRetry, p.Run, p.Node)
 	}
-	k := runKeys(e.ns, p.Run)
-	state, err := startScript.Run(ctx, e.rdb, []string{k.states(), k.meta()}, n.ID).Text()
+	state, redrives, parentOutputs, err := e.start(ctx, p.Run, n)
 	if err != nil {
-		return fmt.Errorf("starting node: %w", err)
+		return err
 	}
 	switch state {
 	case Running:
 	case Done, Cached:
 		// A repeat of a finished node: make sure its children were enqueued.
-		return e.complete(ctx, p.Run, ri, n, state)
+		return e.complete(ctx, p.Run, ri, n, state, nil)
 	default:
 		return nil // the run is over; startScript cancelled the node
 	}
 	log := e.log.With("run", p.Run, "node", n.ID, "stage", n.Stage)
 	retried, _ := asynq.GetRetryCount(ctx)
 	maxRetry, _ := asynq.GetMaxRetry(ctx)
-	redrives, _ := e.rdb.HGet(ctx, k.node(n.ID), "redrives").Int()
 	attempt := retried + redrives
 	taskID, _ := asynq.GetTaskID(ctx)
 	log.Debug("node attempt starting", "task", taskID, "worker", w.opts.Name, "attempt", attempt)
@@ -257,7 +256,7 @@ func (w *Worker) execute(ctx context.Context, p payload) error {
 	var outage time.Time
 	backoff := time.Second
 	for {
-		outputs, key, final, err := w.attempt(ctx, log, p.Run, ri, n, attempt, taskID)
+		outputs, key, final, err := w.attempt(ctx, log, p.Run, ri, n, parentOutputs, attempt, taskID)
 		if err == nil {
 			if !outage.IsZero() {
 				log.Info("store and Redis reachable again; node finished", "waited", time.Since(outage).Round(time.Second))
@@ -265,12 +264,9 @@ func (w *Worker) execute(ctx context.Context, p payload) error {
 			outJSON, _ := json.Marshal(outputs)
 			log.Debug("node finished", "state", final, "key", Short(key))
 			// The outputs are committed: recording that in Redis waits out
-			// an outage too (both steps are idempotent).
+			// an outage too (it is idempotent).
 			return w.patiently(ctx, log, func() error {
-				if err := e.rdb.HSet(ctx, k.node(n.ID), "outputs", outJSON, "finished_at", nowString(), "error", "").Err(); err != nil {
-					return err
-				}
-				return e.complete(ctx, p.Run, ri, n, final)
+				return e.complete(ctx, p.Run, ri, n, final, outJSON)
 			})
 		}
 		if ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
@@ -331,30 +327,43 @@ func (w *Worker) patiently(ctx context.Context, log *slog.Logger, f func() error
 
 // attempt is one try of a node: gather its inputs, compute its key, find
 // it in the cache or execute it under the key's lease.
-func (w *Worker) attempt(ctx context.Context, log *slog.Logger, run string, ri *runInfo, n *spec.Node, attempt int, taskID string) (map[string]stages.Artifact, string, string, error) {
-	e := w.e
-	k := runKeys(e.ns, run)
-	inputs, err := w.inputs(ctx, run, ri, n)
+func (w *Worker) attempt(ctx context.Context, log *slog.Logger, run string, ri *runInfo, n *spec.Node,
+	parentOutputs map[string]map[string]stages.Artifact, attempt int, taskID string) (map[string]stages.Artifact, string, string, error) {
+	inputs, err := resolveInputs(ri, n, parentOutputs)
 	if err != nil {
 		return nil, "", "", err
 	}
+	// The node key is made of these digests: check that each is the digest
+	// of its manifest's content, of a format this worker reads.
+	for port, arts := range inputs {
+		for _, a := range arts {
+			if err := a.Validate(); err != nil {
+				return nil, "", "", stages.Permanent(fmt.Errorf("input %s (%s): %w", port, a.Prefix, err))
+			}
+		}
+	}
 	key := NodeKey(n, inputs)
 	started := time.Now().UTC()
-	if err := e.rdb.HSet(ctx, k.node(n.ID), "key", key, "started_at", started.Format(time.RFC3339Nano),
-		"attempt", attempt, "worker", w.opts.Name, "queue", n.Queue, "host", w.host, "pid", os.Getpid(),
-		"task", taskID, "waiting_for", "").Err(); err != nil {
-		return nil, "", "", err
+	// Who executes the node, for status and the reconciler; sent with the
+	// first Redis call of the attempt rather than in a round trip of its own.
+	mark := func(p redis.Pipeliner) {
+		p.HSet(ctx, runKeys(w.e.ns, run).node(n.ID), "key", key, "started_at", started.Format(time.RFC3339Nano),
+			"attempt", attempt, "worker", w.opts.Name, "queue", n.Queue, "host", w.host, "pid", os.Getpid(),
+			"task", taskID, "waiting_for", "")
 	}
-	outputs, final, err := w.run(ctx, log, run, n, key, inputs, attempt, started)
+	outputs, final, err := w.run(ctx, log, run, n, key, inputs, attempt, started, mark)
 	return outputs, key, final, err
 }
 
 // run finds the node's outputs in the cache or executes its stage.
 func (w *Worker) run(ctx context.Context, log *slog.Logger, run string, n *spec.Node, key string,
-	inputs map[string][]stages.Artifact, attempt int, started time.Time) (map[string]stages.Artifact, string, error) {
+	inputs map[string][]stages.Artifact, attempt int, started time.Time, mark func(redis.Pipeliner)) (map[string]stages.Artifact, string, error) {
 	e := w.e
 	rec, err := e.nodeRecord(ctx, key)
 	if err == nil {
+		if _, err := e.rdb.Pipelined(ctx, func(p redis.Pipeliner) error { mark(p); return nil }); err != nil {
+			return nil, "", err
+		}
 		return rec.Outputs, Cached, nil
 	}
 	if !errors.Is(err, storage.ErrNotFound) && !errors.Is(err, errBadRecord) && !errors.Is(err, storage.ErrDigestMismatch) {
@@ -363,7 +372,7 @@ func (w *Worker) run(ctx context.Context, log *slog.Logger, run string, n *spec.
 	// Not in the cache: claim the key, or wait for whoever computes it.
 	// The token names this execution (for status) and is unique to it.
 	token := run + "/" + n.ID + "@" + w.opts.Name + "#" + stages.NewAttemptID()
-	lease, err := w.acquireKey(ctx, log, key, token, func(holder string) {
+	lease, err := w.acquireKey(ctx, log, key, token, mark, func(holder string) {
 		_ = e.rdb.HSet(ctx, runKeys(e.ns, run).node(n.ID), "waiting_for", holder).Err()
 	})
 	if errors.Is(err, errCommitted) {
@@ -371,12 +380,14 @@ func (w *Worker) run(ctx context.Context, log *slog.Logger, run string, n *spec.
 			return rec.Outputs, Cached, nil
 		}
 		// The other execution's record is damaged: compute it here.
-		lease, err = w.acquireKey(ctx, log, key, token, nil)
+		lease, err = w.acquireKey(ctx, log, key, token, nil, nil)
 	}
 	if err != nil {
 		return nil, "", err
 	}
-	defer lease.stop()
+	// Released in the background: whoever waits for the key looks for the
+	// record too, and the node's completion need not wait for Redis.
+	defer lease.stopAsync()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() {
@@ -409,10 +420,12 @@ func (w *Worker) run(ctx context.Context, log *slog.Logger, run string, n *spec.
 	if err != nil {
 		return nil, "", stages.Permanent(err)
 	}
+	out := newOutputStore(e.store, layout.Attempt(key, stages.NewAttemptID()))
+	defer out.batch.Close()
 	outputs, err := stages.Exec(ctx, st, stages.Env{
-		Store: e.store, Run: run, Node: n.ID, Key: key, Params: params, Inputs: inputs,
-		OutputPrefix:     attemptPrefix(key, stages.NewAttemptID()),
-		CheckpointPrefix: checkpointPrefix(key),
+		Store: out, Run: run, Node: n.ID, Key: key, Params: params, Inputs: inputs,
+		OutputPrefix:     out.prefix,
+		CheckpointPrefix: layout.Checkpoints(key),
 		Device:           w.opts.Device, Attempt: attempt, Log: log, TempDir: w.opts.TempDir,
 		Progress: w.progressWriter(run, n.ID),
 	})
@@ -431,57 +444,65 @@ func (w *Worker) run(ctx context.Context, log *slog.Logger, run string, n *spec.
 			rec.Inputs[port] = append(rec.Inputs[port], a.Digest)
 		}
 	}
-	b, _ := json.MarshalIndent(rec, "", "  ")
-	// The record is the commit point of the cache: written last, atomically.
-	if _, err := e.store.Put(ctx, nodeRecordKey(key), bytes.NewReader(b), storage.WithContentType("application/json")); err != nil {
+	// The record is the commit point of the cache: written last,
+	// atomically, once the outputs are durable.
+	if err := out.batch.Flush(ctx); err != nil {
+		return nil, "", fmt.Errorf("committing outputs: %w", err)
+	}
+	if err := e.commitRecord(ctx, rec); err != nil {
 		return nil, "", fmt.Errorf("committing outputs: %w", err)
 	}
 	if st.Resumable {
-		if err := stages.DropCheckpoints(ctx, e.store, checkpointPrefix(key)); err != nil {
+		if err := stages.DropCheckpoints(ctx, e.store, layout.Checkpoints(key)); err != nil {
 			log.Warn("dropping checkpoints", "err", err)
 		}
 	}
 	return outputs, Done, nil
 }
 
-// inputs gathers the artifacts connected to n: its parents' outputs (from
-// Redis) and imported datasets.
-func (w *Worker) inputs(ctx context.Context, run string, ri *runInfo, n *spec.Node) (map[string][]stages.Artifact, error) {
-	k := runKeys(w.e.ns, run)
-	parentOutputs := map[string]map[string]stages.Artifact{}
-	for _, pid := range n.Parents {
-		s, err := w.e.rdb.HGet(ctx, k.node(pid), "outputs").Result()
-		if err != nil {
-			return nil, fmt.Errorf("reading outputs of %s: %w", pid, err)
+// start moves node n of run to running (see startScript). It returns the
+// state to act on, the node's re-drive count and, for a node to run, its
+// parents' outputs.
+func (e *Engine) start(ctx context.Context, run string, n *spec.Node) (string, int, map[string]map[string]stages.Artifact, error) {
+	k := runKeys(e.ns, run)
+	keys := append([]string{k.states(), k.meta(), k.node(n.ID)}, k.nodeKeys(n.Parents)...)
+	res, err := startScript.Run(ctx, e.rdb, keys, n.ID).Slice()
+	if err != nil {
+		return "", 0, nil, fmt.Errorf("starting node: %w", err)
+	}
+	if len(res) < 2 {
+		return "", 0, nil, fmt.Errorf("starting node: unexpected reply %v", res)
+	}
+	state, _ := res[0].(string)
+	redrives, _ := res[1].(int64)
+	if state != Running {
+		return state, int(redrives), nil, nil
+	}
+	if len(res) != 2+len(n.Parents) {
+		return "", 0, nil, fmt.Errorf("starting node: %d parents' outputs for %d parents", len(res)-2, len(n.Parents))
+	}
+	outputs := make(map[string]map[string]stages.Artifact, len(n.Parents))
+	for i, pid := range n.Parents {
+		s, _ := res[2+i].(string)
+		if s == "" {
+			return "", 0, nil, stages.Permanent(fmt.Errorf("parent %s has no outputs recorded", pid))
 		}
 		var outs map[string]stages.Artifact
 		if err := json.Unmarshal([]byte(s), &outs); err != nil {
-			return nil, fmt.Errorf("reading outputs of %s: %w", pid, err)
+			return "", 0, nil, fmt.Errorf("reading outputs of %s: %w", pid, err)
 		}
-		parentOutputs[pid] = outs
+		outputs[pid] = outs
 	}
-	in, err := resolveInputs(ri, n, parentOutputs)
-	if err != nil {
-		return nil, err
-	}
-	// The node key is made of these digests: check that each is the digest
-	// of its manifest's content, of a format this worker reads.
-	for port, arts := range in {
-		for _, a := range arts {
-			if err := a.Validate(); err != nil {
-				return nil, stages.Permanent(fmt.Errorf("input %s (%s): %w", port, a.Prefix, err))
-			}
-		}
-	}
-	return in, nil
+	return state, int(redrives), outputs, nil
 }
 
-// complete records node n as finished and enqueues the children it
-// released (or, on a repeat, any child still waiting to be enqueued).
-func (e *Engine) complete(ctx context.Context, run string, ri *runInfo, n *spec.Node, final string) error {
+// complete records node n as finished, with its outputs (JSON) unless they
+// are nil, and enqueues the children it released (or, on a repeat, any
+// child still waiting to be enqueued).
+func (e *Engine) complete(ctx context.Context, run string, ri *runInfo, n *spec.Node, final string, outputs []byte) error {
 	k := runKeys(e.ns, run)
-	argv := append([]any{n.ID, final, nowString()}, anyStrings(n.Children)...)
-	res, err := completeScript.Run(ctx, e.rdb, []string{k.states(), k.waiting(), k.meta()}, argv...).Slice()
+	argv := append([]any{n.ID, final, nowString(), string(outputs)}, anyStrings(n.Children)...)
+	res, err := completeScript.Run(ctx, e.rdb, []string{k.states(), k.waiting(), k.meta(), k.node(n.ID)}, argv...).Slice()
 	if err != nil {
 		return fmt.Errorf("completing node: %w", err)
 	}

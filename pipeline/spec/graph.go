@@ -274,23 +274,24 @@ func (s *Spec) checkFanOut(n *node, byName map[string]*node) Errors {
 	// Resolve the parameters once with the first assignment, which checks
 	// every non-fanned parameter (fanned ones were checked above).
 	if _, err := n.stage.ResolveParams(n.paramsFor(0)); err != nil {
-		return s.paramErrors(path, err)
+		return s.paramErrors(path+".params", err)
 	}
 	return nil
 }
 
 // paramErrors turns the errors of ResolveParams into one Error per
-// parameter, each at its own line.
+// parameter, each at its own line; path is where the parameters are
+// ("nodes.train.params", or "params" for a method call's).
 func (s *Spec) paramErrors(path string, err error) Errors {
 	var pes stages.ParamErrors
 	if pe, ok := err.(*stages.ParamError); ok {
 		pes = stages.ParamErrors{pe}
 	} else if !errors.As(err, &pes) {
-		return Errors{s.errorf(path+".params", "%v", err)}
+		return Errors{s.errorf(path, "%v", err)}
 	}
 	var errs Errors
 	for _, pe := range pes {
-		errs = append(errs, s.errorf(path+".params."+pe.Param, "%v", pe.Err))
+		errs = append(errs, s.errorf(path+"."+pe.Param, "%v", pe.Err))
 	}
 	return errs
 }
@@ -484,7 +485,7 @@ func (s *Spec) expandNode(n *node, byName map[string]*node, g *Graph) Errors {
 	for i, a := range n.assign {
 		params, err := n.stage.ResolveParams(n.paramsFor(i))
 		if err != nil {
-			return s.paramErrors(path, err)
+			return s.paramErrors(path+".params", err)
 		}
 		retries := n.stage.MaxRetries()
 		if n.spec.Retries != nil {

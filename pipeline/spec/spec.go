@@ -18,6 +18,11 @@
 //	  ensemble:
 //	    stage: ensemble.average
 //	    inputs: {models: train.model}   # fan-in: all three models
+//
+// A spec may instead call a method (method.go): `method: NAME` with
+// `params:`, `inputs:` and `overrides:`; the method's Build makes the nodes
+// through a Builder, and every value remembers the line of the user's file
+// it came from, so that errors found while expanding point there.
 package spec
 
 import (
@@ -43,11 +48,20 @@ type Spec struct {
 	// File is where the spec came from (for messages); Dir is the base of
 	// relative dataset paths.
 	File, Dir string
-	// Nodes in file order.
+	// Method is the method the spec calls (`method: NAME`), "" for a
+	// spec that lists its nodes by hand.
+	Method string
+	// Nodes in file order; for a method call, the nodes the method made
+	// (overrides applied), then the spec's own nodes.
 	Nodes []NodeSpec
 
 	pos       positions
 	overrides map[string]string // path -> the --set that wrote it
+	// origin maps a field of a node a method made ("nodes.train.params.
+	// epochs") to the field of the user's file its value came from
+	// ("params.epochs", "overrides.train.epochs", "inputs.train"), or to
+	// "method" when the method chose it.
+	origin map[string]string
 }
 
 // NodeSpec is one node as written.
@@ -103,18 +117,33 @@ func (es Errors) Error() string {
 
 func (s *Spec) errorf(path, format string, args ...any) *Error {
 	e := &Error{File: s.File, Path: path, Msg: fmt.Sprintf(format, args...)}
-	// The most specific path that has a position or an override wins.
+	if !s.locate(e, path) && s.Method != "" {
+		e.Line = s.pos["method"]
+	}
+	return e
+}
+
+// locate sets e's line or --set from the most specific path that has one.
+// A field of a node a method made is located at the field of the user's
+// file its value came from, and named by it.
+func (s *Spec) locate(e *Error, path string) bool {
 	for p := path; p != ""; p = parentPath(p) {
 		if set, ok := s.overrides[p]; ok {
 			e.Set = set
-			break
+			return true
 		}
 		if line, ok := s.pos[p]; ok {
 			e.Line = line
-			break
+			return true
+		}
+		if o, ok := s.origin[p]; ok {
+			if o != "method" {
+				e.Path = o + path[len(p):]
+			}
+			return s.locate(e, o)
 		}
 	}
-	return e
+	return false
 }
 
 func parentPath(p string) string {
@@ -126,7 +155,8 @@ func parentPath(p string) string {
 }
 
 // Load reads the spec file at path and applies overrides, each
-// "NODE.PARAM=VALUE" or "NODE.fan_out.PARAM=V1,V2,...".
+// "NODE.PARAM=VALUE", "NODE.queue=cpu|gpu", "NODE.fan_out.PARAM=V1,V2,..."
+// or, for a method call, "PARAM=VALUE" (a method parameter).
 func Load(path string, overrides ...string) (*Spec, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -141,7 +171,8 @@ func Load(path string, overrides ...string) (*Spec, error) {
 
 var (
 	nodeNameRE = regexp.MustCompile(`^[a-z][a-z0-9_-]*$`)
-	topFields  = []string{"name", "nodes"}
+	topFields  = []string{"name", "method", "params", "inputs", "overrides", "nodes"}
+	callFields = []string{"params", "inputs", "overrides"}
 	nodeFields = []string{"stage", "params", "inputs", "queue", "fan_out", "timeout", "retries"}
 )
 
@@ -163,15 +194,17 @@ func Parse(data []byte, file, dir string, overrides ...string) (*Spec, error) {
 		return nil, &Error{File: file, Msg: fmt.Sprintf("reading YAML: %v", err)}
 	}
 	var errs Errors
+	call := v.IsSet("method")
+	s.origin = map[string]string{}
 	for _, o := range overrides {
-		path, val, err := overridePath(o)
+		path, val, err := overridePath(o, call, order)
 		if err != nil {
 			errs = append(errs, &Error{Set: o, Msg: err.Error()})
 			continue
 		}
 		v.Set(path, val)
 		s.overrides[path] = o
-		if !slices.Contains(order, pathNode(path)) {
+		if strings.HasPrefix(path, "nodes.") && !slices.Contains(order, pathNode(path)) {
 			order = append(order, pathNode(path))
 		}
 	}
@@ -179,20 +212,38 @@ func Parse(data []byte, file, dir string, overrides ...string) (*Spec, error) {
 	for k := range all {
 		if !slices.Contains(topFields, k) {
 			errs = append(errs, s.errorf(k, "unknown field (a spec has: %s)", strings.Join(topFields, ", ")))
+		} else if !call && slices.Contains(callFields, k) {
+			errs = append(errs, s.errorf(k, "only a method call has %s (method: NAME; `nerflow methods` lists them)", k))
 		}
 	}
 	s.Name, _ = all["name"].(string)
 	if s.Name == "" {
 		s.Name = strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))
 	}
+	made := map[string]bool{}
+	if call {
+		gen, cerrs := s.callMethod(all)
+		errs = append(errs, cerrs...)
+		for _, n := range gen {
+			made[n.Name] = true
+		}
+		s.Nodes = gen
+	}
 	nodes, ok := all["nodes"].(map[string]any)
-	if !ok || len(nodes) == 0 {
-		errs = append(errs, s.errorf("nodes", "a spec needs a nodes: mapping with at least one node"))
+	switch {
+	case !call && (!ok || len(nodes) == 0):
+		errs = append(errs, s.errorf("nodes", "a spec needs a nodes: mapping with at least one node, or method: NAME"))
 		return nil, errs
+	case all["nodes"] != nil && !ok:
+		errs = append(errs, s.errorf("nodes", "want a mapping of node name: node, got %s", describe(all["nodes"])))
 	}
 	for _, name := range order {
 		raw, ok := nodes[name]
 		if !ok {
+			continue
+		}
+		if made[name] {
+			errs = append(errs, s.errorf("nodes."+name, "method %s makes a node %s already: change it under overrides:, or name this one differently", s.Method, name))
 			continue
 		}
 		n, nerrs := s.decodeNode(name, raw)
@@ -213,30 +264,48 @@ func pathNode(path string) string {
 	return name
 }
 
-// overridePath turns NODE.PARAM=VALUE into the viper path and value.
-func overridePath(o string) (string, any, error) {
+// overridePath turns a --set into the viper path and value. PARAM=VALUE
+// (no dot) is a parameter of the method a spec calls; NODE.PARAM=VALUE a
+// parameter of a node: of one the spec lists under nodes: (own), or, in a
+// method call, an override of a node the method makes.
+func overridePath(o string, call bool, own []string) (string, any, error) {
 	lhs, val, ok := strings.Cut(o, "=")
 	if !ok {
 		return "", nil, fmt.Errorf("want NODE.PARAM=VALUE")
 	}
 	parts := strings.Split(strings.TrimSpace(lhs), ".")
+	if len(parts) == 1 && parts[0] != "" {
+		if !call {
+			return "", nil, fmt.Errorf("%s=... sets a method parameter, but this spec calls no method (want NODE.PARAM=VALUE)", parts[0])
+		}
+		return "params." + parts[0], val, nil
+	}
+	if call && len(parts) == 2 && parts[0] == "params" && !slices.Contains(own, "params") {
+		return "", nil, fmt.Errorf("a method parameter is set without a prefix: --set %s=%s", parts[1], val)
+	}
+	node := "nodes." + parts[0] + "."
+	params := node + "params."
+	if call && !slices.Contains(own, parts[0]) {
+		node = "overrides." + parts[0] + "."
+		params = node
+	}
 	switch {
-	case len(parts) == 2 && parts[1] != "":
+	case len(parts) == 2 && parts[0] != "" && parts[1] != "":
 		if parts[1] == "fan_out" || parts[1] == "queue" || parts[1] == "stage" {
 			if parts[1] == "queue" {
-				return "nodes." + parts[0] + ".queue", val, nil
+				return node + "queue", val, nil
 			}
 			return "", nil, fmt.Errorf("%s cannot be set this way", parts[1])
 		}
-		return "nodes." + parts[0] + ".params." + parts[1], val, nil
-	case len(parts) == 3 && parts[1] == "fan_out" && parts[2] != "":
+		return params + parts[1], val, nil
+	case len(parts) == 3 && parts[0] != "" && parts[1] == "fan_out" && parts[2] != "":
 		items := []any{}
 		for _, s := range strings.Split(val, ",") {
 			items = append(items, strings.TrimSpace(s))
 		}
-		return "nodes." + parts[0] + ".fan_out." + parts[2], items, nil
+		return node + "fan_out." + parts[2], items, nil
 	}
-	return "", nil, fmt.Errorf("want NODE.PARAM=VALUE, NODE.queue=cpu|gpu or NODE.fan_out.PARAM=V1,V2")
+	return "", nil, fmt.Errorf("want NODE.PARAM=VALUE, NODE.queue=cpu|gpu, NODE.fan_out.PARAM=V1,V2 or, in a method call, PARAM=VALUE")
 }
 
 func (s *Spec) decodeNode(name string, raw any) (*NodeSpec, Errors) {
@@ -289,6 +358,13 @@ func (s *Spec) decodeNode(name string, raw any) (*NodeSpec, Errors) {
 			}
 		}
 	}
+	return n, append(errs, s.decodeRunFields(path, m, n)...)
+}
+
+// decodeRunFields reads how a node runs, fields shared by nodes and the
+// overrides of a method call: queue, fan_out, timeout and retries.
+func (s *Spec) decodeRunFields(path string, m map[string]any, n *NodeSpec) Errors {
+	var errs Errors
 	if q, ok := m["queue"]; ok {
 		n.Queue, _ = q.(string)
 		if n.Queue != "cpu" && n.Queue != "gpu" {
@@ -327,7 +403,7 @@ func (s *Spec) decodeNode(name string, raw any) (*NodeSpec, Errors) {
 		}
 		n.Retries = &k
 	}
-	return n, errs
+	return errs
 }
 
 func (es Errors) sorted() Errors {

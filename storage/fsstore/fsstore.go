@@ -56,6 +56,9 @@ import (
 // Scheme is the URL scheme of this driver.
 const Scheme = "file"
 
+// driver names the driver in its errors.
+const driver = "fsstore"
+
 func init() {
 	storage.Register(Scheme, func(_ context.Context, rawURL string) (storage.Store, error) {
 		dir := strings.TrimPrefix(rawURL, Scheme+"://")
@@ -67,11 +70,10 @@ func init() {
 }
 
 const (
-	magic       = "nerflow1"
-	footerSize  = 8 + len(magic)
-	maxRecord   = 64 << 10 // a record holds at most 2 KiB of metadata
-	tempPrefix  = storage.ReservedPrefix + "-tmp-"
-	copyBufSize = 256 << 10
+	magic      = "nerflow1"
+	footerSize = 8 + len(magic)
+	maxRecord  = 64 << 10 // a record holds at most 2 KiB of metadata
+	tempPrefix = storage.ReservedPrefix + "-tmp-"
 	// createAttempts bounds Put's retries when a concurrent Delete removes
 	// the directory it just created (see createTemp).
 	createAttempts = 10
@@ -90,7 +92,10 @@ type Store struct {
 	root string
 }
 
-var _ storage.Store = (*Store)(nil)
+var (
+	_ storage.Store    = (*Store)(nil)
+	_ storage.LocalDir = (*Store)(nil)
+)
 
 // Open opens the store rooted at dir, creating the directory if needed.
 func Open(dir string) (*Store, error) {
@@ -120,27 +125,23 @@ func (s *Store) Path(key string) (string, error) {
 
 // Put implements storage.Store.
 func (s *Store) Put(ctx context.Context, key string, r io.Reader, opts ...storage.PutOption) (storage.ObjectInfo, error) {
-	info, err := s.put(ctx, key, r, opts)
-	if err != nil {
-		return storage.ObjectInfo{}, fmt.Errorf("fsstore: put %q: %w", key, err)
-	}
-	return info, nil
+	info, err := s.put(ctx, key, r, opts, nil)
+	return info, storage.OpError(driver, "put", key, err)
 }
 
-func (s *Store) put(ctx context.Context, key string, r io.Reader, opts []storage.PutOption) (storage.ObjectInfo, error) {
-	o, err := storage.NewPutOptions(opts...)
+// put publishes key. With a nil batch it makes the object durable before it
+// returns; otherwise the batch records what Flush must sync.
+func (s *Store) put(ctx context.Context, key string, r io.Reader, opts []storage.PutOption, b *batch) (storage.ObjectInfo, error) {
+	o, err := storage.PreparePut(key, opts)
 	if err != nil {
 		return storage.ObjectInfo{}, err
 	}
-	path, err := s.Path(key)
-	if err != nil {
-		return storage.ObjectInfo{}, err
-	}
+	path := filepath.Join(s.root, filepath.FromSlash(key))
 	if err := ctx.Err(); err != nil {
 		return storage.ObjectInfo{}, err
 	}
 	dir := filepath.Dir(path)
-	f, err := s.createTemp(dir)
+	f, err := s.createTemp(dir, b)
 	if err != nil {
 		return storage.ObjectInfo{}, err
 	}
@@ -153,27 +154,28 @@ func (s *Store) put(ctx context.Context, key string, r io.Reader, opts []storage
 		}
 	}()
 
-	h := storage.NewHasher()
-	if _, err := io.CopyBuffer(io.MultiWriter(f, h), storage.ContextReader(ctx, r), make([]byte, copyBufSize)); err != nil {
-		return storage.ObjectInfo{}, err
-	}
-	info := storage.ObjectInfo{Key: key, Size: h.Size(), Digest: h.Digest(), Metadata: o.Metadata}
-	if err := o.CheckDigest(key, info.Digest); err != nil {
+	info, err := o.StageContent(ctx, key, f, r)
+	if err != nil {
 		return storage.ObjectInfo{}, err
 	}
 	if err := writeTrailer(f, record{Digest: info.Digest, Size: info.Size, Metadata: o.Metadata}); err != nil {
 		return storage.ObjectInfo{}, err
 	}
-	if err := f.Sync(); err != nil {
-		return storage.ObjectInfo{}, err
+	if b == nil {
+		if err := f.Sync(); err != nil {
+			return storage.ObjectInfo{}, err
+		}
 	}
 	fi, err := f.Stat()
 	if err != nil {
 		return storage.ObjectInfo{}, err
 	}
 	info.ModTime = fi.ModTime()
-	if err := f.Close(); err != nil {
-		return storage.ObjectInfo{}, err
+	// A batch keeps the file open for Flush to sync it (see batch.go).
+	if b == nil {
+		if err := f.Close(); err != nil {
+			return storage.ObjectInfo{}, err
+		}
 	}
 	// Cancellation during the fsync still counts: nothing is published.
 	if err := ctx.Err(); err != nil {
@@ -186,6 +188,11 @@ func (s *Store) put(ctx context.Context, key string, r io.Reader, opts []storage
 		return storage.ObjectInfo{}, err
 	}
 	published = true
+	if b != nil {
+		b.addFile(path, f)
+		b.add(dir)
+		return info, nil
+	}
 	if err := syncDir(dir); err != nil {
 		return storage.ObjectInfo{}, err
 	}
@@ -206,9 +213,9 @@ func writeTrailer(w io.Writer, rec record) error {
 }
 
 // createTemp creates a staging file in dir, creating dir if needed.
-func (s *Store) createTemp(dir string) (*os.File, error) {
+func (s *Store) createTemp(dir string, b *batch) (*os.File, error) {
 	for attempt := 1; ; attempt++ {
-		if err := s.mkdirAll(dir); err != nil {
+		if err := s.mkdirAll(dir, b); err != nil {
 			return nil, err
 		}
 		f, err := os.OpenFile(filepath.Join(dir, tempPrefix+randomHex()), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
@@ -221,8 +228,9 @@ func (s *Store) createTemp(dir string) (*os.File, error) {
 }
 
 // mkdirAll creates dir and its missing parents up to the root, syncing each
-// parent so that the new entries survive a crash.
-func (s *Store) mkdirAll(dir string) error {
+// parent (or, in a batch, leaving that to Flush) so that the new entries
+// survive a crash.
+func (s *Store) mkdirAll(dir string, b *batch) error {
 	if dir == s.root {
 		return nil
 	}
@@ -237,11 +245,15 @@ func (s *Store) mkdirAll(dir string) error {
 		return err
 	}
 	parent := filepath.Dir(dir)
-	if err := s.mkdirAll(parent); err != nil {
+	if err := s.mkdirAll(parent, b); err != nil {
 		return err
 	}
 	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
 		return err
+	}
+	if b != nil {
+		b.add(parent)
+		return nil
 	}
 	return syncDir(parent)
 }
@@ -262,7 +274,7 @@ func (s *Store) prune(dir string) {
 func (s *Store) Get(ctx context.Context, key string) (io.ReadCloser, storage.ObjectInfo, error) {
 	f, info, err := s.open(ctx, key)
 	if err != nil {
-		return nil, storage.ObjectInfo{}, fmt.Errorf("fsstore: get %q: %w", key, err)
+		return nil, storage.ObjectInfo{}, storage.OpError(driver, "get", key, err)
 	}
 	content := struct {
 		io.Reader
@@ -275,7 +287,7 @@ func (s *Store) Get(ctx context.Context, key string) (io.ReadCloser, storage.Obj
 func (s *Store) Stat(ctx context.Context, key string) (storage.ObjectInfo, error) {
 	f, info, err := s.open(ctx, key)
 	if err != nil {
-		return storage.ObjectInfo{}, fmt.Errorf("fsstore: stat %q: %w", key, err)
+		return storage.ObjectInfo{}, storage.OpError(driver, "stat", key, err)
 	}
 	f.Close()
 	return info, nil
@@ -354,7 +366,7 @@ func readRecord(f *os.File, key string) (storage.ObjectInfo, error) {
 func (s *Store) List(ctx context.Context, prefix string) ([]storage.ObjectInfo, error) {
 	infos, err := s.list(ctx, prefix)
 	if err != nil {
-		return nil, fmt.Errorf("fsstore: list %q: %w", prefix, err)
+		return nil, storage.OpError(driver, "list", prefix, err)
 	}
 	return infos, nil
 }
@@ -426,10 +438,7 @@ func skip(d fs.DirEntry) error {
 
 // Delete implements storage.Store.
 func (s *Store) Delete(ctx context.Context, key string) error {
-	if err := s.delete(ctx, key); err != nil {
-		return fmt.Errorf("fsstore: delete %q: %w", key, err)
-	}
-	return nil
+	return storage.OpError(driver, "delete", key, s.delete(ctx, key))
 }
 
 func (s *Store) delete(ctx context.Context, key string) error {
@@ -511,7 +520,12 @@ func syncDir(dir string) error {
 		return err
 	}
 	defer d.Close()
-	if err := d.Sync(); err != nil && !errors.Is(err, syscall.EINVAL) {
+	return syncFile(d)
+}
+
+// syncFile fsyncs an open file or directory.
+func syncFile(f *os.File) error {
+	if err := f.Sync(); err != nil && !errors.Is(err, syscall.EINVAL) {
 		// Some filesystems cannot fsync a directory (EINVAL); there
 		// is nothing more to do there.
 		return err

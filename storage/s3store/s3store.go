@@ -42,6 +42,9 @@ import (
 // Scheme is the URL scheme of this driver.
 const Scheme = "s3"
 
+// driver names the driver in its errors.
+const driver = "s3store"
+
 func init() {
 	storage.Register(Scheme, func(ctx context.Context, rawURL string) (storage.Store, error) {
 		c, err := ParseURL(rawURL)
@@ -136,13 +139,13 @@ func (s *Store) String() string {
 func (s *Store) Put(ctx context.Context, key string, r io.Reader, opts ...storage.PutOption) (storage.ObjectInfo, error) {
 	info, err := s.put(ctx, key, r, opts)
 	if err != nil {
-		return storage.ObjectInfo{}, fmt.Errorf("s3store: put %q: %w", key, err)
+		return storage.ObjectInfo{}, storage.OpError(driver, "put", key, err)
 	}
 	return info, nil
 }
 
 func (s *Store) put(ctx context.Context, key string, r io.Reader, opts []storage.PutOption) (storage.ObjectInfo, error) {
-	o, err := storage.NewPutOptions(opts...)
+	o, err := storage.PreparePut(key, opts)
 	if err != nil {
 		return storage.ObjectInfo{}, err
 	}
@@ -150,14 +153,14 @@ func (s *Store) put(ctx context.Context, key string, r io.Reader, opts []storage
 	if err != nil {
 		return storage.ObjectInfo{}, err
 	}
-	h := storage.NewHasher()
-	body, release, err := s.spool(io.TeeReader(storage.ContextReader(ctx, r), h))
+	sp := &spool{limit: s.cfg.PartSize, dir: s.cfg.SpoolDir}
+	defer sp.release()
+	info, err := o.StageContent(ctx, key, sp, r)
 	if err != nil {
 		return storage.ObjectInfo{}, err
 	}
-	defer release()
-	info := storage.ObjectInfo{Key: key, Size: h.Size(), Digest: h.Digest(), Metadata: o.Metadata}
-	if err := o.CheckDigest(key, info.Digest); err != nil {
+	body, err := sp.content()
+	if err != nil {
 		return storage.ObjectInfo{}, err
 	}
 	headers := map[string]string{amzMeta + metaDigest: info.Digest}
@@ -179,38 +182,53 @@ func (s *Store) put(ctx context.Context, key string, r io.Reader, opts []storage
 	return info, nil
 }
 
-// spool reads r whole and returns its content for upload: from memory when
-// it fits in a part, else from a temporary file that release removes.
-func (s *Store) spool(r io.Reader) (body io.Reader, release func(), err error) {
-	var buf bytes.Buffer
-	n, err := buf.ReadFrom(io.LimitReader(r, int64(s.cfg.PartSize)+1))
+// spool holds the content of a Put until its digest is known: in memory up
+// to limit bytes (one part), beyond that in a temporary file in dir.
+type spool struct {
+	limit uint64
+	dir   string
+	buf   bytes.Buffer
+	f     *os.File
+}
+
+func (sp *spool) Write(p []byte) (int, error) {
+	if sp.f == nil && uint64(sp.buf.Len()+len(p)) <= sp.limit {
+		return sp.buf.Write(p)
+	}
+	if sp.f == nil {
+		f, err := os.CreateTemp(sp.dir, "nerflow-s3-spool-*")
+		if err != nil {
+			return 0, fmt.Errorf("spooling the upload: %w", err)
+		}
+		sp.f = f
+		if _, err := sp.buf.WriteTo(f); err != nil {
+			return 0, fmt.Errorf("spooling the upload: %w", err)
+		}
+	}
+	n, err := sp.f.Write(p)
 	if err != nil {
-		return nil, nil, err
+		err = fmt.Errorf("spooling the upload: %w", err)
 	}
-	if n <= int64(s.cfg.PartSize) {
-		return bytes.NewReader(buf.Bytes()), func() {}, nil
+	return n, err
+}
+
+// content returns the spooled bytes for upload.
+func (sp *spool) content() (io.Reader, error) {
+	if sp.f == nil {
+		return bytes.NewReader(sp.buf.Bytes()), nil
 	}
-	f, err := os.CreateTemp(s.cfg.SpoolDir, "nerflow-s3-spool-*")
-	if err != nil {
-		return nil, nil, fmt.Errorf("spooling the upload: %w", err)
+	if _, err := sp.f.Seek(0, io.SeekStart); err != nil {
+		return nil, fmt.Errorf("spooling the upload: %w", err)
 	}
-	release = func() {
-		f.Close()
-		os.Remove(f.Name())
+	return sp.f, nil
+}
+
+// release removes the spool file, if any.
+func (sp *spool) release() {
+	if sp.f != nil {
+		sp.f.Close()
+		os.Remove(sp.f.Name())
 	}
-	if _, err := buf.WriteTo(f); err != nil {
-		release()
-		return nil, nil, fmt.Errorf("spooling the upload: %w", err)
-	}
-	if _, err := io.Copy(f, r); err != nil {
-		release()
-		return nil, nil, err
-	}
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		release()
-		return nil, nil, fmt.Errorf("spooling the upload: %w", err)
-	}
-	return f, release, nil
 }
 
 // Get implements storage.Store. The body and the metadata come from one GET,
@@ -218,17 +236,17 @@ func (s *Store) spool(r io.Reader) (body io.Reader, release func(), err error) {
 func (s *Store) Get(ctx context.Context, key string) (io.ReadCloser, storage.ObjectInfo, error) {
 	bucket, object, err := s.Location(key)
 	if err != nil {
-		return nil, storage.ObjectInfo{}, fmt.Errorf("s3store: get %q: %w", key, err)
+		return nil, storage.ObjectInfo{}, storage.OpError(driver, "get", key, err)
 	}
 	core := minio.Core{Client: s.client}
 	rc, oi, _, err := core.GetObject(ctx, bucket, object, minio.GetObjectOptions{})
 	if err != nil {
-		return nil, storage.ObjectInfo{}, fmt.Errorf("s3store: get %q: %w", key, mapError(err))
+		return nil, storage.ObjectInfo{}, storage.OpError(driver, "get", key, mapError(err))
 	}
 	info, err := objectInfo(key, oi)
 	if err != nil {
 		rc.Close()
-		return nil, storage.ObjectInfo{}, fmt.Errorf("s3store: get %q: %w", key, err)
+		return nil, storage.ObjectInfo{}, storage.OpError(driver, "get", key, err)
 	}
 	return storage.VerifyReader(ctx, rc, info), info, nil
 }
@@ -237,7 +255,7 @@ func (s *Store) Get(ctx context.Context, key string) (io.ReadCloser, storage.Obj
 func (s *Store) Stat(ctx context.Context, key string) (storage.ObjectInfo, error) {
 	info, err := s.stat(ctx, key)
 	if err != nil {
-		return storage.ObjectInfo{}, fmt.Errorf("s3store: stat %q: %w", key, err)
+		return storage.ObjectInfo{}, storage.OpError(driver, "stat", key, err)
 	}
 	return info, nil
 }
@@ -259,7 +277,7 @@ func (s *Store) stat(ctx context.Context, key string) (storage.ObjectInfo, error
 func (s *Store) List(ctx context.Context, prefix string) ([]storage.ObjectInfo, error) {
 	infos, err := s.list(ctx, prefix)
 	if err != nil {
-		return nil, fmt.Errorf("s3store: list %q: %w", prefix, err)
+		return nil, storage.OpError(driver, "list", prefix, err)
 	}
 	return infos, nil
 }
@@ -303,7 +321,7 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 		err = s.client.RemoveObject(ctx, bucket, object, minio.RemoveObjectOptions{})
 	}
 	if err != nil && !errors.Is(mapError(err), storage.ErrNotFound) {
-		return fmt.Errorf("s3store: delete %q: %w", key, err)
+		return storage.OpError(driver, "delete", key, err)
 	}
 	return nil
 }

@@ -1,0 +1,76 @@
+// Package methods holds nerflow's methods: named, typed templates of
+// pipelines (spec.Method), one file each, registered at init. A spec calls
+// one with `method: NAME` (docs/spec.md); `nerflow methods` lists them.
+//
+// This file holds what several methods share: the corpus inputs of a
+// tagger (train, dev, test, word vectors) and how they reach the stages.
+package methods
+
+import (
+	"github.com/nerflow/nerflow/embeddings"
+	"github.com/nerflow/nerflow/pipeline/spec"
+	"github.com/nerflow/nerflow/stages"
+)
+
+// splits are the corpus inputs of a tagger method, in the order the word
+// vectors read them.
+var splits = []string{"train", "dev", "test"}
+
+// corpusInputs declares the inputs of a method that trains a tagger; train
+// says what it holds.
+func corpusInputs(train string) []stages.Port {
+	return []stages.Port{
+		{Name: "train", Kind: "corpus", Doc: train},
+		{Name: "dev", Kind: "corpus", Optional: true, Doc: "sentences with gold tags: selects the epoch and is scored"},
+		{Name: "test", Kind: "corpus", Optional: true, Doc: "sentences with gold tags, scored on the final model"},
+		{Name: "vectors", Kind: "vectors", Optional: true, Doc: "pretrained word vectors (the wink package of scripts/setup.sh); without them words are learned"},
+	}
+}
+
+// fileParams declares, for each corpus input, which files of its artifact
+// hold the sentences and their tags (CoNLL-2003's directory holds
+// train_text.txt with train_label_dist.txt, ...), and which files the word
+// vectors read.
+func fileParams() []stages.Param {
+	var ps []stages.Param
+	for _, s := range splits {
+		ps = append(ps,
+			stages.StringParam(s+"_file", "", "file of the "+s+" input holding the sentences (empty: its only file)"),
+			stages.StringParam(s+"_labels", "", "labels file of the "+s+" input, parallel to "+s+"_file (empty: tags come with the sentences)"))
+	}
+	return append(ps, stages.StringListParam("vocab_files", nil, "patterns (path.Match) of the files of the corpus inputs whose words get word vectors (empty: every file)"))
+}
+
+// checkFiles reports a *_file or *_labels set for a corpus input that is
+// not connected.
+func checkFiles(b *spec.Builder) {
+	for _, s := range splits {
+		if b.Has(s) {
+			continue
+		}
+		for _, p := range []string{s + "_file", s + "_labels"} {
+			if b.IsSet(p) {
+				b.Errorf("params."+p, "names a file of the input %s, which is not connected", s)
+			}
+		}
+	}
+}
+
+// readSplit connects the corpus input split to port of a tagger stage
+// (train.tagger's corpus and dev, train.evaluate's gold), with its files.
+func readSplit(b *spec.Builder, n *spec.NodeBuilder, split, port string) *spec.NodeBuilder {
+	return n.Input(port, b.In(split)).PassAs(port+"_file", split+"_file").PassAs(port+"_labels", split+"_labels")
+}
+
+// vectors adds the node that restricts the word vectors to the words of the
+// corpus inputs, and returns its output; without a vectors input it adds
+// nothing and returns the empty reference.
+func vectors(b *spec.Builder) spec.Ref {
+	if !b.Has("vectors") {
+		return spec.Ref{}
+	}
+	return b.Node("vectors", embeddings.StageName).PassAs("files", "vocab_files").
+		Input("vectors", b.In("vectors")).
+		Input("corpora", b.In("train"), b.In("dev"), b.In("test")).
+		Out("embeddings")
+}

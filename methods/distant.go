@@ -1,0 +1,121 @@
+package methods
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/nerflow/nerflow/distant"
+	"github.com/nerflow/nerflow/pipeline/spec"
+	"github.com/nerflow/nerflow/registry"
+	"github.com/nerflow/nerflow/stages"
+	"github.com/nerflow/nerflow/train"
+)
+
+// The variants of RoSTER's noise-robust training the distant method
+// compares.
+const (
+	variantCE        = "ce"          // cross entropy
+	variantGCE       = "gce"         // generalized cross entropy
+	variantGCERemove = "gce-removal" // GCE with noisy-label removal
+)
+
+// Distant is the ablation of RoSTER's noise-robust training on distant
+// labels: one tagger per variant (and seed), each scored and registered.
+//
+//	[label (with gazetteers)] -> ce, gce, gce-removal (x seeds) -> eval-V, test-V -> register-V
+//	vectors (with a vectors input) --^
+func init() {
+	spec.RegisterMethod(spec.Method{
+		Name: "distant",
+		Doc: "Trains taggers with RoSTER's token head on distant labels (given, or made from gazetteers) with " +
+			"cross entropy, generalized cross entropy, and GCE with noisy-label removal, O tokens partly " +
+			"dropped from the loss; scores each on the dev and test sets given and registers it as NAME-VARIANT.",
+		Params: append([]stages.Param{
+			stages.StringListParam("variants", []string{variantCE, variantGCE, variantGCERemove}, "the losses compared, one tagger each",
+				stages.OneOf(variantCE, variantGCE, variantGCERemove)),
+			stages.IntListParam("seeds", []int{1}, "seeds; several train one tagger per seed and variant (fan-out), each scored and registered", stages.AtLeast(0)),
+			stages.StringParam("scheme", "io", "tag scheme of the labels and the taggers", stages.OneOf("io", "bio", "bioes")),
+			stages.IntParam("epochs", 6, "training epochs", stages.Range(1, 1000)),
+			stages.FloatParam("drop_o", 0.5, "fraction of the distant O tokens left out of the loss", stages.Range(0, 0.99)),
+			stages.FloatParam("q", 0.7, "exponent of generalized cross entropy", stages.Range(0, 1)),
+			stages.FloatParam("tau", 0.7, "noisy-label removal: a distant label the model gives at most this probability is noise", stages.Range(0, 1)),
+			stages.IntParam("update_interval", 200, "batches between noisy-label removals", stages.AtLeast(1)),
+		}, fileParams()...),
+		Inputs: append(corpusInputs("sentences with distant tags, or raw sentences (one file) to label with the gazetteers"),
+			stages.Port{Name: "gazetteers", Kind: "gazetteer", Many: true, Optional: true,
+				Doc: "phrase lists: label the train input with them (stage " + distant.StageName + ") instead of reading its tags"},
+			stages.Port{Name: "stopwords", Kind: "stopwords", Optional: true, Doc: "words whose phrases the gazetteers do not match"}),
+		Build: buildDistant,
+	})
+}
+
+func buildDistant(b *spec.Builder) error {
+	checkFiles(b)
+	p := b.Params()
+	variants := p.Strings("variants")
+	if len(variants) == 0 {
+		b.Errorf("params.variants", "want at least one of %s, %s, %s", variantCE, variantGCE, variantGCERemove)
+	}
+	seeds := p.Ints("seeds")
+	if len(seeds) == 0 {
+		b.Errorf("params.seeds", "want at least one seed")
+	}
+	vec := vectors(b)
+
+	// The training corpus: the train input's tags, or distant labels made
+	// from the gazetteers.
+	corpus := func(n *spec.NodeBuilder) { readSplit(b, n, "train", "corpus") }
+	if b.Has("gazetteers") {
+		for _, f := range []string{"train_file", "train_labels"} {
+			if b.IsSet(f) {
+				b.Errorf("params."+f, "the gazetteers label the train input, which is one file of raw sentences: connect that file instead")
+			}
+		}
+		label := b.Node("label", distant.StageName).Pass("scheme").
+			Input("corpus", b.In("train")).Input("gazetteers", b.In("gazetteers")).Input("stopwords", b.In("stopwords"))
+		corpus = func(n *spec.NodeBuilder) { n.Input("corpus", label.Out("labeled")) }
+	} else if b.Has("stopwords") {
+		b.Errorf("inputs.stopwords", "stopwords only matter with gazetteers")
+	}
+
+	// fan adds the seeds to a node: one seed is a parameter, several a
+	// fan-out, which nodes downstream share to pair with the right copy.
+	fan := func(n *spec.NodeBuilder, param bool) *spec.NodeBuilder {
+		switch {
+		case len(seeds) > 1:
+			vals := make([]any, len(seeds))
+			for i, s := range seeds {
+				vals[i] = s
+			}
+			n.FanOut("seed", vals...)
+		case param && len(seeds) == 1:
+			n.Set("seed", seeds[0])
+		}
+		return n
+	}
+	for _, v := range slices.Compact(slices.Clone(variants)) {
+		t := fan(b.Node(v, train.StageTrain), true).
+			Set("head", train.TokenHead).Pass("scheme", "epochs", "drop_o").Input("embeddings", vec)
+		switch v {
+		case variantCE:
+			t.Set("loss", train.LossCE)
+		case variantGCE:
+			t.Set("loss", train.LossGCE).Pass("q")
+		case variantGCERemove:
+			t.Set("loss", train.LossGCE).Pass("q", "tau", "update_interval")
+		}
+		corpus(t)
+		readSplit(b, t, "dev", "dev")
+		var reports []spec.Ref
+		for _, e := range []struct{ prefix, split string }{{"eval-", "dev"}, {"test-", "test"}} {
+			if b.Has(e.split) {
+				ev := fan(b.Node(e.prefix+v, train.StageEvaluate), false).Input("model", t.Out("model"))
+				readSplit(b, ev, e.split, "gold")
+				reports = append(reports, ev.Out("report"))
+			}
+		}
+		fan(b.Node("register-"+v, registry.StageName), false).Set("name", fmt.Sprintf("%s-%s", b.Name(), v)).
+			Input("model", t.Out("model")).Input("reports", reports...)
+	}
+	return nil
+}

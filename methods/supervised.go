@@ -1,0 +1,53 @@
+package methods
+
+import (
+	"github.com/nerflow/nerflow/pipeline/spec"
+	"github.com/nerflow/nerflow/registry"
+	"github.com/nerflow/nerflow/stages"
+	"github.com/nerflow/nerflow/train"
+)
+
+// Supervised trains one tagger on gold labels: the upper bound the weakly
+// supervised methods are compared with.
+//
+//	vectors (with a vectors input) -> train -> evaluate (dev), evaluate-test (test) -> register
+func init() {
+	spec.RegisterMethod(spec.Method{
+		Name: "supervised",
+		Doc: "Trains a BiLSTM-CNN tagger (CRF head by default) on gold labels, selects the epoch on the dev " +
+			"set, scores it on the dev and test sets given, and registers it under the spec's name.",
+		Params: append([]stages.Param{
+			stages.StringParam("head", train.CRFHead, "output layer: crf, or token (RoSTER's classifier, trained with cross entropy)", stages.OneOf(train.TokenHead, train.CRFHead)),
+			stages.StringParam("scheme", "bio", "tag scheme the tagger predicts", stages.OneOf("io", "bio", "bioes")),
+			stages.IntParam("epochs", 15, "training epochs", stages.Range(1, 1000)),
+			stages.IntParam("patience", 4, "stop after this many epochs without a better dev F1 (0: never)", stages.AtLeast(0)),
+			stages.IntParam("seed", 1, "seed of the initial weights, batches and dropout", stages.AtLeast(0)),
+		}, fileParams()...),
+		Inputs: corpusInputs("sentences with gold tags"),
+		Build:  buildSupervised,
+	})
+}
+
+func buildSupervised(b *spec.Builder) error {
+	checkFiles(b)
+	p := b.Params()
+	loss := train.LossCRF
+	if p.String("head") == train.TokenHead {
+		loss = train.LossCE
+	}
+	vec := vectors(b)
+	t := b.Node("train", train.StageTrain).Pass("head", "scheme", "epochs", "patience", "seed").Set("loss", loss).
+		Input("embeddings", vec)
+	readSplit(b, t, "train", "corpus")
+	readSplit(b, t, "dev", "dev")
+	var reports []spec.Ref
+	for _, e := range []struct{ node, split string }{{"evaluate", "dev"}, {"evaluate-test", "test"}} {
+		if b.Has(e.split) {
+			ev := b.Node(e.node, train.StageEvaluate).Input("model", t.Out("model"))
+			readSplit(b, ev, e.split, "gold")
+			reports = append(reports, ev.Out("report"))
+		}
+	}
+	b.Node("register", registry.StageName).Input("model", t.Out("model")).Input("reports", reports...)
+	return nil
+}

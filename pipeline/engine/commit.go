@@ -1,0 +1,88 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/nerflow/nerflow/storage"
+	"github.com/nerflow/nerflow/storage/layout"
+)
+
+// The store writes of a node. A stage's outputs are several small objects
+// (files, then a manifest per output) and the node record commits them.
+// Making each object durable on its own costs a few fsyncs per object on a
+// filesystem store, which was most of the engine's overhead per node; so
+// the outputs are written through a storage.Batch, made durable together
+// just before the record is written.
+//
+// The record itself is not flushed. A record that a crash of the machine
+// loses or tears is a cache miss (nodeRecord rejects a damaged record, and
+// restore then queues the node again), never a hit on missing outputs:
+// those were durable before the record was written.
+
+// outputStore is the store a stage writes through: objects under the
+// attempt's output prefix go into a batch, flushed before the node record;
+// everything else (checkpoints, which must survive the attempt on their
+// own) is durable as it is written.
+type outputStore struct {
+	storage.Store
+	batch  storage.Batch
+	prefix string
+}
+
+func newOutputStore(s storage.Store, prefix string) *outputStore {
+	return &outputStore{Store: s, batch: storage.NewBatch(s), prefix: prefix}
+}
+
+func (o *outputStore) Put(ctx context.Context, key string, r io.Reader, opts ...storage.PutOption) (storage.ObjectInfo, error) {
+	if strings.HasPrefix(key, o.prefix+"/") {
+		return o.batch.Put(ctx, key, r, opts...)
+	}
+	return o.Store.Put(ctx, key, r, opts...)
+}
+
+// Close leaves the engine's store open.
+func (o *outputStore) Close() error { return nil }
+
+// commitRecord writes the node record, the cache entry of its key, through
+// a batch that is not flushed (see above).
+func (e *Engine) commitRecord(ctx context.Context, rec *NodeRecord) error {
+	b := storage.NewBatch(e.store)
+	defer b.Close()
+	_, err := storage.PutJSON(ctx, b, layout.NodeRecord(rec.Key), rec)
+	return err
+}
+
+var errBadRecord = errors.New("damaged node record")
+
+// nodeRecord reads the committed record of node key (storage.ErrNotFound
+// when the node was never committed: a cache miss).
+func (e *Engine) nodeRecord(ctx context.Context, key string) (*NodeRecord, error) {
+	rc, _, err := e.store.Get(ctx, layout.NodeRecord(key))
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	var rec NodeRecord
+	if err := json.NewDecoder(rc).Decode(&rec); err != nil {
+		if errors.Is(err, storage.ErrDigestMismatch) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("%w %s: %v", errBadRecord, Short(key), err)
+	}
+	if rec.Key != key || rec.Outputs == nil {
+		return nil, fmt.Errorf("%w %s: it holds node %q", errBadRecord, Short(key), rec.Key)
+	}
+	for name, a := range rec.Outputs {
+		// An output of another manifest format, or whose digest does not
+		// match its content, is no cache hit.
+		if err := a.Validate(); err != nil {
+			return nil, fmt.Errorf("%w %s: output %s: %v", errBadRecord, Short(key), name, err)
+		}
+	}
+	return &rec, nil
+}

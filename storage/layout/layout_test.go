@@ -1,0 +1,37 @@
+package layout
+
+import (
+	"testing"
+
+	"github.com/nerflow/nerflow/storage"
+)
+
+func TestKeysAreValidAndParseBack(t *testing.T) {
+	const key, run = "ab12cd", "20261126-070000-abcdef"
+	for _, k := range []string{NodeRecord(key), Attempt(key, "x1") + "/out/i", Checkpoints(key) + "/latest.json",
+		Datasets + "/ff00/train.txt", RunManifest(run), LiveMarker(run), ModelVersion("ner", 3), ModelTags("ner"), RegistrySynced} {
+		if err := storage.ValidateKey(k); err != nil {
+			t.Errorf("%s: %v", k, err)
+		}
+	}
+	if id, ok := RunOfManifest(RunManifest(run)); !ok || id != run {
+		t.Errorf("RunOfManifest: %q %v", id, ok)
+	}
+	for _, k := range []string{"runs/x/other.json", "runs/a/b/manifest.json", "runs//manifest.json", "nodes/manifest.json"} {
+		if id, ok := RunOfManifest(k); ok {
+			t.Errorf("RunOfManifest(%q) = %q", k, id)
+		}
+	}
+	if id, ok := RunOfLiveMarker(LiveMarker(run)); !ok || id != run {
+		t.Errorf("RunOfLiveMarker: %q %v", id, ok)
+	}
+	if name, ok := ModelOf(ModelVersion("ner", 2)); !ok || name != "ner" {
+		t.Errorf("ModelOf: %q %v", name, ok)
+	}
+	if n, ok := VersionOf("ner", ModelVersion("ner", 12)); !ok || n != 12 {
+		t.Errorf("VersionOf: %d %v", n, ok)
+	}
+	if _, ok := VersionOf("ner", ModelTags("ner")); ok {
+		t.Error("the tags key parsed as a version")
+	}
+}
