@@ -21,6 +21,22 @@ type Source struct {
 	Format corpus.Format
 }
 
+// Meta keys by which a corpus artifact says what it holds, set by the
+// stage that writes it (Describe): readers take the format from it when
+// no parameter names one, so that a stage's output is read as written
+// without every consumer repeating it.
+const (
+	MetaFormat = "format"
+	MetaScheme = "scheme"
+)
+
+// Describe records on a stage's corpus output the format of its corpus
+// file and the scheme of its tags.
+func Describe(out *stages.Output, format corpus.Format, scheme corpus.Scheme) {
+	out.SetMeta(MetaFormat, string(format))
+	out.SetMeta(MetaScheme, scheme.String())
+}
+
 // Parameter suffixes of a corpus port: port "corpus" has the parameters
 // corpus_file, corpus_labels and corpus_format.
 const (
@@ -97,6 +113,9 @@ func (s Source) read(in *stages.Input, port string) (*corpus.Corpus, error) {
 			return nil, fmt.Errorf("the artifact has %d files (%s); name the one to read with the param %s%s", len(in.Files), fileNames(in), port, fileSuffix)
 		}
 		s.File = in.Files[0].Name
+	}
+	if s.Format == "" && s.Labels == "" && len(in.Files) == 1 && s.File == in.Files[0].Name {
+		s.Format = corpus.Format(in.Meta[MetaFormat]) // as its producer wrote it, if it said
 	}
 	f, err := s.format()
 	if err != nil {

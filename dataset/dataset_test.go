@@ -89,6 +89,21 @@ func TestReadInput(t *testing.T) {
 	if err != nil || len(c.Sentences) != 2 || c.Sentences[1].Tags[0] != "B-PER" {
 		t.Fatalf("%v %+v", err, c)
 	}
+	// An artifact whose producer described it is read in its format, whatever
+	// its file's name.
+	described, err := stages.Import(ctx, st, "datasets", writeFiles(t, map[string]string{"labeled.out": conll}), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	described.Meta = map[string]string{MetaFormat: string(corpus.FormatCoNLL)}
+	p, err := stage.ResolveParams(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, err := ReadInput(stages.NewInput(ctx, st, described), p, "corpus"); err != nil || len(c.Sentences) != 2 {
+		t.Errorf("described artifact: %v %+v", err, c)
+	}
+
 	for _, tc := range []struct {
 		raw  map[string]any
 		want string

@@ -123,8 +123,7 @@ func runStage(c *stages.Context) error {
 
 	format := corpus.Format(p.String("format"))
 	out := c.Output("labeled")
-	out.SetMeta("scheme", scheme.String())
-	out.SetMeta("format", string(format))
+	dataset.Describe(out, format, scheme)
 	w, err := out.Create("labeled." + strings.ReplaceAll(string(format), "-spans", ""))
 	if err != nil {
 		return err

@@ -48,7 +48,7 @@ func init() {
 	}, dataset.SourceParams("corpus", "sentences to tag")...)
 	stages.Register(stages.Stage{
 		Name:    train.StagePredict,
-		Version: 1,
+		Version: 2, // 2: the tagged corpus says its format (dataset.Describe)
 		Doc:     "Tags a corpus with a trained tagger: per-token probabilities over the tag set and the best tags.",
 		Params:  predictParams,
 		Inputs: []stages.Port{
@@ -193,7 +193,7 @@ func runPredictStage(c *stages.Context) error {
 		tagged.Sentences[i] = corpus.Sentence{Tokens: s.Tokens, Tags: p.Tags, DocStart: s.DocStart}
 	}
 	out := c.Output("tagged")
-	out.SetMeta("scheme", m.Config.Scheme)
+	dataset.Describe(out, corpus.FormatCoNLL, m.Labels.Scheme)
 	tw, err := out.Create("tagged.conll")
 	if err != nil {
 		return err
