@@ -44,7 +44,8 @@ func init() {
 			stages.BoolParam("selftrain", true, "self-train the distilled model (false: stop after distillation; ablation)"),
 			stages.IntParam("selftrain_epochs", d.Run.Epochs, "self-training epochs", stages.Range(1, 1000)),
 			stages.IntParam("selftrain_update_interval", d.UpdateInterval, "steps between two computations of the self-training targets", stages.AtLeast(1)),
-			stages.FloatParam("entity_threshold", d.EntityThreshold, "self-training: p(entity) under which a token's types are left out", stages.Range(0, 1)),
+			stages.FloatParam("entity_threshold", d.Targets.Threshold, "self-training: p(entity) under which a token's types are left out", stages.Range(0, 1)),
+			stages.StringParam("entity_target", d.Targets.Entity, "self-training's entity-vs-O target: hard (the model's decision) or model (its p(entity))", stages.OneOf(selftrain.EntityHard, selftrain.EntityModel)),
 		}, fileParams()...),
 		Inputs: distantInputs(),
 		Build:  buildRoster,
@@ -111,7 +112,7 @@ func buildRoster(b *spec.Builder) error {
 	// Step 3: self-training.
 	if p.Bool("selftrain") {
 		st := b.Node("selftrain", selftrain.StageTagger).Queue("gpu").Input("model", model).
-			PassAs("epochs", "selftrain_epochs").PassAs("update_interval", "selftrain_update_interval").Pass("entity_threshold")
+			PassAs("epochs", "selftrain_epochs").PassAs("update_interval", "selftrain_update_interval").Pass("entity_threshold", "entity_target")
 		corpus(st) // its tags are not used
 		readSplit(b, st, "dev", "dev")
 		model, report = st.Out("model"), evaluate("eval-selftrain", st.Out("model"), false)

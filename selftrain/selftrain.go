@@ -12,9 +12,9 @@ import (
 // always kl), how often the targets follow the model, and the p(entity)
 // under which a token's types are left out.
 type Config struct {
-	Run             train.TrainConfig
-	UpdateInterval  int
-	EntityThreshold float64
+	Run            train.TrainConfig
+	UpdateInterval int
+	Targets        Targets
 }
 
 // DefaultConfig is RoSTER's: 5 epochs, targets recomputed every 100 steps,
@@ -22,7 +22,7 @@ type Config struct {
 func DefaultConfig() Config {
 	run := train.DefaultTrainConfig()
 	run.Loss, run.Epochs = train.LossKL, 5
-	return Config{Run: run, UpdateInterval: 100, EntityThreshold: 0.8}
+	return Config{Run: run, UpdateInterval: 100, Targets: Targets{Threshold: 0.8, Entity: EntityHard}}
 }
 
 // Train self-trains m, a token-head tagger (RoSTER's distilled model), on
@@ -44,12 +44,12 @@ func Train(ctx context.Context, m *train.Tagger, c, dev *corpus.Corpus, cfg Conf
 	for i, p := range preds {
 		probs[i] = p.Probs
 	}
-	soft, err := SoftLabels(probs, cfg.EntityThreshold)
+	soft, err := SoftLabels(probs, cfg.Targets)
 	if err != nil {
 		return nil, fmt.Errorf("self-training targets: %w", err)
 	}
 	cfg.Run.Loss = train.LossKL
-	refresh := func(probs [][][]float32) ([][][]float32, error) { return SoftLabels(probs, cfg.EntityThreshold) }
+	refresh := func(probs [][][]float32) ([][][]float32, error) { return SoftLabels(probs, cfg.Targets) }
 	opts = append(opts, train.WithSoftTargets(soft), train.WithSoftRefresh(cfg.UpdateInterval, refresh))
 	tr, err := train.NewTrainer(m, cfg.Run, opts...)
 	if err != nil {

@@ -2,24 +2,48 @@ package selftrain
 
 import "fmt"
 
+// Entity-vs-O targets of self-training (Targets.Entity).
+const (
+	// EntityHard fits the model's decision, p(entity) >= 0.5, as a hard
+	// label.
+	EntityHard = "hard"
+	// EntityModel fits the model's p(entity) at the last computation of
+	// the targets: between two computations it keeps the entity-vs-O head
+	// near that model (dropout is the only noise), and lets the types
+	// self-train.
+	EntityModel = "model"
+)
+
+// Targets says how SoftLabels makes the targets.
+type Targets struct {
+	// Threshold is the p(entity) under which a token's types are left out.
+	Threshold float64
+	// Entity is EntityHard or EntityModel.
+	Entity string
+}
+
 // SoftLabels turns a token-head tagger's predictions of a corpus into
 // self-training targets. probs[i][t] is token t of sentence i's
 // distribution over the tag set, [p(O), p(entity) * p(type 1), ...] (the
 // rows of Tagger.Predict). The targets use the layout of
 // train.WithSoftTargets: a target p(O), then weights over the entity tags.
 //
-//   - Entity vs O: the target is the model's decision, p(O) = 0 where
-//     p(entity) >= 0.5 and 1 elsewhere (binary cross entropy on a hard
-//     pseudo-label; fitting the model's own p(entity) would teach nothing).
+//   - Entity vs O (fitted with binary cross entropy): with EntityHard the
+//     model's decision, p(O) = 0 where p(entity) >= 0.5 and 1 elsewhere;
+//     with EntityModel the model's own p(O).
 //   - Types: with f_ij = p(type j | entity) of token i, zeroed on the tokens
-//     whose p(entity) is below threshold (their types are left out of the
+//     whose p(entity) is below tg.Threshold (their types are left out of the
 //     loss), y_ij ∝ f_ij^2 / g_j with g_j = sum_i f_ij, the frequency of
 //     type j over the corpus's confident tokens (RoSTER's eq. 8): squaring
 //     sharpens each token's distribution and dividing by g_j keeps frequent
 //     types from taking over.
-func SoftLabels(probs [][][]float32, threshold float64) ([][][]float32, error) {
+func SoftLabels(probs [][][]float32, tg Targets) ([][][]float32, error) {
+	threshold := tg.Threshold
 	if threshold < 0 || threshold > 1 {
 		return nil, fmt.Errorf("entity threshold %v, want [0, 1]", threshold)
+	}
+	if tg.Entity != EntityHard && tg.Entity != EntityModel {
+		return nil, fmt.Errorf("entity target %q, want %s or %s", tg.Entity, EntityHard, EntityModel)
 	}
 	k := 0
 	for _, s := range probs {
@@ -60,9 +84,11 @@ func SoftLabels(probs [][][]float32, threshold float64) ([][][]float32, error) {
 		out[i] = make([][]float32, len(s))
 		for t, row := range s {
 			target := make([]float32, k)
-			target[0] = 1
-			if 1-float64(row[0]) >= 0.5 {
-				target[0] = 0
+			switch {
+			case tg.Entity == EntityModel:
+				target[0] = row[0]
+			case 1-float64(row[0]) < 0.5:
+				target[0] = 1
 			}
 			if ft := f[i][t]; ft != nil {
 				total := 0.0

@@ -24,7 +24,7 @@ func TestSoftLabelsHandComputed(t *testing.T) {
 		{},
 		{{0.3, 0.35, 0.35}, {0.9, 0.05, 0.05}},
 	}
-	got, err := SoftLabels(probs, 0.8)
+	got, err := SoftLabels(probs, Targets{Threshold: 0.8, Entity: EntityHard})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +51,7 @@ func TestSoftLabelsHandComputed(t *testing.T) {
 // above out, and token a alone then makes the frequencies, g = [0.8, 0.2]:
 // [0.64/0.8, 0.04/0.2] = [0.8, 0.2].
 func TestSoftLabelsThreshold(t *testing.T) {
-	got, err := SoftLabels([][][]float32{{{0.04, 0.768, 0.192}, {0.15, 0.2125, 0.6375}}}, 0.95)
+	got, err := SoftLabels([][][]float32{{{0.04, 0.768, 0.192}, {0.15, 0.2125, 0.6375}}}, Targets{Threshold: 0.95, Entity: EntityHard})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,9 +72,28 @@ func TestSoftLabelsErrors(t *testing.T) {
 		"threshold": {nil, 1.5, "entity threshold 1.5"},
 		"O alone":   {[][][]float32{{{1}}}, 0.8, "no types"},
 	} {
-		_, err := SoftLabels(tc.probs, tc.threshold)
+		_, err := SoftLabels(tc.probs, Targets{Threshold: tc.threshold, Entity: EntityHard})
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: error %v, want one containing %q", name, err, tc.want)
 		}
+	}
+}
+
+// TestSoftLabelsModelEntityTarget: with EntityModel the entity-vs-O target
+// is the model's own p(O), also where the types are left out; the types
+// are those of eq. 8 as with hard targets.
+func TestSoftLabelsModelEntityTarget(t *testing.T) {
+	got, err := SoftLabels([][][]float32{{{0.1, 0.72, 0.18}, {0.3, 0.35, 0.35}, {0.9, 0.05, 0.05}}}, Targets{Threshold: 0.8, Entity: EntityModel})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Token 1 alone is confident: g = f_1 = [0.8, 0.2], y = [0.64/0.8, 0.04/0.2] = [0.8, 0.2].
+	for c, x := range []float64{0.1, 0.8, 0.2, 0.3, 0, 0, 0.9, 0, 0} {
+		if d := math.Abs(float64(got[0][c/3][c%3]) - x); d > 1e-5 {
+			t.Errorf("token %d value %d: %v, want %v", c/3+1, c%3, got[0][c/3][c%3], x)
+		}
+	}
+	if _, err := SoftLabels(nil, Targets{Threshold: 0.8, Entity: "soft"}); err == nil || !strings.Contains(err.Error(), `entity target "soft"`) {
+		t.Errorf("unknown entity target: %v", err)
 	}
 }

@@ -18,7 +18,8 @@ func init() {
 	params := []stages.Param{
 		stages.IntParam("epochs", d.Run.Epochs, "self-training epochs", stages.Range(1, 1000)),
 		stages.IntParam("update_interval", d.UpdateInterval, "steps between two computations of the targets from the current model", stages.AtLeast(1)),
-		stages.FloatParam("entity_threshold", d.EntityThreshold, "p(entity) under which a token's types are left out of the type loss", stages.Range(0, 1)),
+		stages.FloatParam("entity_threshold", d.Targets.Threshold, "p(entity) under which a token's types are left out of the type loss", stages.Range(0, 1)),
+		stages.StringParam("entity_target", d.Targets.Entity, "entity-vs-O target: hard (the model's decision) or model (its p(entity))", stages.OneOf(EntityHard, EntityModel)),
 		stages.IntParam("batch_size", d.Run.BatchSize, "sentences per batch", stages.Range(1, 4096)),
 		stages.FloatParam("learning_rate", d.Run.LearningRate, "peak learning rate of Adam", stages.Range(1e-7, 1)),
 		stages.FloatParam("warmup", d.Run.Warmup, "fraction of the steps of linear warm-up before linear decay", stages.Range(0, 1)),
@@ -51,7 +52,8 @@ func init() {
 
 func configOf(p stages.Params) Config {
 	cfg := DefaultConfig()
-	cfg.Run.Epochs, cfg.UpdateInterval, cfg.EntityThreshold = p.Int("epochs"), p.Int("update_interval"), p.Float("entity_threshold")
+	cfg.Run.Epochs, cfg.UpdateInterval = p.Int("epochs"), p.Int("update_interval")
+	cfg.Targets = Targets{Threshold: p.Float("entity_threshold"), Entity: p.String("entity_target")}
 	cfg.Run.BatchSize, cfg.Run.LearningRate, cfg.Run.Warmup = p.Int("batch_size"), p.Float("learning_rate"), p.Float("warmup")
 	cfg.Run.MaxGradNorm, cfg.Run.Patience, cfg.Run.Seed = p.Float("max_grad_norm"), p.Int("patience"), uint64(p.Int("seed"))
 	return cfg

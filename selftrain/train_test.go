@@ -65,7 +65,7 @@ func tinyTagger(t *testing.T) *train.Tagger {
 func tinySelfTraining(epochs, every int) Config {
 	cfg := DefaultConfig()
 	cfg.Run.Epochs, cfg.Run.BatchSize, cfg.Run.LearningRate, cfg.UpdateInterval = epochs, 2, 0.01, every
-	cfg.EntityThreshold = 0.6 // the tiny tagger is not very confident
+	cfg.Targets.Threshold = 0.6 // the tiny tagger is not very confident
 	return cfg
 }
 
@@ -98,7 +98,7 @@ func TestTargetsFollowTheModel(t *testing.T) {
 	for i, p := range start {
 		initial[i] = p.Probs
 	}
-	soft, err := SoftLabels(initial, 0.6)
+	soft, err := SoftLabels(initial, Targets{Threshold: 0.6, Entity: EntityHard})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +123,7 @@ func TestTargetsFollowTheModel(t *testing.T) {
 		if !moved {
 			t.Errorf("refresh %d: the predictions are those of the start, the model did not move", calls)
 		}
-		return SoftLabels(probs, 0.6)
+		return SoftLabels(probs, Targets{Threshold: 0.6, Entity: EntityHard})
 	}
 	cfg := tinySelfTraining(2, 2)
 	tr, err := train.NewTrainer(m, cfg.Run, train.WithSoftTargets(soft), train.WithSoftRefresh(2, refresh))
