@@ -7,6 +7,7 @@
 package methods
 
 import (
+	"github.com/nerflow/nerflow/distant"
 	"github.com/nerflow/nerflow/embeddings"
 	"github.com/nerflow/nerflow/pipeline/spec"
 	"github.com/nerflow/nerflow/stages"
@@ -76,4 +77,51 @@ func vectors(b *spec.Builder) spec.Ref {
 		Input("vectors", b.In("vectors")).
 		Input("corpora", b.In("train"), b.In("dev"), b.In("test")).
 		Out("embeddings")
+}
+
+// distantInputs declares the inputs of a method on distant labels: the
+// tagger's corpus inputs, and gazetteers (with stopwords) that label the
+// train input.
+func distantInputs() []stages.Port {
+	return append(corpusInputs("sentences with distant tags, or raw sentences (one file) to label with the gazetteers"),
+		stages.Port{Name: "gazetteers", Kind: "gazetteer", Many: true, Optional: true,
+			Doc: "phrase lists: label the train input with them (stage " + distant.StageName + ") instead of reading its tags"},
+		stages.Port{Name: "stopwords", Kind: "stopwords", Optional: true, Doc: "words whose phrases the gazetteers do not match"})
+}
+
+// trainingCorpus returns what connects the distantly labeled training
+// corpus to a node's corpus port: the train input's tags, or distant labels
+// made from the gazetteers (a node label, added here).
+func trainingCorpus(b *spec.Builder) func(n *spec.NodeBuilder) {
+	if !b.Has("gazetteers") {
+		if b.Has("stopwords") {
+			b.Errorf("inputs.stopwords", "stopwords only matter with gazetteers")
+		}
+		return func(n *spec.NodeBuilder) { readSplit(b, n, "train", "corpus") }
+	}
+	for _, f := range []string{"train_file", "train_labels"} {
+		if b.IsSet(f) {
+			b.Errorf("params."+f, "the gazetteers label the train input, which is one file of raw sentences: connect that file instead")
+		}
+	}
+	label := b.Node("label", distant.StageName).Pass("scheme").
+		Input("corpus", b.In("train")).Input("gazetteers", b.In("gazetteers")).Input("stopwords", b.In("stopwords"))
+	return func(n *spec.NodeBuilder) { n.Input("corpus", label.Out("labeled")) }
+}
+
+// fanSeeds adds the seeds to a node: one seed is its parameter seed (if
+// param), several a fan-out, which nodes downstream share to pair with the
+// right copy.
+func fanSeeds(n *spec.NodeBuilder, seeds []int, param bool) *spec.NodeBuilder {
+	switch {
+	case len(seeds) > 1:
+		vals := make([]any, len(seeds))
+		for i, s := range seeds {
+			vals[i] = s
+		}
+		n.FanOut("seed", vals...)
+	case param && len(seeds) == 1:
+		n.Set("seed", seeds[0])
+	}
+	return n
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/nerflow/nerflow/distant"
 	"github.com/nerflow/nerflow/pipeline/spec"
 	"github.com/nerflow/nerflow/registry"
 	"github.com/nerflow/nerflow/stages"
@@ -41,11 +40,8 @@ func init() {
 			stages.FloatParam("tau", 0.7, "noisy-label removal: a distant label the model gives at most this probability is noise", stages.Range(0, 1)),
 			stages.IntParam("update_interval", 200, "batches between noisy-label removals", stages.AtLeast(1)),
 		}, fileParams()...),
-		Inputs: append(corpusInputs("sentences with distant tags, or raw sentences (one file) to label with the gazetteers"),
-			stages.Port{Name: "gazetteers", Kind: "gazetteer", Many: true, Optional: true,
-				Doc: "phrase lists: label the train input with them (stage " + distant.StageName + ") instead of reading its tags"},
-			stages.Port{Name: "stopwords", Kind: "stopwords", Optional: true, Doc: "words whose phrases the gazetteers do not match"}),
-		Build: buildDistant,
+		Inputs: distantInputs(),
+		Build:  buildDistant,
 	})
 }
 
@@ -61,38 +57,8 @@ func buildDistant(b *spec.Builder) error {
 		b.Errorf("params.seeds", "want at least one seed")
 	}
 	vec := vectors(b)
-
-	// The training corpus: the train input's tags, or distant labels made
-	// from the gazetteers.
-	corpus := func(n *spec.NodeBuilder) { readSplit(b, n, "train", "corpus") }
-	if b.Has("gazetteers") {
-		for _, f := range []string{"train_file", "train_labels"} {
-			if b.IsSet(f) {
-				b.Errorf("params."+f, "the gazetteers label the train input, which is one file of raw sentences: connect that file instead")
-			}
-		}
-		label := b.Node("label", distant.StageName).Pass("scheme").
-			Input("corpus", b.In("train")).Input("gazetteers", b.In("gazetteers")).Input("stopwords", b.In("stopwords"))
-		corpus = func(n *spec.NodeBuilder) { n.Input("corpus", label.Out("labeled")) }
-	} else if b.Has("stopwords") {
-		b.Errorf("inputs.stopwords", "stopwords only matter with gazetteers")
-	}
-
-	// fan adds the seeds to a node: one seed is a parameter, several a
-	// fan-out, which nodes downstream share to pair with the right copy.
-	fan := func(n *spec.NodeBuilder, param bool) *spec.NodeBuilder {
-		switch {
-		case len(seeds) > 1:
-			vals := make([]any, len(seeds))
-			for i, s := range seeds {
-				vals[i] = s
-			}
-			n.FanOut("seed", vals...)
-		case param && len(seeds) == 1:
-			n.Set("seed", seeds[0])
-		}
-		return n
-	}
+	corpus := trainingCorpus(b)
+	fan := func(n *spec.NodeBuilder, param bool) *spec.NodeBuilder { return fanSeeds(n, seeds, param) }
 	for _, v := range slices.Compact(slices.Clone(variants)) {
 		t := fan(b.Node(v, train.StageTrain), true).
 			Set("head", train.TokenHead).Pass("scheme", "epochs", "drop_o").Input("embeddings", vec)

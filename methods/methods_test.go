@@ -15,6 +15,7 @@ import (
 	"github.com/nerflow/nerflow/pipeline/spec"
 	"github.com/nerflow/nerflow/registry"
 	"github.com/nerflow/nerflow/train"
+	_ "github.com/nerflow/nerflow/train/trainstage" // stages train.*
 )
 
 // fixture lays out what the examples read, as on a user's machine, with

@@ -136,8 +136,12 @@ type Trainer struct {
 	checkpoint func(dir string, epoch int) error
 	resumeDir  string
 	soft       [][][]float32
-	workDir    string
-	tempDir    bool // workDir was made by the trainer, removed after Run
+	// refresh, every refreshEvery steps, recomputes the soft targets from
+	// the current model's predictions (self-training).
+	refresh      func(probs [][][]float32) ([][][]float32, error)
+	refreshEvery int
+	workDir      string
+	tempDir      bool // workDir was made by the trainer, removed after Run
 }
 
 // TrainerOption configures a Trainer.
@@ -169,6 +173,16 @@ func Resume(dir string) TrainerOption { return func(t *Trainer) { t.resumeDir = 
 // used and may be absent.
 func WithSoftTargets(soft [][][]float32) TrainerOption { return func(t *Trainer) { t.soft = soft } }
 
+// WithSoftRefresh makes the soft targets follow the model being trained,
+// as RoSTER's self-training does: every `every` steps, the model (without
+// dropout) predicts the training sentences, and refresh turns its per-token
+// distributions over the tag set (Tagger.Predict's Probs) into the targets
+// of the next steps, in the layout of WithSoftTargets, which gives the
+// targets of the first steps.
+func WithSoftRefresh(every int, refresh func(probs [][][]float32) ([][][]float32, error)) TrainerOption {
+	return func(t *Trainer) { t.refreshEvery, t.refresh = every, refresh }
+}
+
 // NewTrainer prepares a run of model with cfg.
 func NewTrainer(model *Tagger, cfg TrainConfig, opts ...TrainerOption) (*Trainer, error) {
 	if err := cfg.validate(model.Config.Head); err != nil {
@@ -181,6 +195,9 @@ func NewTrainer(model *Tagger, cfg TrainConfig, opts ...TrainerOption) (*Trainer
 	}
 	if loss.Soft() != (t.soft != nil) {
 		return nil, fmt.Errorf("training config: loss %q with soft targets: %v (a soft loss needs them, the others do not use them)", cfg.Loss, t.soft != nil)
+	}
+	if t.refresh != nil && (t.soft == nil || t.refreshEvery < 1) {
+		return nil, fmt.Errorf("training config: refreshing soft targets every %d steps needs soft targets to start from and an interval of at least 1", t.refreshEvery)
 	}
 	return t, nil
 }
@@ -435,6 +452,11 @@ func (t *Trainer) epoch(ctx context.Context, epoch int, exs []example, weights *
 				return rep, fmt.Errorf("epoch %d: noisy-label removal: %w", epoch, err)
 			}
 		}
+		if t.refresh != nil && st.Step > 0 && st.Step%t.refreshEvery == 0 {
+			if err := t.refreshSoft(exs); err != nil {
+				return rep, fmt.Errorf("epoch %d, step %d: refreshing soft targets: %w", epoch, st.Step+1, err)
+			}
+		}
 		b := newBatch(exs, ids)
 		lossVal, learned, err := t.step(b, exs, weights.of(), opt, sched.at(st.Step), dropout)
 		if err != nil {
@@ -498,6 +520,24 @@ func (t *Trainer) score(exs []example, gold [][]string) (float64, error) {
 		return 0, err
 	}
 	return rep.Micro.F1, nil
+}
+
+// refreshSoft replaces the soft targets of exs by those refresh derives
+// from the model's current predictions.
+func (t *Trainer) refreshSoft(exs []example) error {
+	preds, err := t.model.predictExamples(exs, 64)
+	if err != nil {
+		return err
+	}
+	probs := make([][][]float32, len(preds))
+	for i, p := range preds {
+		probs[i] = p.Probs
+	}
+	soft, err := t.refresh(probs)
+	if err != nil {
+		return err
+	}
+	return attachSoft(exs, soft, t.model.Labels.NumTags())
 }
 
 // attachSoft checks soft targets against the examples and gives each

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	_ "github.com/nerflow/nerflow/methods"
+	_ "github.com/nerflow/nerflow/train/trainstage" // the stages the methods make
 )
 
 func TestMethodsCommand(t *testing.T) {

@@ -1,0 +1,129 @@
+package methods
+
+import (
+	"github.com/nerflow/nerflow/ensemble"
+	"github.com/nerflow/nerflow/pipeline/spec"
+	"github.com/nerflow/nerflow/registry"
+	"github.com/nerflow/nerflow/selftrain"
+	"github.com/nerflow/nerflow/stages"
+	"github.com/nerflow/nerflow/train"
+)
+
+// Roster is RoSTER (Meng et al., 2021) on distant labels: K noise-robust
+// taggers, their ensemble distilled into one, then self-training. Every
+// step is scored on the dev set given; the final model on the test set too.
+//
+//	[label] -> noise (K seeds, gpu queue) -> predict (K) -> average -> distil -> selftrain -> register
+//	                  \-> eval-noise (K)                               \-> eval-distil \-> eval-selftrain, test
+//
+// Ablations switch steps off and keep the prefix (and its cache): gce=false
+// trains with cross entropy, removal=false keeps every label, ensemble=false
+// self-trains the single seed's model, selftrain=false registers the
+// distilled (or single) model. RoSTER's contextual augmentation is not
+// there yet (package augment is not in main).
+func init() {
+	d := selftrain.DefaultConfig()
+	spec.RegisterMethod(spec.Method{
+		Name: "roster",
+		Doc: "RoSTER: K taggers of different seeds trained on distant labels (given, or made from gazetteers) with " +
+			"generalized cross entropy and noisy-label removal, their averaged predictions distilled into one tagger " +
+			"with KL, then self-trained on its sharpened predictions; each step scored on the dev set, the final " +
+			"model on the test set, registered under the spec's name. Augmented self-training is not implemented yet.",
+		Params: append([]stages.Param{
+			stages.IntListParam("seeds", []int{1, 2, 3, 4, 5}, "seeds of the noise-robust taggers (K = 5), trained in parallel on the gpu queue", stages.AtLeast(0)),
+			stages.StringParam("scheme", "io", "tag scheme of the labels and the taggers", stages.OneOf("io", "bio", "bioes")),
+			stages.IntParam("epochs", 3, "noise-robust training epochs of each seed", stages.Range(1, 1000)),
+			stages.FloatParam("drop_o", 0.5, "fraction of the distant O tokens left out of the loss", stages.Range(0, 0.99)),
+			stages.BoolParam("gce", true, "generalized cross entropy (false: cross entropy; ablation)"),
+			stages.FloatParam("q", 0.7, "exponent of generalized cross entropy", stages.Range(0, 1)),
+			stages.BoolParam("removal", true, "noisy-label removal (false: every distant label counts; ablation)"),
+			stages.FloatParam("tau", 0.7, "noisy-label removal: a distant label the model gives at most this probability is noise", stages.Range(0, 1)),
+			stages.IntParam("update_interval", 200, "batches between noisy-label removals", stages.AtLeast(1)),
+			stages.BoolParam("ensemble", true, "average the seeds' predictions and distil them into one tagger (false: one seed; ablation)"),
+			stages.IntParam("distil_epochs", 2, "distillation epochs", stages.Range(1, 1000)),
+			stages.BoolParam("selftrain", true, "self-train the distilled model (false: stop after distillation; ablation)"),
+			stages.IntParam("selftrain_epochs", d.Run.Epochs, "self-training epochs", stages.Range(1, 1000)),
+			stages.IntParam("selftrain_update_interval", d.UpdateInterval, "steps between two computations of the self-training targets", stages.AtLeast(1)),
+			stages.FloatParam("entity_threshold", d.Targets.Threshold, "self-training: p(entity) under which a token's types are left out", stages.Range(0, 1)),
+			stages.StringParam("entity_target", d.Targets.Entity, "self-training's entity-vs-O target: hard (the model's decision) or model (its p(entity))", stages.OneOf(selftrain.EntityHard, selftrain.EntityModel)),
+		}, fileParams()...),
+		Inputs: distantInputs(),
+		Build:  buildRoster,
+	})
+}
+
+func buildRoster(b *spec.Builder) error {
+	checkFiles(b)
+	p := b.Params()
+	seeds := p.Ints("seeds")
+	switch {
+	case len(seeds) == 0:
+		b.Errorf("params.seeds", "want at least one seed")
+	case !p.Bool("ensemble") && len(seeds) > 1:
+		b.Errorf("params.seeds", "without the ensemble one tagger is trained: give one seed")
+	}
+	vec := vectors(b)
+	corpus := trainingCorpus(b)
+	var reports []spec.Ref // of the final model
+	if len(seeds) == 0 {
+		return nil // reported above
+	}
+	// evaluate scores a model on the dev set, as node name.
+	evaluate := func(name string, model spec.Ref, fan bool) spec.Ref {
+		if !b.Has("dev") {
+			return spec.Ref{}
+		}
+		ev := b.Node(name, train.StageEvaluate).Input("model", model)
+		if fan {
+			fanSeeds(ev, seeds, false)
+		}
+		return readSplit(b, ev, "dev", "gold").Out("report")
+	}
+
+	// Step 1: noise-robust training, one tagger per seed.
+	noise := fanSeeds(b.Node("noise", train.StageTrain), seeds, true).Queue("gpu").
+		Set("head", train.TokenHead).Pass("scheme", "epochs", "drop_o").Input("embeddings", vec)
+	if p.Bool("gce") {
+		noise.Set("loss", train.LossGCE).Pass("q")
+	} else {
+		noise.Set("loss", train.LossCE)
+	}
+	if p.Bool("removal") {
+		noise.Pass("tau", "update_interval")
+	}
+	corpus(noise)
+	readSplit(b, noise, "dev", "dev")
+	model, report := noise.Out("model"), evaluate("eval-noise", noise.Out("model"), true)
+
+	// Step 2: the seeds' predictions of the training corpus averaged and
+	// distilled into one tagger.
+	if p.Bool("ensemble") && len(seeds) > 0 {
+		pred := fanSeeds(b.Node("predict", train.StagePredict), seeds, false).Input("model", model)
+		corpus(pred)
+		avg := b.Node("average", ensemble.StageAverage).Input("predictions", pred.Out("predictions"))
+		distil := b.Node("distil", train.StageTrain).Queue("gpu").
+			Set("head", train.TokenHead).Pass("scheme").Set("loss", train.LossKL).PassAs("epochs", "distil_epochs").
+			Set("seed", seeds[0]).Input("embeddings", vec).Input("soft", avg.Out("predictions"))
+		corpus(distil) // its tags are not used: the targets are the average
+		readSplit(b, distil, "dev", "dev")
+		model, report = distil.Out("model"), evaluate("eval-distil", distil.Out("model"), false)
+	}
+
+	// Step 3: self-training.
+	if p.Bool("selftrain") {
+		st := b.Node("selftrain", selftrain.StageTagger).Queue("gpu").Input("model", model).
+			PassAs("epochs", "selftrain_epochs").PassAs("update_interval", "selftrain_update_interval").Pass("entity_threshold", "entity_target")
+		corpus(st) // its tags are not used
+		readSplit(b, st, "dev", "dev")
+		model, report = st.Out("model"), evaluate("eval-selftrain", st.Out("model"), false)
+	}
+	if !report.Empty() {
+		reports = append(reports, report)
+	}
+	if b.Has("test") {
+		ev := b.Node("test", train.StageEvaluate).Input("model", model)
+		reports = append(reports, readSplit(b, ev, "test", "gold").Out("report"))
+	}
+	b.Node("register", registry.StageName).Set("name", b.Name()).Input("model", model).Input("reports", reports...)
+	return nil
+}

@@ -1,0 +1,98 @@
+package methods_test
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/nerflow/nerflow/ensemble"
+	"github.com/nerflow/nerflow/pipeline/spec"
+	"github.com/nerflow/nerflow/selftrain"
+	"github.com/nerflow/nerflow/train"
+)
+
+// The example makes RoSTER's whole graph with its defaults: five seeds on
+// the gpu queue, their predictions averaged, distilled for 2 epochs with
+// KL, self-trained, each step scored.
+func TestRosterGraph(t *testing.T) {
+	dir := fixture(t)
+	g, err := expand(t, dir, example(t, "conll03-roster.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"vectors", "average", "distil", "eval-distil", "selftrain", "eval-selftrain", "register"}
+	for s := 1; s <= 5; s++ {
+		for _, n := range []string{"noise", "eval-noise", "predict"} {
+			want = append(want, n+"[seed="+string(rune('0'+s))+"]")
+		}
+	}
+	if got := ids(g); !slices.Equal(slices.Sorted(slices.Values(got)), slices.Sorted(slices.Values(want))) {
+		t.Fatalf("nodes %v\nwant  %v", got, want)
+	}
+	noise, _ := g.Node("noise[seed=3]")
+	if p := nodeParams(t, g, noise.ID); noise.Queue != "gpu" || p["loss"] != train.LossGCE || p["q"] != 0.7 || p["tau"] != 0.7 ||
+		p["update_interval"] != 200.0 || p["drop_o"] != 0.5 || p["seed"] != 3.0 || p["epochs"] != 3.0 {
+		t.Errorf("noise[seed=3] on %s: %v", noise.Queue, p)
+	}
+	avg, _ := g.Node("average")
+	if avg.Stage != ensemble.StageAverage || len(avg.Inputs) != 5 || avg.Inputs[4].Node != "predict[seed=5]" {
+		t.Errorf("average: %+v", avg)
+	}
+	if p := nodeParams(t, g, "distil"); p["loss"] != train.LossKL || p["epochs"] != 2.0 || p["corpus_file"] != "train_text.txt" {
+		t.Errorf("distil params %v", p)
+	}
+	st, _ := g.Node("selftrain")
+	if p := nodeParams(t, g, "selftrain"); st.Stage != selftrain.StageTagger || p["epochs"] != 5.0 || p["update_interval"] != 100.0 || p["entity_threshold"] != 0.8 {
+		t.Errorf("selftrain %s params %v", st.Stage, p)
+	}
+	if i := slices.IndexFunc(st.Inputs, func(in spec.Input) bool { return in.Port == "model" }); i < 0 || st.Inputs[i].Node != "distil" {
+		t.Errorf("selftrain reads %+v, want distil's model", st.Inputs)
+	}
+	reg, _ := g.Node("register")
+	if !slices.Equal(reg.Parents, []string{"eval-selftrain", "selftrain"}) && !slices.Equal(reg.Parents, []string{"selftrain", "eval-selftrain"}) {
+		t.Errorf("register parents %v", reg.Parents)
+	}
+}
+
+// Ablations are one parameter away and keep the prefix: the same nodes
+// before the step switched off, hence the same keys and cache.
+func TestRosterAblations(t *testing.T) {
+	dir := fixture(t)
+	full, err := expand(t, dir, example(t, "conll03-roster.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	noSelf, err := expand(t, dir, example(t, "conll03-roster.yaml"), "selftrain=false")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := shapes(full), shapes(noSelf)
+	for id, s := range b {
+		if id == "register" {
+			continue
+		}
+		if full, ok := a[id]; !ok || full.Params != s.Params || full.Stage != s.Stage {
+			t.Errorf("node %s differs without self-training", id)
+		}
+	}
+	if _, ok := b["selftrain"]; ok {
+		t.Error("selftrain=false keeps node selftrain")
+	}
+	reg, _ := noSelf.Node("register")
+	if !slices.Contains(reg.Parents, "distil") {
+		t.Errorf("without self-training register reads %v, want distil's model", reg.Parents)
+	}
+
+	bare, err := expand(t, dir, example(t, "conll03-roster.yaml"), "seeds=4", "ensemble=false", "selftrain=false", "gce=false", "removal=false")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"vectors", "noise", "eval-noise", "register"}; !slices.Equal(slices.Sorted(slices.Values(ids(bare))), slices.Sorted(slices.Values(want))) {
+		t.Fatalf("nodes %v, want %v", ids(bare), want)
+	}
+	if p := nodeParams(t, bare, "noise"); p["loss"] != train.LossCE || p["update_interval"] != 0.0 || p["seed"] != 4.0 {
+		t.Errorf("noise params %v: want cross entropy, no removal, seed 4", p)
+	}
+	if _, err := expand(t, dir, example(t, "conll03-roster.yaml"), "ensemble=false"); err == nil {
+		t.Error("ensemble=false with five seeds: no error")
+	}
+}

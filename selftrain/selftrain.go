@@ -1,0 +1,59 @@
+package selftrain
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/nerflow/nerflow/corpus"
+	"github.com/nerflow/nerflow/train"
+)
+
+// Config is a self-training run: the trainer's settings (its loss is
+// always kl), how often the targets follow the model, and the p(entity)
+// under which a token's types are left out.
+type Config struct {
+	Run            train.TrainConfig
+	UpdateInterval int
+	Targets        Targets
+}
+
+// DefaultConfig is RoSTER's: 5 epochs, targets recomputed every 100 steps,
+// types of tokens with p(entity) < 0.8 left out.
+func DefaultConfig() Config {
+	run := train.DefaultTrainConfig()
+	run.Loss, run.Epochs = train.LossKL, 5
+	return Config{Run: run, UpdateInterval: 100, Targets: Targets{Threshold: 0.8, Entity: EntityHard}}
+}
+
+// Train self-trains m, a token-head tagger (RoSTER's distilled model), on
+// the sentences of c (their tags, if any, are not used), with dev, if not
+// nil, for model selection as in Trainer.Run. opts add to the trainer's
+// options (logging, progress, checkpoints).
+func Train(ctx context.Context, m *train.Tagger, c, dev *corpus.Corpus, cfg Config, opts ...train.TrainerOption) (*train.Result, error) {
+	if m.Config.Head != train.TokenHead {
+		return nil, fmt.Errorf("self-training needs a tagger with the %s head, not %s", train.TokenHead, m.Config.Head)
+	}
+	if cfg.UpdateInterval < 1 {
+		return nil, fmt.Errorf("update interval %d, want at least 1", cfg.UpdateInterval)
+	}
+	preds, err := m.Predict(c, 64)
+	if err != nil {
+		return nil, fmt.Errorf("self-training targets: %w", err)
+	}
+	probs := make([][][]float32, len(preds))
+	for i, p := range preds {
+		probs[i] = p.Probs
+	}
+	soft, err := SoftLabels(probs, cfg.Targets)
+	if err != nil {
+		return nil, fmt.Errorf("self-training targets: %w", err)
+	}
+	cfg.Run.Loss = train.LossKL
+	refresh := func(probs [][][]float32) ([][][]float32, error) { return SoftLabels(probs, cfg.Targets) }
+	opts = append(opts, train.WithSoftTargets(soft), train.WithSoftRefresh(cfg.UpdateInterval, refresh))
+	tr, err := train.NewTrainer(m, cfg.Run, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return tr.Run(ctx, c, dev)
+}

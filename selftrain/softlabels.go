@@ -1,0 +1,112 @@
+package selftrain
+
+import "fmt"
+
+// Entity-vs-O targets of self-training (Targets.Entity).
+const (
+	// EntityHard fits the model's decision, p(entity) >= 0.5, as a hard
+	// label.
+	EntityHard = "hard"
+	// EntityModel fits the model's p(entity) at the last computation of
+	// the targets: between two computations it keeps the entity-vs-O head
+	// near that model (dropout is the only noise), and lets the types
+	// self-train.
+	EntityModel = "model"
+)
+
+// Targets says how SoftLabels makes the targets.
+type Targets struct {
+	// Threshold is the p(entity) under which a token's types are left out.
+	Threshold float64
+	// Entity is EntityHard or EntityModel.
+	Entity string
+}
+
+// SoftLabels turns a token-head tagger's predictions of a corpus into
+// self-training targets. probs[i][t] is token t of sentence i's
+// distribution over the tag set, [p(O), p(entity) * p(type 1), ...] (the
+// rows of Tagger.Predict). The targets use the layout of
+// train.WithSoftTargets: a target p(O), then weights over the entity tags.
+//
+//   - Entity vs O (fitted with binary cross entropy): with EntityHard the
+//     model's decision, p(O) = 0 where p(entity) >= 0.5 and 1 elsewhere;
+//     with EntityModel the model's own p(O).
+//   - Types: with f_ij = p(type j | entity) of token i, zeroed on the tokens
+//     whose p(entity) is below tg.Threshold (their types are left out of the
+//     loss), y_ij ∝ f_ij^2 / g_j with g_j = sum_i f_ij, the frequency of
+//     type j over the corpus's confident tokens (RoSTER's eq. 8): squaring
+//     sharpens each token's distribution and dividing by g_j keeps frequent
+//     types from taking over.
+func SoftLabels(probs [][][]float32, tg Targets) ([][][]float32, error) {
+	threshold := tg.Threshold
+	if threshold < 0 || threshold > 1 {
+		return nil, fmt.Errorf("entity threshold %v, want [0, 1]", threshold)
+	}
+	if tg.Entity != EntityHard && tg.Entity != EntityModel {
+		return nil, fmt.Errorf("entity target %q, want %s or %s", tg.Entity, EntityHard, EntityModel)
+	}
+	k := 0
+	for _, s := range probs {
+		for _, row := range s {
+			k = len(row)
+			break
+		}
+		if k > 0 {
+			break
+		}
+	}
+	if k == 1 {
+		return nil, fmt.Errorf("a tag set of O alone has no types to self-train")
+	}
+	// f holds the type distributions of the confident tokens (nil
+	// elsewhere), g the types' frequencies.
+	f := make([][][]float64, len(probs))
+	g := make([]float64, max(k-1, 0))
+	for i, s := range probs {
+		f[i] = make([][]float64, len(s))
+		for t, row := range s {
+			if len(row) != k {
+				return nil, fmt.Errorf("sentence %d, token %d: %d probabilities, want %d", i+1, t+1, len(row), k)
+			}
+			entity := 1 - float64(row[0])
+			if entity < threshold || entity <= 0 {
+				continue
+			}
+			f[i][t] = make([]float64, k-1)
+			for j, x := range row[1:] {
+				f[i][t][j] = float64(x) / entity
+				g[j] += f[i][t][j]
+			}
+		}
+	}
+	out := make([][][]float32, len(probs))
+	for i, s := range probs {
+		out[i] = make([][]float32, len(s))
+		for t, row := range s {
+			target := make([]float32, k)
+			switch {
+			case tg.Entity == EntityModel:
+				target[0] = row[0]
+			case 1-float64(row[0]) < 0.5:
+				target[0] = 1
+			}
+			if ft := f[i][t]; ft != nil {
+				total := 0.0
+				y := make([]float64, k-1)
+				for j, x := range ft {
+					if g[j] > 0 {
+						y[j] = x * x / g[j]
+						total += y[j]
+					}
+				}
+				for j := range y {
+					if total > 0 {
+						target[1+j] = float32(y[j] / total)
+					}
+				}
+			}
+			out[i][t] = target
+		}
+	}
+	return out, nil
+}

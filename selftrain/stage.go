@@ -1,0 +1,140 @@
+package selftrain
+
+import (
+	"fmt"
+	"path/filepath"
+
+	"github.com/nerflow/nerflow/corpus"
+	"github.com/nerflow/nerflow/dataset"
+	"github.com/nerflow/nerflow/stages"
+	"github.com/nerflow/nerflow/train"
+)
+
+// StageTagger is the name of the self-training stage.
+const StageTagger = "selftrain.tagger"
+
+func init() {
+	d := DefaultConfig()
+	params := []stages.Param{
+		stages.IntParam("epochs", d.Run.Epochs, "self-training epochs", stages.Range(1, 1000)),
+		stages.IntParam("update_interval", d.UpdateInterval, "steps between two computations of the targets from the current model", stages.AtLeast(1)),
+		stages.FloatParam("entity_threshold", d.Targets.Threshold, "p(entity) under which a token's types are left out of the type loss", stages.Range(0, 1)),
+		stages.StringParam("entity_target", d.Targets.Entity, "entity-vs-O target: hard (the model's decision) or model (its p(entity))", stages.OneOf(EntityHard, EntityModel)),
+		stages.IntParam("batch_size", d.Run.BatchSize, "sentences per batch", stages.Range(1, 4096)),
+		stages.FloatParam("learning_rate", d.Run.LearningRate, "peak learning rate of Adam", stages.Range(1e-7, 1)),
+		stages.FloatParam("warmup", d.Run.Warmup, "fraction of the steps of linear warm-up before linear decay", stages.Range(0, 1)),
+		stages.FloatParam("max_grad_norm", d.Run.MaxGradNorm, "gradient norm clipping (0: none)", stages.AtLeast(0)),
+		stages.IntParam("patience", d.Run.Patience, "stop after this many epochs without a better dev F1 (0: never)", stages.AtLeast(0)),
+		stages.IntParam("seed", int(d.Run.Seed), "seed of the batches and dropout", stages.AtLeast(0)),
+	}
+	params = append(params, dataset.SourceParams("corpus", "training sentences")...)
+	params = append(params, dataset.SourceParams("dev", "dev sentences")...)
+	stages.Register(stages.Stage{
+		Name:    StageTagger,
+		Version: 1,
+		Doc: "Self-trains a token-head tagger (RoSTER's distilled model) on its own predictions: every update_interval " +
+			"steps, types of confident entity tokens squared and divided by their frequency (KL), entity-vs-O " +
+			"decisions (binary cross entropy). Augmented sentences are not implemented yet.",
+		Params: params,
+		Inputs: []stages.Port{
+			{Name: "model", Kind: "checkpoint", Doc: "the tagger to start from (token head), e.g. the distilled ensemble"},
+			{Name: "corpus", Kind: "corpus", Doc: "training sentences (their tags are not used)"},
+			{Name: "dev", Kind: "corpus", Optional: true, Doc: "sentences with gold tags, for model selection"},
+		},
+		Outputs: []stages.Port{
+			{Name: "model", Kind: "checkpoint", Doc: train.TaggerFile + " and " + train.WeightsFile},
+			{Name: "report", Kind: "report", Doc: "report.json: per-epoch loss, dev F1, throughput"},
+		},
+		Resumable: true,
+		Run:       runStage,
+	})
+}
+
+func configOf(p stages.Params) Config {
+	cfg := DefaultConfig()
+	cfg.Run.Epochs, cfg.UpdateInterval = p.Int("epochs"), p.Int("update_interval")
+	cfg.Targets = Targets{Threshold: p.Float("entity_threshold"), Entity: p.String("entity_target")}
+	cfg.Run.BatchSize, cfg.Run.LearningRate, cfg.Run.Warmup = p.Int("batch_size"), p.Float("learning_rate"), p.Float("warmup")
+	cfg.Run.MaxGradNorm, cfg.Run.Patience, cfg.Run.Seed = p.Float("max_grad_norm"), p.Int("patience"), uint64(p.Int("seed"))
+	return cfg
+}
+
+func runStage(c *stages.Context) error {
+	device, err := train.ParseDevice(c.Device)
+	if err != nil {
+		return err
+	}
+	cfg := configOf(c.Params)
+	text, err := dataset.ReadInput(c.Input("corpus"), c.Params, "corpus")
+	if err != nil {
+		return err
+	}
+	dev, err := readOptional(c, "dev")
+	if err != nil {
+		return err
+	}
+	// A retried attempt starts from the last checkpoint's model, so that
+	// its first targets are those of the model it resumes.
+	state := filepath.Join(c.WorkDir(), "state")
+	epoch, resumed, err := c.LoadCheckpoint(state)
+	if err != nil {
+		return err
+	}
+	from := filepath.Join(c.WorkDir(), "start")
+	if resumed {
+		c.Log.Info("resuming self-training", "epochs_done", epoch)
+		from = state
+	} else if err := c.Input("model").Fetch(from); err != nil {
+		return err
+	}
+	m, err := train.Load(from, device)
+	if err != nil {
+		return stages.Permanent(fmt.Errorf("input model: %w", err))
+	}
+	defer m.Close()
+	warned := false
+	opts := []train.TrainerOption{
+		train.WithLogger(c.Log),
+		train.WithCheckpoints(state, func(dir string, epoch int) error {
+			// Best effort, as train.tagger's: a later attempt resumes from an
+			// older checkpoint or starts afresh.
+			if err := c.SaveCheckpoint(dir, int64(epoch)); err != nil && !warned {
+				c.Log.Warn("no checkpoint", "epoch", epoch, "err", err)
+				warned = true
+			}
+			return nil
+		}),
+		train.WithProgress(func(p train.Progress) {
+			c.Progress(int64(p.Step), int64(p.Steps), fmt.Sprintf("epoch %d/%d, loss %.4f, %.0f tokens/s", p.Epoch, p.Epochs, p.Loss, p.TokensPerSec))
+		}),
+	}
+	if resumed {
+		opts = append(opts, train.Resume(state))
+	}
+	res, err := Train(c, m, text, dev, cfg, opts...)
+	if err != nil {
+		if c.Err() != nil {
+			return err
+		}
+		return stages.Permanent(err)
+	}
+	dir := filepath.Join(c.WorkDir(), "model")
+	if err := m.Save(dir); err != nil {
+		return err
+	}
+	out := c.Output("model")
+	out.SetMeta("head", m.Config.Head)
+	out.SetMeta("scheme", m.Config.Scheme)
+	if err := out.AddDir(dir); err != nil {
+		return err
+	}
+	return c.Output("report").WriteJSON("report.json", map[string]any{"self_training": cfg, "types": m.Labels.Types, "result": res})
+}
+
+func readOptional(c *stages.Context, port string) (*corpus.Corpus, error) {
+	in := c.Input(port)
+	if in == nil {
+		return nil, nil
+	}
+	return dataset.ReadInput(in, c.Params, port)
+}
