@@ -1,6 +1,7 @@
 package methods
 
 import (
+	"github.com/nerflow/nerflow/augment"
 	"github.com/nerflow/nerflow/ensemble"
 	"github.com/nerflow/nerflow/pipeline/spec"
 	"github.com/nerflow/nerflow/registry"
@@ -14,13 +15,14 @@ import (
 // step is scored on the dev set given; the final model on the test set too.
 //
 //	[label] -> noise (K seeds, gpu queue) -> predict (K) -> average -> distil -> selftrain -> register
-//	                  \-> eval-noise (K)                               \-> eval-distil \-> eval-selftrain, test
+//	       |          \-> eval-noise (K)                               \-> eval-distil \-> eval-selftrain, test
+//	       \-> lm (language models of the training text, [unlabeled]) ---------------/
 //
 // Ablations switch steps off and keep the prefix (and its cache): gce=false
 // trains with cross entropy, removal=false keeps every label, ensemble=false
 // self-trains the single seed's model, selftrain=false registers the
-// distilled (or single) model. RoSTER's contextual augmentation is not
-// there yet (package augment is not in main).
+// distilled (or single) model, augment=false self-trains without augmented
+// sentences (no node lm).
 func init() {
 	d := selftrain.DefaultConfig()
 	spec.RegisterMethod(spec.Method{
@@ -28,7 +30,9 @@ func init() {
 		Doc: "RoSTER: K taggers of different seeds trained on distant labels (given, or made from gazetteers) with " +
 			"generalized cross entropy and noisy-label removal, their averaged predictions distilled into one tagger " +
 			"with KL, then self-trained on its sharpened predictions; each step scored on the dev set, the final " +
-			"model on the test set, registered under the spec's name. Augmented self-training is not implemented yet.",
+			"model on the test set, registered under the spec's name. Self-training also fits the types of contextual " +
+			"augmentations of the sentences, drawn every epoch from language models trained on the training text " +
+			"(and the unlabeled input, if any).",
 		Params: append([]stages.Param{
 			stages.IntListParam("seeds", []int{1, 2, 3, 4, 5}, "seeds of the noise-robust taggers (K = 5), trained in parallel on the gpu queue", stages.AtLeast(0)),
 			stages.StringParam("scheme", "io", "tag scheme of the labels and the taggers", stages.OneOf("io", "bio", "bioes")),
@@ -46,9 +50,11 @@ func init() {
 			stages.IntParam("selftrain_update_interval", d.UpdateInterval, "steps between two computations of the self-training targets", stages.AtLeast(1)),
 			stages.FloatParam("entity_threshold", d.Targets.Threshold, "self-training: p(entity) under which a token's types are left out", stages.Range(0, 1)),
 			stages.StringParam("entity_target", d.Targets.Entity, "self-training's entity-vs-O target: hard (the model's decision) or model (its p(entity))", stages.OneOf(selftrain.EntityHard, selftrain.EntityModel)),
+			stages.BoolParam("augment", true, "self-training on contextual augmentations too, from language models trained on the gpu queue (false: originals only; ablation)"),
 		}, fileParams()...),
-		Inputs: distantInputs(),
-		Build:  buildRoster,
+		Inputs: append(distantInputs(), stages.Port{Name: "unlabeled", Kind: "text", Many: true, Optional: true,
+			Doc: "more text for the language models of the augmentation: Brown-corpus files (stage " + augment.StageLM + "'s defaults)"}),
+		Build: buildRoster,
 	})
 }
 
@@ -61,6 +67,9 @@ func buildRoster(b *spec.Builder) error {
 		b.Errorf("params.seeds", "want at least one seed")
 	case !p.Bool("ensemble") && len(seeds) > 1:
 		b.Errorf("params.seeds", "without the ensemble one tagger is trained: give one seed")
+	}
+	if b.Has("unlabeled") && (!p.Bool("augment") || !p.Bool("selftrain")) {
+		b.Errorf("inputs.unlabeled", "the unlabeled text trains the language models of the augmentation, which augment=false or selftrain=false leave out")
 	}
 	vec := vectors(b)
 	corpus := trainingCorpus(b)
@@ -115,6 +124,11 @@ func buildRoster(b *spec.Builder) error {
 			PassAs("epochs", "selftrain_epochs").PassAs("update_interval", "selftrain_update_interval").Pass("entity_threshold", "entity_target")
 		corpus(st) // its tags are not used
 		readSplit(b, st, "dev", "dev")
+		if p.Bool("augment") {
+			lm := b.Node("lm", augment.StageLM).Queue("gpu").Input("unlabeled", b.In("unlabeled"))
+			corpus(lm) // its tokens only
+			st.Input("lm", lm.Out("lm"))
+		}
 		model, report = st.Out("model"), evaluate("eval-selftrain", st.Out("model"), false)
 	}
 	if !report.Empty() {

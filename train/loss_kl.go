@@ -20,11 +20,18 @@ func (klLoss) Soft() bool              { return true }
 func (klLoss) Check(TrainConfig) error { return nil }
 
 func (klLoss) compute(lb *lossBatch) *ts.Tensor {
+	entity, entityW, types, typeW := klTargets(lb)
+	typLogits, entityLogits := lb.head.(*tokenWeightsOf).outputs(lb.g, lb.h)
+	return addLosses(lb.g, klDivergence(lb.g, entityLogits, entity, entityW), klDivergence(lb.g, typLogits, types, typeW))
+}
+
+// klTargets lays out the batch's soft targets: [p(O), 1 - p(O)] with
+// weight 1 on every token, and the entity tags renormalized, with weight 1
+// where they are not all 0.
+func klTargets(lb *lossBatch) (entity, entityW, types, typeW []float32) {
 	b, k := lb.b, lb.k
-	entity := make([]float32, 2*b.n)
-	entityW := make([]float32, b.n)
-	types := make([]float32, (k-1)*b.n)
-	typeW := make([]float32, b.n)
+	entity, entityW = make([]float32, 2*b.n), make([]float32, b.n)
+	types, typeW = make([]float32, (k-1)*b.n), make([]float32, b.n)
 	for i, id := range b.ids {
 		for t, s := range lb.exs[id].soft {
 			p := b.pos(i, t)
@@ -41,6 +48,5 @@ func (klLoss) compute(lb *lossBatch) *ts.Tensor {
 			}
 		}
 	}
-	typLogits, entityLogits := lb.head.(*tokenWeightsOf).outputs(lb.g, lb.h)
-	return addLosses(lb.g, klDivergence(lb.g, entityLogits, entity, entityW), klDivergence(lb.g, typLogits, types, typeW))
+	return entity, entityW, types, typeW
 }

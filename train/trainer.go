@@ -140,8 +140,10 @@ type Trainer struct {
 	// the current model's predictions (self-training).
 	refresh      func(probs [][][]float32) ([][][]float32, error)
 	refreshEvery int
-	workDir      string
-	tempDir      bool // workDir was made by the trainer, removed after Run
+	// augment, if set, gives each epoch's augmented sentences (WithAugmented).
+	augment func(epoch int) ([]corpus.Sentence, error)
+	workDir string
+	tempDir bool // workDir was made by the trainer, removed after Run
 }
 
 // TrainerOption configures a Trainer.
@@ -195,6 +197,9 @@ func NewTrainer(model *Tagger, cfg TrainConfig, opts ...TrainerOption) (*Trainer
 	}
 	if loss.Soft() != (t.soft != nil) {
 		return nil, fmt.Errorf("training config: loss %q with soft targets: %v (a soft loss needs them, the others do not use them)", cfg.Loss, t.soft != nil)
+	}
+	if t.augment != nil && cfg.Loss != LossKL {
+		return nil, fmt.Errorf("training config: augmented sentences need loss %s, not %s", LossKL, cfg.Loss)
 	}
 	if t.refresh != nil && (t.soft == nil || t.refreshEvery < 1) {
 		return nil, fmt.Errorf("training config: refreshing soft targets every %d steps needs soft targets to start from and an interval of at least 1", t.refreshEvery)
@@ -440,6 +445,13 @@ func (t *Trainer) epoch(ctx context.Context, epoch int, exs []example, weights *
 	batches := bucketBatches(exs, cfg.BatchSize, t.rng(streamBatches+uint64(epoch)))
 	dropout := t.rng(streamDropout + uint64(epoch))
 	rep := EpochReport{Epoch: epoch}
+	var aug []example
+	if t.augment != nil {
+		var err error
+		if aug, err = t.augmentedExamples(epoch, exs); err != nil {
+			return rep, fmt.Errorf("epoch %d: %w", epoch, err)
+		}
+	}
 	start := time.Now()
 	var tokens, losses int
 	var lossSum float64
@@ -458,7 +470,12 @@ func (t *Trainer) epoch(ctx context.Context, epoch int, exs []example, weights *
 			}
 		}
 		b := newBatch(exs, ids)
-		lossVal, learned, err := t.step(b, exs, weights.of(), opt, sched.at(st.Step), dropout)
+		var ab *batch
+		if aug != nil {
+			withTargetsOf(aug, exs, ids)
+			ab = newBatch(aug, ids)
+		}
+		lossVal, learned, err := t.step(b, ab, exs, aug, weights.of(), opt, sched.at(st.Step), dropout)
 		if err != nil {
 			return rep, fmt.Errorf("epoch %d, step %d: %w", epoch, st.Step+1, err)
 		}
@@ -486,13 +503,17 @@ func (t *Trainer) epoch(ctx context.Context, epoch int, exs []example, weights *
 }
 
 // step trains on one batch: forward, loss, backward, update. learned is
-// false when the batch had nothing to learn from.
-func (t *Trainer) step(b *batch, exs []example, weights []tokenWeights, opt *adam, lr float64, dropout *rand.Rand) (loss float64, learned bool, err error) {
+// false when the batch had nothing to learn from. ab, if not nil, is the
+// batch's augmented copy, drawn from aug (WithAugmented).
+func (t *Trainer) step(b, ab *batch, exs, aug []example, weights []tokenWeights, opt *adam, lr float64, dropout *rand.Rand) (loss float64, learned bool, err error) {
 	m := t.model
 	g := newGraph(m.device)
 	defer g.free()
 	err = run(func() {
 		l := t.loss.compute(&lossBatch{g: g, head: m.head, h: m.forward(g, b, true, dropout), b: b, exs: exs, weights: weights, k: m.Labels.NumTags(), cfg: t.cfg})
+		if ab != nil {
+			l = addLosses(g, l, augmentedLoss(&lossBatch{g: g, head: m.head, h: m.forward(g, ab, true, dropout), b: ab, exs: aug, k: m.Labels.NumTags(), cfg: t.cfg}))
+		}
 		if l == nil {
 			return // every token ignored or removed
 		}
