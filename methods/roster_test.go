@@ -2,8 +2,10 @@ package methods_test
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
+	"github.com/nerflow/nerflow/augment"
 	"github.com/nerflow/nerflow/ensemble"
 	"github.com/nerflow/nerflow/pipeline/spec"
 	"github.com/nerflow/nerflow/selftrain"
@@ -19,7 +21,7 @@ func TestRosterGraph(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"vectors", "average", "distil", "eval-distil", "selftrain", "eval-selftrain", "register"}
+	want := []string{"vectors", "average", "distil", "eval-distil", "lm", "selftrain", "eval-selftrain", "register"}
 	for s := 1; s <= 5; s++ {
 		for _, n := range []string{"noise", "eval-noise", "predict"} {
 			want = append(want, n+"[seed="+string(rune('0'+s))+"]")
@@ -46,6 +48,13 @@ func TestRosterGraph(t *testing.T) {
 	}
 	if i := slices.IndexFunc(st.Inputs, func(in spec.Input) bool { return in.Port == "model" }); i < 0 || st.Inputs[i].Node != "distil" {
 		t.Errorf("selftrain reads %+v, want distil's model", st.Inputs)
+	}
+	if i := slices.IndexFunc(st.Inputs, func(in spec.Input) bool { return in.Port == "lm" }); i < 0 || st.Inputs[i].Node != "lm" {
+		t.Errorf("selftrain reads %+v, want lm's language models", st.Inputs)
+	}
+	lm, _ := g.Node("lm")
+	if p := nodeParams(t, g, "lm"); lm.Stage != augment.StageLM || lm.Queue != "gpu" || p["corpus_file"] != "train_text.txt" {
+		t.Errorf("lm: stage %s on %q, params %v", lm.Stage, lm.Queue, p)
 	}
 	reg, _ := g.Node("register")
 	if !slices.Equal(reg.Parents, []string{"eval-selftrain", "selftrain"}) && !slices.Equal(reg.Parents, []string{"selftrain", "eval-selftrain"}) {
@@ -94,5 +103,63 @@ func TestRosterAblations(t *testing.T) {
 	}
 	if _, err := expand(t, dir, example(t, "conll03-roster.yaml"), "ensemble=false"); err == nil {
 		t.Error("ensemble=false with five seeds: no error")
+	}
+}
+
+// augment=false self-trains on the originals only: no node lm, and every
+// other node as with augmentation but self-training's input lm.
+func TestRosterWithoutAugmentation(t *testing.T) {
+	dir := fixture(t)
+	full, err := expand(t, dir, example(t, "conll03-roster.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, err := expand(t, dir, example(t, "conll03-roster.yaml"), "augment=false")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := plain.Node("lm"); ok {
+		t.Error("augment=false keeps node lm")
+	}
+	st, _ := plain.Node("selftrain")
+	if slices.ContainsFunc(st.Inputs, func(in spec.Input) bool { return in.Port == "lm" }) {
+		t.Errorf("augment=false: selftrain reads %+v", st.Inputs)
+	}
+	a, b := shapes(full), shapes(plain)
+	if len(a) != len(b)+1 {
+		t.Errorf("%d nodes with augmentation, %d without, want one more", len(a), len(b))
+	}
+	for id, s := range b {
+		if f, ok := a[id]; !ok || f.Params != s.Params || f.Stage != s.Stage {
+			t.Errorf("node %s differs without augmentation", id)
+		}
+	}
+	if _, err := expand(t, dir, example(t, "conll03-roster.yaml"), "augment=false", "selftrain=false"); err != nil {
+		t.Errorf("augment=false with selftrain=false: %v", err)
+	}
+	noSelf, err := expand(t, dir, example(t, "conll03-roster.yaml"), "selftrain=false")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := noSelf.Node("lm"); ok {
+		t.Error("selftrain=false keeps node lm, which only self-training reads")
+	}
+}
+
+// The unlabeled input reaches the language models only; without them it
+// is an error.
+func TestRosterUnlabeledText(t *testing.T) {
+	dir := fixture(t)
+	text := example(t, "conll03-roster.yaml") + "  unlabeled: ../../data/raw.txt\n"
+	g, err := expand(t, dir, text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lm, _ := g.Node("lm")
+	if !slices.ContainsFunc(lm.Inputs, func(in spec.Input) bool { return in.Port == "unlabeled" }) {
+		t.Errorf("lm reads %+v, want the unlabeled input", lm.Inputs)
+	}
+	if _, err := expand(t, dir, text, "augment=false"); err == nil || !strings.Contains(err.Error(), "unlabeled") {
+		t.Errorf("unlabeled text with augment=false: error %v", err)
 	}
 }
