@@ -5,6 +5,7 @@ import (
 	"context"
 	"log/slog"
 	"math"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -55,8 +56,8 @@ func TestAugmentedSelfTrainingLowersLoss(t *testing.T) {
 	if !(last < first) || math.IsNaN(last) {
 		t.Errorf("self-training loss with augmentation from %v to %v, want lower", first, last)
 	}
-	if n := strings.Count(logs.String(), "augmented sentences"); n != 5 {
-		t.Errorf("%d augmentations for 5 epochs:\n%s", n, logs.String())
+	if n := strings.Count(logs.String(), "augmented sentences"); n != 5 || !regexp.MustCompile(`replaced=[1-9]`).MatchString(logs.String()) {
+		t.Errorf("%d augmentations for 5 epochs, or no token replaced:\n%s", n, logs.String())
 	}
 	t.Logf("augmented self-training loss %v -> %v over %d steps", first, last, res.Steps)
 }

@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"log/slog"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/nerflow/nerflow/corpus"
@@ -16,8 +18,13 @@ import (
 
 // TestStage runs selftrain.tagger on a file store, as the engine would:
 // a tagger and a corpus in, a self-trained tagger that loads and a report
-// out.
+// out; with language models in too, the same on augmented sentences.
 func TestStage(t *testing.T) {
+	t.Run("originals", func(t *testing.T) { testStage(t, false) })
+	t.Run("augmented", func(t *testing.T) { testStage(t, true) })
+}
+
+func testStage(t *testing.T, augmented bool) {
 	ctx := context.Background()
 	st, err := fsstore.Open(t.TempDir())
 	if err != nil {
@@ -43,12 +50,26 @@ func TestStage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var logs bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&logs, nil))
 	s, _ := stages.Lookup(StageTagger)
 	p, err := s.ResolveParams(map[string]any{"epochs": 2, "update_interval": 2, "entity_threshold": 0.6, "batch_size": 2, "learning_rate": 0.01})
 	if err != nil {
 		t.Fatal(err)
 	}
-	outs, err := stages.Exec(ctx, s, stages.Env{Store: st, Params: p, Inputs: map[string][]stages.Artifact{"model": {model}, "corpus": {text}},
+	inputs := map[string][]stages.Artifact{"model": {model}, "corpus": {text}}
+	if augmented {
+		lmDir := t.TempDir()
+		if err := tinyLM(t).Save(lmDir); err != nil {
+			t.Fatal(err)
+		}
+		a, err := stages.Import(ctx, st, "datasets", lmDir, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		inputs["lm"] = []stages.Artifact{a}
+	}
+	outs, err := stages.Exec(ctx, s, stages.Env{Store: st, Params: p, Inputs: inputs, Log: log,
 		OutputPrefix: "runs/selftrain/" + stages.NewAttemptID()})
 	if err != nil {
 		t.Fatal(err)
@@ -78,5 +99,8 @@ func TestStage(t *testing.T) {
 	}
 	if len(rep.Result.Epochs) != 2 {
 		t.Errorf("report has %d epochs, want 2", len(rep.Result.Epochs))
+	}
+	if n := strings.Count(logs.String(), "augmented sentences"); augmented && n != 2 || !augmented && n != 0 {
+		t.Errorf("augmented: %v, %d augmentations logged over 2 epochs", augmented, n)
 	}
 }
