@@ -7,7 +7,7 @@
 // KL divergence, and the entity-vs-O decision fitted with binary cross
 // entropy.
 //
-// RoSTER also fits the targets on an augmented copy of each sentence
-// (contextual augmentation with a language model, regenerated each epoch).
-// That input is not implemented yet: package augment is not in main.
+// As RoSTER, it can also fit the type targets on an augmented copy of each
+// sentence, a contextual augmentation (package augment) regenerated every
+// epoch (WithAugmentation; the stage's input lm).
 package selftrain
