@@ -81,9 +81,9 @@ type Tagger struct {
 	// frozenEmb holds the vectors of Vocab.Frozen(), on the device but
 	// outside the VarStore: no gradient, no optimizer state, not in
 	// WeightsFile. Nil without a frozen table.
-	frozenEmb *ts.Tensor
-	convW, convB              *ts.Tensor
-	lstm                      [][]*ts.Tensor // per layer: the 8 weights of a bidirectional LSTM, as libtorch orders them
+	frozenEmb    *ts.Tensor
+	convW, convB *ts.Tensor
+	lstm         [][]*ts.Tensor // per layer: the 8 weights of a bidirectional LSTM, as libtorch orders them
 
 	head headWeights // of the head Config.Head
 }
