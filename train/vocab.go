@@ -162,6 +162,10 @@ func (v *Vocab) Word(token string) int {
 	return unkWord
 }
 
+// Known tells whether a token has a vector of its own (trained or frozen)
+// rather than the unknown word's.
+func (v *Vocab) Known(token string) bool { return v.Word(token) != unkWord }
+
 // Char returns the id of a character.
 func (v *Vocab) Char(r rune) int {
 	if i, ok := v.chars[r]; ok {
