@@ -98,6 +98,9 @@ func NewTagger(cfg Config, vocab *Vocab, labels *Labels, table *embeddings.Table
 	if err := cfg.validate(); err != nil {
 		return nil, fmt.Errorf("tagger config: %w", err)
 	}
+	if t := vocab.Frozen(); t != nil && t.Dim != cfg.WordDim {
+		return nil, fmt.Errorf("frozen vectors have dimension %d, the tagger's words %d", t.Dim, cfg.WordDim)
+	}
 	if table != nil && vocab.Pretrained > table.Len() {
 		return nil, fmt.Errorf("vocabulary has %d pretrained words, the table %d", vocab.Pretrained, table.Len())
 	}
@@ -134,9 +137,6 @@ func (m *Tagger) uploadFrozen() {
 	t := m.Vocab.Frozen()
 	if t == nil {
 		return
-	}
-	if t.Dim != m.Config.WordDim {
-		panic(fmt.Errorf("frozen vectors have dimension %d, the tagger's words %d", t.Dim, m.Config.WordDim))
 	}
 	x, err := ts.OfDataSize(bytesOf(t.Vectors), []int64{int64(t.Len()), int64(t.Dim)}, gotch.Float)
 	if err != nil {
