@@ -88,7 +88,7 @@ func TestPretrainedVectorsOfUnseenWords(t *testing.T) {
 	if got, want := vocab.Word("Zanzibar"), len(vocab.Words)+4; got != want || !vocab.IsFrozen(got) {
 		t.Fatalf("Zanzibar: id %d, want frozen row %d", got, want)
 	}
-	if got := vocab.Word("Xyzzy"); got != unkWord {
+	if got := vocab.Word("Xyzzy"); got != unkWord || vocab.Known("Xyzzy") || !vocab.Known("Zanzibar") {
 		t.Fatalf("Xyzzy: id %d, want the unknown word", got)
 	}
 	if slices.Contains(vocab.Words, "zanzibar") || slices.Contains(vocab.Words, "lisbon") {
