@@ -84,12 +84,19 @@ func Read(r io.Reader) (*Table, error) {
 		words[i] = string(b)
 	}
 	vecs := make([]float32, int(count)*int(dim))
-	var f [4]byte
-	for i := range vecs {
-		if _, err := io.ReadFull(br, f[:]); err != nil {
-			return nil, fmt.Errorf("embeddings: vector of word %d (%q): %w", i/int(dim)+1, words[i/int(dim)], noEOF(err))
+	// Whole words at a time: the full package is 34 million numbers, and a
+	// read per number would dominate a tagger's load time.
+	buf := make([]byte, 4*int(dim)*min(int(count), 4096))
+	for start := 0; start < len(vecs); {
+		chunk := buf[:min(len(buf), 4*(len(vecs)-start))]
+		if n, err := io.ReadFull(br, chunk); err != nil {
+			w := (start + n/4) / int(dim)
+			return nil, fmt.Errorf("embeddings: vector of word %d (%q): %w", w+1, words[w], noEOF(err))
 		}
-		vecs[i] = math.Float32frombits(binary.LittleEndian.Uint32(f[:]))
+		for j := 0; j < len(chunk); j += 4 {
+			vecs[start+j/4] = math.Float32frombits(binary.LittleEndian.Uint32(chunk[j:]))
+		}
+		start += len(chunk) / 4
 	}
 	if _, err := br.ReadByte(); err != io.EOF {
 		return nil, errors.New("embeddings: trailing bytes after the last vector")

@@ -18,11 +18,13 @@ const StageName = "embeddings.vectors"
 func init() {
 	stages.Register(stages.Stage{
 		Name:    StageName,
-		Version: 1,
-		Doc: "Restricts the wink GloVe-derived word vectors (" + WinkPackage + ", fetched by scripts/setup.sh) " +
-			"to the words of the given corpora plus the most frequent words, into an embeddings artifact " +
-			"(" + FileName + "); lookup is by lower-case word.",
+		Version: 2,
+		Doc: "Stores the wink GloVe-derived word vectors (" + WinkPackage + ", fetched by scripts/setup.sh) " +
+			"as an embeddings artifact (" + FileName + "): all of them (the default; a tagger then knows the vector " +
+			"of any word it meets at prediction), or only the words of the given corpora plus the most frequent " +
+			"words; lookup is by lower-case word.",
 		Params: []stages.Param{
+			stages.BoolParam("all", true, "keep every vector of the package (341,479 words, 137 MB); false: only the corpora's words and the frequent ones"),
 			stages.IntParam("frequent", 20000, "also keep this many of the package's most frequent words", stages.Range(0, 1<<22)),
 			stages.StringListParam("files", nil, "patterns (path.Match) of the corpus files to read words from (empty: every file)"),
 		},
@@ -72,7 +74,11 @@ func runStage(c *stages.Context) error {
 		}
 	}
 	c.Progress(0, 1, "reading vectors")
-	t, err := ReadWink(r, Words(words...), Frequent(c.Params.Int("frequent")))
+	opts := []Option{Words(words...), Frequent(c.Params.Int("frequent"))}
+	if c.Params.Bool("all") {
+		opts = append(opts, All())
+	}
+	t, err := ReadWink(r, opts...)
 	if err != nil {
 		return stages.Permanent(fmt.Errorf("input vectors: %s: %w", name, err))
 	}

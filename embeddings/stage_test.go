@@ -40,7 +40,7 @@ func TestStage(t *testing.T) {
 		return a
 	}
 	s, _ := stages.Lookup(StageName)
-	params, err := s.ResolveParams(map[string]any{"frequent": 1, "files": []any{"*_text.txt", "*.conll"}})
+	params, err := s.ResolveParams(map[string]any{"all": false, "frequent": 1, "files": []any{"*_text.txt", "*.conll"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,6 +61,24 @@ func TestStage(t *testing.T) {
 	// file; "," is neither.
 	if !slices.Equal(tab.Words, []string{"the", "germany", "lamb"}) || outs["embeddings"].Meta["words"] != "3" {
 		t.Fatalf("words %q, meta %v", tab.Words, outs["embeddings"].Meta)
+	}
+
+	// By default the artifact keeps every vector, "," included, so that a
+	// tagger knows the words it first meets at prediction.
+	params, _ = s.ResolveParams(nil)
+	outs, err = stages.Exec(ctx, s, stages.Env{Store: st, Params: params, OutputPrefix: "all",
+		Inputs: map[string][]stages.Artifact{"vectors": {imp("wink")}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, err = stages.NewInput(ctx, st, outs["embeddings"]).ReadFile(FileName); err != nil {
+		t.Fatal(err)
+	}
+	if tab, err = Read(bytes.NewReader(b)); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := tab.Lookup(","); !ok || tab.Len() <= 3 {
+		t.Fatalf("all: %d words %q", tab.Len(), tab.Words)
 	}
 
 	params, _ = s.ResolveParams(map[string]any{"files": []any{"["}})

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,6 +13,7 @@ import (
 	"github.com/sugarme/gotch/ts"
 
 	"github.com/nerflow/nerflow/corpus"
+	"github.com/nerflow/nerflow/embeddings"
 )
 
 // Files of a saved tagger (a "checkpoint" artifact).
@@ -20,15 +22,25 @@ const (
 	TaggerFile = "tagger.json"
 	// WeightsFile holds the named weights in libtorch's format.
 	WeightsFile = "weights.pt"
+	// VectorsFile holds the frozen pretrained table (package embeddings'
+	// format), when the tagger was trained with one.
+	VectorsFile = "vectors.bin"
 )
 
-const taggerFormat = 1
+// taggerFormat is the version of TaggerFile. Format 2 keeps the pretrained
+// vectors outside the training vocabulary frozen in VectorsFile; format 1
+// (every pretrained row trained, no VectorsFile) still loads.
+const taggerFormat = 2
 
 type taggerSpec struct {
 	Format int      `json:"format"`
 	Config Config   `json:"config"`
 	Types  []string `json:"types"`
 	Vocab  *Vocab   `json:"vocab"`
+	// Vectors names VectorsFile when the vocabulary has a frozen table;
+	// VectorsCRC is its checksum (see tableChecksum).
+	Vectors    string `json:"vectors,omitempty"`
+	VectorsCRC uint32 `json:"vectors_crc,omitempty"`
 }
 
 // Save writes the tagger into dir (created if needed): TaggerFile and
@@ -38,6 +50,12 @@ func (m *Tagger) Save(dir string) error {
 		return fmt.Errorf("saving tagger: %w", err)
 	}
 	spec := taggerSpec{Format: taggerFormat, Config: m.Config, Types: m.Labels.Types, Vocab: m.Vocab}
+	if t := m.Vocab.Frozen(); t != nil {
+		spec.Vectors, spec.VectorsCRC = VectorsFile, tableChecksum(t)
+		if err := saveVectors(dir, t, spec.VectorsCRC); err != nil {
+			return fmt.Errorf("saving tagger: %w", err)
+		}
+	}
 	b, err := json.Marshal(spec)
 	if err != nil {
 		return fmt.Errorf("saving tagger: %w", err)
@@ -58,13 +76,26 @@ func Load(dir string, device gotch.Device) (*Tagger, error) {
 	if err := json.Unmarshal(b, &spec); err != nil {
 		return nil, fmt.Errorf("loading tagger: %s: %w", TaggerFile, err)
 	}
-	if spec.Format != taggerFormat {
-		return nil, fmt.Errorf("loading tagger: %s: format %d, this build reads %d", TaggerFile, spec.Format, taggerFormat)
+	if spec.Format < 1 || spec.Format > taggerFormat {
+		return nil, fmt.Errorf("loading tagger: %s: format %d, this build reads 1 to %d", TaggerFile, spec.Format, taggerFormat)
 	}
 	if spec.Vocab == nil || len(spec.Vocab.Words) == 0 || len(spec.Vocab.Chars) < 2 {
 		return nil, fmt.Errorf("loading tagger: %s: no vocabulary", TaggerFile)
 	}
 	spec.Vocab.index()
+	if spec.Vectors != "" {
+		if spec.Vectors != VectorsFile {
+			return nil, fmt.Errorf("loading tagger: %s: vectors file %q, want %q", TaggerFile, spec.Vectors, VectorsFile)
+		}
+		t, err := embeddings.ReadFile(filepath.Join(dir, VectorsFile))
+		if err != nil {
+			return nil, fmt.Errorf("loading tagger: %w", err)
+		}
+		if sum := tableChecksum(t); sum != spec.VectorsCRC {
+			return nil, fmt.Errorf("loading tagger: %s: checksum %08x, %s records %08x (saved by another training?)", VectorsFile, sum, TaggerFile, spec.VectorsCRC)
+		}
+		spec.Vocab.frozen = t
+	}
 	scheme, err := corpus.ParseScheme(spec.Config.Scheme)
 	if err != nil {
 		return nil, fmt.Errorf("loading tagger: %s: %w", TaggerFile, err)
@@ -82,6 +113,45 @@ func Load(dir string, device gotch.Device) (*Tagger, error) {
 		return nil, fmt.Errorf("loading tagger: %w", err)
 	}
 	return m, nil
+}
+
+// tableChecksum is the CRC-32 of a table's words and vectors.
+func tableChecksum(t *embeddings.Table) uint32 {
+	h := crc32.NewIEEE()
+	for _, w := range t.Words {
+		h.Write([]byte(w))
+		h.Write([]byte{0})
+	}
+	h.Write(bytesOf(t.Vectors))
+	return h.Sum32()
+}
+
+// saveVectors writes the frozen table into dir, unless a checkpoint saved
+// there before (the trainer saves one per epoch) already holds this table:
+// the table never changes in training and is the bulk of a checkpoint.
+func saveVectors(dir string, t *embeddings.Table, sum uint32) error {
+	path := filepath.Join(dir, VectorsFile)
+	if b, err := os.ReadFile(filepath.Join(dir, TaggerFile)); err == nil {
+		var old taggerSpec
+		if json.Unmarshal(b, &old) == nil && old.Vectors == VectorsFile && old.VectorsCRC == sum {
+			if _, err := os.Stat(path); err == nil {
+				return nil
+			}
+		}
+	}
+	tmp := path + ".tmp"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return err
+	}
+	if err := embeddings.Write(f, t); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
 }
 
 // paramNames returns the names of the tagger's weights, sorted.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 
 	"github.com/sugarme/gotch"
 	"github.com/sugarme/gotch/nn"
@@ -77,8 +78,12 @@ type Tagger struct {
 	vs     *nn.VarStore
 
 	wordEmb, charEmb, caseEmb *ts.Tensor
-	convW, convB              *ts.Tensor
-	lstm                      [][]*ts.Tensor // per layer: the 8 weights of a bidirectional LSTM, as libtorch orders them
+	// frozenEmb holds the vectors of Vocab.Frozen(), on the device but
+	// outside the VarStore: no gradient, no optimizer state, not in
+	// WeightsFile. Nil without a frozen table.
+	frozenEmb    *ts.Tensor
+	convW, convB *ts.Tensor
+	lstm         [][]*ts.Tensor // per layer: the 8 weights of a bidirectional LSTM, as libtorch orders them
 
 	head headWeights // of the head Config.Head
 }
@@ -93,6 +98,9 @@ func NewTagger(cfg Config, vocab *Vocab, labels *Labels, table *embeddings.Table
 	if err := cfg.validate(); err != nil {
 		return nil, fmt.Errorf("tagger config: %w", err)
 	}
+	if t := vocab.Frozen(); t != nil && t.Dim != cfg.WordDim {
+		return nil, fmt.Errorf("frozen vectors have dimension %d, the tagger's words %d", t.Dim, cfg.WordDim)
+	}
 	if table != nil && vocab.Pretrained > table.Len() {
 		return nil, fmt.Errorf("vocabulary has %d pretrained words, the table %d", vocab.Pretrained, table.Len())
 	}
@@ -101,6 +109,9 @@ func NewTagger(cfg Config, vocab *Vocab, labels *Labels, table *embeddings.Table
 	err := run(func() { m.build(init, table) })
 	if err == nil {
 		err = m.flattenLSTM()
+	}
+	if err == nil {
+		err = run(m.uploadFrozen)
 	}
 	if err != nil {
 		m.Close()
@@ -115,6 +126,28 @@ func (m *Tagger) Close() {
 		m.vs.Destroy()
 		m.vs = nil
 	}
+	if m.frozenEmb != nil {
+		_ = m.frozenEmb.Drop()
+		m.frozenEmb = nil
+	}
+}
+
+// uploadFrozen puts the frozen table's vectors on the device.
+func (m *Tagger) uploadFrozen() {
+	t := m.Vocab.Frozen()
+	if t == nil {
+		return
+	}
+	x, err := ts.OfDataSize(bytesOf(t.Vectors), []int64{int64(t.Len()), int64(t.Dim)}, gotch.Float)
+	if err != nil {
+		panic(torchError{err})
+	}
+	if m.device != gotch.CPU {
+		if x, err = x.To(m.device, true); err != nil { // true: drops the host copy
+			panic(torchError{err})
+		}
+	}
+	m.frozenEmb = x
 }
 
 // Device is where the tagger computes.
@@ -124,8 +157,12 @@ func (m *Tagger) build(p *initializer, table *embeddings.Table) {
 	c := m.Config
 	words := p.uniformData(len(m.Vocab.Words)*c.WordDim, math.Sqrt(3/float64(c.WordDim)))
 	if table != nil {
-		// Vocabulary words 1..Pretrained are the table's words in order.
-		copy(words[c.WordDim:], table.Vectors[:m.Vocab.Pretrained*c.WordDim])
+		// Vocabulary words 1..Pretrained start from their pretrained vectors.
+		for i, w := range m.Vocab.Words[1 : 1+m.Vocab.Pretrained] {
+			if j, ok := table.Lookup(w); ok {
+				copy(words[(i+1)*c.WordDim:(i+2)*c.WordDim], table.Vector(j))
+			}
+		}
 	}
 	m.wordEmb = p.param("word_emb", words, len(m.Vocab.Words), c.WordDim)
 	m.charEmb = p.uniform("char_emb", math.Sqrt(3/float64(c.CharDim)), len(m.Vocab.Chars), c.CharDim)
@@ -204,7 +241,7 @@ func (p *initializer) param(name string, data []float32, shape ...int) *ts.Tenso
 func (m *Tagger) forward(g *graph, b *batch, train bool, rng *rand.Rand) *ts.Tensor {
 	c := m.Config
 	n := int64(b.n)
-	words := g.t(ts.Embedding(m.wordEmb, g.ints(b.words, n), -1, false, false))
+	words := m.embedWords(g, b.words)
 
 	chars := g.ints(b.chars, n*int64(b.charLen))
 	ce := g.t(ts.Embedding(m.charEmb, chars, -1, false, false))              // [n*L, Ec]
@@ -238,6 +275,33 @@ func (m *Tagger) forward(g *graph, b *batch, train bool, rng *rand.Rand) *ts.Ten
 		x = g.dropout(x, c.Dropout, rng)
 	}
 	return x
+}
+
+// embedWords looks up the vectors of word ids: trained rows from the
+// tagger's weights, frozen ones from the pretrained table. A batch with
+// frozen words looks up both tables, each with the other's words pointed at
+// row 0, and picks per token (where: exact values, and the trained row 0
+// gets no gradient from frozen words).
+func (m *Tagger) embedWords(g *graph, ids []int64) *ts.Tensor {
+	n := int64(len(ids))
+	var trained, frozen []int64
+	var mask []byte
+	for i, id := range ids {
+		if !m.Vocab.IsFrozen(int(id)) {
+			continue
+		}
+		if frozen == nil {
+			trained, frozen, mask = slices.Clone(ids), make([]int64, n), make([]byte, n)
+		}
+		trained[i], frozen[i], mask[i] = unkWord, id-int64(len(m.Vocab.Words)), 1
+	}
+	if frozen == nil {
+		return g.t(ts.Embedding(m.wordEmb, g.ints(ids, n), -1, false, false))
+	}
+	tw := g.t(ts.Embedding(m.wordEmb, g.ints(trained, n), -1, false, false))
+	fw := g.t(ts.Embedding(m.frozenEmb, g.ints(frozen, n), -1, false, false))
+	isFrozen := g.upload(mask, []int64{n, 1}, gotch.Bool)
+	return g.t(fw.WhereSelf(isFrozen, tw, false))
 }
 
 // dropout zeroes each element of x with probability p and scales the rest

@@ -21,16 +21,21 @@ const (
 // casing class.
 //
 // Word ids follow the lookup policy of package embeddings: a token's
-// lower-case Key is looked up first (pretrained vectors and frequent training
-// words), then its digit Shape; anything else is the unknown word. Words
-// 1..Pretrained start from the pretrained vectors; the others are training
-// words that have none and start random.
+// lower-case Key is looked up first, then its digit Shape; anything else is
+// the unknown word. Words (ids 0..len(Words)-1) are the rows the tagger
+// trains: the unknown word, then 1..Pretrained, the pretrained words that
+// occur in the training corpus (they start from their pretrained vectors),
+// then training words that have none and start random. Every other word of
+// the pretrained table keeps its vector frozen: its id is len(Words) plus
+// its index in the table (see Frozen), so that a word first met at
+// prediction still gets its pretrained vector.
 type Vocab struct {
 	Words      []string `json:"words"`
 	Pretrained int      `json:"pretrained"`
 	Chars      []string `json:"chars"` // one rune each; Chars[0] and Chars[1] are the pad and unknown markers
 	words      map[string]int
 	chars      map[rune]int
+	frozen     *embeddings.Table
 }
 
 // VocabOption adjusts NewVocab.
@@ -46,24 +51,24 @@ type vocabConfig struct {
 func MinWordCount(n int) VocabOption { return func(c *vocabConfig) { c.minCount = n } }
 
 // NewVocab builds the vocabulary of a tagger trained on train with the
-// pretrained vectors table (nil for none).
+// pretrained vectors table (nil for none), which the vocabulary keeps as its
+// frozen table.
 func NewVocab(train *corpus.Corpus, table *embeddings.Table, opts ...VocabOption) *Vocab {
 	cfg := vocabConfig{minCount: 2}
 	for _, o := range opts {
 		o(&cfg)
 	}
-	v := &Vocab{Words: []string{"<unk>"}, Chars: []string{"<pad>", "<unk>"}}
-	if table != nil {
-		v.Words = append(v.Words, table.Words...)
-	}
-	v.Pretrained = len(v.Words) - 1
-	v.index()
+	v := &Vocab{Words: []string{"<unk>"}, Chars: []string{"<pad>", "<unk>"}, frozen: table}
 
+	// Pretrained words met in training, in the table's order.
+	met := map[int]bool{}
 	wordCounts := map[string]int{}
 	charCounts := map[rune]int{}
 	for _, s := range train.Sentences {
 		for _, tok := range s.Tokens {
-			if _, ok := v.words[embeddings.Key(tok)]; !ok {
+			if i, ok := v.lookupTable(tok); ok {
+				met[i] = true
+			} else {
 				wordCounts[embeddings.Shape(tok)]++
 			}
 			for _, r := range tok {
@@ -71,8 +76,17 @@ func NewVocab(train *corpus.Corpus, table *embeddings.Table, opts ...VocabOption
 			}
 		}
 	}
+	rows := make([]int, 0, len(met))
+	for i := range met {
+		rows = append(rows, i)
+	}
+	slices.Sort(rows)
+	for _, i := range rows {
+		v.Words = append(v.Words, table.Words[i])
+	}
+	v.Pretrained = len(rows)
 	for _, w := range sortedByCount(wordCounts) {
-		if _, ok := v.words[w]; !ok && wordCounts[w] >= cfg.minCount {
+		if wordCounts[w] >= cfg.minCount {
 			v.Words = append(v.Words, w)
 		}
 	}
@@ -82,6 +96,25 @@ func NewVocab(train *corpus.Corpus, table *embeddings.Table, opts ...VocabOption
 	v.index()
 	return v
 }
+
+// lookupTable finds token in the frozen table by Key, then by Shape.
+func (v *Vocab) lookupTable(token string) (int, bool) {
+	if v.frozen == nil {
+		return 0, false
+	}
+	if i, ok := v.frozen.Lookup(token); ok {
+		return i, true
+	}
+	return v.frozen.Lookup(embeddings.Shape(token))
+}
+
+// Frozen is the pretrained table whose vectors the tagger uses unchanged for
+// the words outside Words (nil: none, as in taggers trained without vectors
+// or saved before format 2).
+func (v *Vocab) Frozen() *embeddings.Table { return v.frozen }
+
+// IsFrozen tells whether word id i is a row of the frozen table.
+func (v *Vocab) IsFrozen(i int) bool { return i >= len(v.Words) }
 
 // sortedByCount orders keys by decreasing count, ties by key, so that a
 // vocabulary does not depend on map order.
@@ -112,16 +145,26 @@ func (v *Vocab) index() {
 	}
 }
 
-// Word returns the word id of a token.
+// Word returns the word id of a token: its lower-case Key, then its digit
+// Shape, each looked up among the trained rows and then in the frozen table;
+// else the unknown word.
 func (v *Vocab) Word(token string) int {
-	if i, ok := v.words[embeddings.Key(token)]; ok && i > 0 {
-		return i
-	}
-	if i, ok := v.words[embeddings.Shape(token)]; ok && i > 0 {
-		return i
+	for _, key := range []string{embeddings.Key(token), embeddings.Shape(token)} {
+		if i, ok := v.words[key]; ok && i > 0 {
+			return i
+		}
+		if v.frozen != nil {
+			if i, ok := v.frozen.Lookup(key); ok {
+				return len(v.Words) + i
+			}
+		}
 	}
 	return unkWord
 }
+
+// Known tells whether a token has a vector of its own (trained or frozen)
+// rather than the unknown word's.
+func (v *Vocab) Known(token string) bool { return v.Word(token) != unkWord }
 
 // Char returns the id of a character.
 func (v *Vocab) Char(r rune) int {

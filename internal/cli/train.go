@@ -24,6 +24,7 @@ type trainFlags struct {
 	devText, devLabels     string
 	vectors                string
 	frequent               int
+	allVectors             bool
 	out                    string
 	device                 string
 	logEvery               int
@@ -43,8 +44,10 @@ and for measuring a configuration on real data.
 
 Corpora are a text file (one sentence per line) with an aligned labels file,
 or any corpus format when --*-labels is empty. Word vectors come from the
-wink JSON (or its npm .tgz), restricted to the corpora's words plus
---frequent common words, or from an embeddings artifact file (vectors.bin).
+wink JSON (or its npm .tgz), all of them or (--all-vectors=false) the
+corpora's words plus --frequent common words, or from an embeddings artifact
+file (vectors.bin). Pretrained words that the training corpus lacks keep their
+vectors frozen in the saved tagger, so that prediction knows them.
 
 The tagger's flags are the parameters of the stage train.tagger (nerflow
 stages train.tagger), with dashes for underscores, checked the same way.`,
@@ -63,7 +66,8 @@ stages train.tagger), with dashes for underscores, checked the same way.`,
 		fl.StringVar(&f.devText, "dev-text", "", "dev sentences for model selection")
 		fl.StringVar(&f.devLabels, "dev-labels", "", "tags of the dev sentences")
 		fl.StringVar(&f.vectors, "vectors", "", "word vectors: wink JSON or .tgz, or an embeddings file (.bin)")
-		fl.IntVar(&f.frequent, "frequent", 20000, "with wink vectors, also keep this many most frequent words")
+		fl.BoolVar(&f.allVectors, "all-vectors", true, "with wink vectors, keep all of them (the tagger then knows any word the vectors have); false: the corpora's words and --frequent common words")
+		fl.IntVar(&f.frequent, "frequent", 20000, "with wink vectors and --all-vectors=false, also keep this many most frequent words")
 		fl.StringVar(&f.out, "out", "", "directory for the trained tagger and its report (required)")
 		fl.StringVar(&f.device, "device", "cpu", "cpu or cuda:N")
 		fl.IntVar(&f.logEvery, "log-every", 100, "log progress every this many batches")
@@ -108,7 +112,7 @@ func runTrain(cmd *cobra.Command, log *slog.Logger, f trainFlags) error {
 	var table *embeddings.Table
 	if f.vectors != "" {
 		start := time.Now()
-		if table, err = loadVectors(f.vectors, f.frequent, trainSet, dev); err != nil {
+		if table, err = loadVectors(f.vectors, f.allVectors, f.frequent, trainSet, dev); err != nil {
 			return err
 		}
 		log.Info("word vectors loaded", "words", table.Len(), "dim", table.Dim, "took", time.Since(start).Round(time.Millisecond))
@@ -143,6 +147,8 @@ func runTrain(cmd *cobra.Command, log *slog.Logger, f trainFlags) error {
 			return err
 		}
 		report["dev"] = rep
+		report["dev_unknown_tokens"] = unknownShare(m.Vocab, dev)
+		log.Info("dev tokens without a vector", "share", fmt.Sprintf("%.4f", report["dev_unknown_tokens"]))
 		if err := rep.WriteTable(cmd.OutOrStdout()); err != nil {
 			return err
 		}
@@ -154,11 +160,32 @@ func runTrain(cmd *cobra.Command, log *slog.Logger, f trainFlags) error {
 	return os.WriteFile(filepath.Join(f.out, "report.json"), b, 0o644)
 }
 
-// loadVectors reads an embeddings file, or the wink vectors restricted to
-// the corpora's words and the frequent ones.
-func loadVectors(path string, frequent int, corpora ...*corpus.Corpus) (*embeddings.Table, error) {
+// unknownShare is the share of c's tokens that the tagger sees as the
+// unknown word.
+func unknownShare(v *train.Vocab, c *corpus.Corpus) float64 {
+	var unknown, n int
+	for _, s := range c.Sentences {
+		for _, tok := range s.Tokens {
+			n++
+			if !v.Known(tok) {
+				unknown++
+			}
+		}
+	}
+	if n == 0 {
+		return 0
+	}
+	return float64(unknown) / float64(n)
+}
+
+// loadVectors reads an embeddings file, or the wink vectors: all of them,
+// or those of the corpora's words and the frequent ones.
+func loadVectors(path string, all bool, frequent int, corpora ...*corpus.Corpus) (*embeddings.Table, error) {
 	if strings.HasSuffix(path, ".bin") {
 		return embeddings.ReadFile(path)
+	}
+	if all {
+		return embeddings.ReadWinkFile(path, embeddings.All())
 	}
 	var words []string
 	for _, c := range corpora {

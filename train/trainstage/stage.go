@@ -36,7 +36,7 @@ func init() {
 			{Name: "soft", Kind: "predictions", Optional: true, Doc: "soft targets for loss kl, aligned with corpus (" + dataset.PredictionsFile + ", e.g. averaged predictions of several taggers)"},
 		},
 		Outputs: []stages.Port{
-			{Name: "model", Kind: "checkpoint", Doc: train.TaggerFile + " and " + train.WeightsFile},
+			{Name: "model", Kind: "checkpoint", Doc: train.TaggerFile + ", " + train.WeightsFile + " and, with pretrained vectors, " + train.VectorsFile},
 			{Name: "report", Kind: "report", Doc: "report.json: per-epoch loss, dev F1, throughput, removed tokens"},
 		},
 		Resumable: true,
