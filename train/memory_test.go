@@ -103,6 +103,10 @@ func TestLinkedAllocator(t *testing.T) {
 	if got.Name != want {
 		t.Errorf("allocator is %s (malloc from %q), but gotch was adapted for %s: is the binary linked against another gotch copy, or LD_PRELOAD set?", got, got.Library, want)
 	}
+	// internal/allocator/malloc_conf.c's setting, unless the environment overrides it.
+	if want == "jemalloc" && os.Getenv("MALLOC_CONF") == "" && got.OversizeThreshold != 0 {
+		t.Errorf("jemalloc's oversize_threshold is %d, want 0 (malloc_conf not read from the binary?)", got.OversizeThreshold)
+	}
 	if allocatorName() != got.String() {
 		t.Errorf("the training log would report %q, want %q", allocatorName(), got)
 	}

@@ -28,6 +28,15 @@ static const char *nerflow_jemalloc_version(void) {
 	if (ctl == NULL || ctl("version", &v, &n, NULL, 0) != 0) return NULL;
 	return v;
 }
+
+// nerflow_jemalloc_oversize reads jemalloc's opt.oversize_threshold
+// (-1 without jemalloc): whether malloc_conf.c took effect.
+static long long nerflow_jemalloc_oversize(void) {
+	nerflow_mallctl_fn ctl = (nerflow_mallctl_fn)dlsym(RTLD_DEFAULT, "mallctl");
+	size_t v = 0, n = sizeof v;
+	if (ctl == NULL || ctl("opt.oversize_threshold", &v, &n, NULL, 0) != 0) return -1;
+	return (long long)v;
+}
 */
 import "C"
 
@@ -41,6 +50,9 @@ type Info struct {
 	Name    string // "jemalloc", "glibc", the library's base name when it is neither, "unknown" when dladdr cannot tell
 	Version string // jemalloc's version ("5.3.0"); empty for glibc
 	Library string // the shared object that defines malloc, as the dynamic linker loaded it
+	// OversizeThreshold is jemalloc's opt.oversize_threshold in bytes
+	// (malloc_conf.c sets 0); -1 without jemalloc.
+	OversizeThreshold int64
 }
 
 // String is "jemalloc 5.3.0" or "glibc".
@@ -53,7 +65,7 @@ func (i Info) String() string {
 
 // Current inspects the running process.
 func Current() Info {
-	var info Info
+	info := Info{OversizeThreshold: -1}
 	if lib := C.nerflow_malloc_library(); lib != nil {
 		info.Library = C.GoString(lib)
 	}
@@ -65,6 +77,7 @@ func Current() Info {
 			// "5.3.0-0-g54eaed1d..." : the release is enough.
 			info.Version, _, _ = strings.Cut(C.GoString(v), "-")
 		}
+		info.OversizeThreshold = int64(C.nerflow_jemalloc_oversize())
 	case strings.HasPrefix(base, "libc.so"):
 		info.Name = "glibc"
 	case info.Library == "":

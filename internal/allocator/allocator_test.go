@@ -22,6 +22,10 @@ func TestCurrentAgreesWithMappedLibraries(t *testing.T) {
 		t.Errorf("reports jemalloc, but no libjemalloc is mapped")
 	case info.Name == "jemalloc" && !strings.HasPrefix(info.Version, "5."):
 		t.Errorf("jemalloc version %q: mallctl(\"version\") did not answer a 5.x release", info.Version)
+	case info.Name == "jemalloc" && info.OversizeThreshold < 0:
+		t.Errorf("jemalloc's opt.oversize_threshold could not be read")
+	case info.Name != "jemalloc" && info.OversizeThreshold != -1:
+		t.Errorf("OversizeThreshold %d without jemalloc, want -1", info.OversizeThreshold)
 	case !mapped && info.Name != "glibc":
 		t.Errorf("no jemalloc mapped, yet the allocator is %q (malloc from %q), want glibc", info.Name, info.Library)
 	}
