@@ -22,12 +22,21 @@
 # would drop it and its CUDA backend would never register ("this libtorch has
 # no CUDA" without LD_PRELOAD).
 #
+# Allocator: where Debian's libjemalloc2 is installed, jemalloc is linked
+# into every binary that uses gotch (-l:libjemalloc.so.2, so the -dev package
+# is not needed), ahead of libc, so that its malloc/free serve libtorch too.
+# glibc's heap grew 17-22% over six epochs of a 2,000-sentence training;
+# jemalloc stayed level (docs/tagger.md, "Memory"). Without the library the
+# build falls back to glibc's allocator and says so.
+#
 # Environment:
 #   LIBTORCH   directory of a libtorch distribution (lib/, include/); default:
 #              Debian's libtorch-dev under /usr.
 #   NERFLOW_GOTCH_DIR  where to write the adapted module (default third_party/gotch).
 #   NERFLOW_GOTCH_SRC  gotch's pristine source, instead of the module cache
 #              (offline builds: see scripts/gpu-kit-pack.sh).
+#   NERFLOW_ALLOCATOR  jemalloc (default: linked where found, glibc otherwise)
+#              or glibc (opt out: glibc's malloc even where jemalloc is installed).
 set -euo pipefail
 
 GOTCH_VERSION=v0.8.0
@@ -47,10 +56,26 @@ fi
 cuda=0
 [[ -e "$lib/libtorch_cuda.so" || -e "$lib/libc10_cuda.so" ]] && cuda=1
 
+# Locate jemalloc's shared library (the runtime package, libjemalloc2).
+allocator=${NERFLOW_ALLOCATOR:-jemalloc}
+jemalloc_dir=""
+case $allocator in
+  jemalloc)
+    for d in "$lib" /usr/lib/$(gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu) /usr/lib64 /usr/lib /usr/local/lib; do
+      if [[ -e "$d/libjemalloc.so.2" ]]; then jemalloc_dir=$d; break; fi
+    done
+    if [[ -z "$jemalloc_dir" ]]; then
+      log "libjemalloc.so.2 not found (install Debian's libjemalloc2): falling back to glibc's malloc"
+      allocator=glibc
+    fi ;;
+  glibc) log "NERFLOW_ALLOCATOR=glibc: glibc's malloc" ;;
+  *) log "NERFLOW_ALLOCATOR=$allocator: want jemalloc or glibc"; exit 1 ;;
+esac
+
 # The stamp lets a second run return at once when nothing changed.
 script_sum=$(cat "$0" "$root"/scripts/gotch-patches/*.patch | sha256sum | cut -c1-16)
 libtorch_id=$(ls -l "$lib"/libtorch*.so* 2>/dev/null | sha256sum | cut -c1-16)
-stamp="$GOTCH_VERSION script=$script_sum libtorch=$libtorch_id inc=$inc cuda=$cuda src=${NERFLOW_GOTCH_SRC:-modcache}"
+stamp="$GOTCH_VERSION script=$script_sum libtorch=$libtorch_id inc=$inc cuda=$cuda allocator=$allocator${jemalloc_dir:+:$jemalloc_dir} src=${NERFLOW_GOTCH_SRC:-modcache}"
 if [[ -f "$dest/.nerflow-adapted" && "$(cat "$dest/.nerflow-adapted")" == "$stamp" ]]; then
   log "up to date ($dest)"; exit 0
 fi
@@ -82,12 +107,20 @@ if [[ $cuda == 1 ]]; then
   fi
   cuda_ld="-Wl,--no-as-needed $cuda_libs -Wl,--as-needed"
 fi
+# jemalloc goes first and --no-as-needed: nothing references it by name, and
+# the dynamic linker binds malloc/free to the first library in the
+# executable's load order that defines them, libc being last.
+jemalloc_ld=""
+if [[ $allocator == jemalloc ]]; then
+  jemalloc_ld="-L$jemalloc_dir -Wl,--no-as-needed -l:libjemalloc.so.2 -Wl,--as-needed"
+  log "allocator: jemalloc ($jemalloc_dir/libjemalloc.so.2)"
+fi
 cat > "$tmp/libtch/lib.go" <<GO
 package libtch
 
-// Written by nerflow's scripts/gotch-adapt.sh for the libtorch in $lib (cuda=$cuda).
+// Written by nerflow's scripts/gotch-adapt.sh for the libtorch in $lib (cuda=$cuda, allocator=$allocator).
 
-// #cgo LDFLAGS: -lstdc++ -L$lib -Wl,-rpath,$lib -ltorch -lc10 -ltorch_cpu $cuda_ld
+// #cgo LDFLAGS: $jemalloc_ld -lstdc++ -L$lib -Wl,-rpath,$lib -ltorch -lc10 -ltorch_cpu $cuda_ld
 // #cgo CFLAGS: -I\${SRCDIR} -O3 -Wall -Wno-unused-variable -Wno-deprecated-declarations -Wno-c++11-narrowing -g -Wno-sign-compare -Wno-unused-function
 // #cgo CXXFLAGS: -std=c++17 -I\${SRCDIR} -g -O2 -w $cxx_inc
 import "C"
@@ -152,5 +185,7 @@ left=$(grep -c 'C.malloc(0)' "$tmp/ts/tensor-generated.go" || true)
 [[ $left == 0 ]] || { log "$left unfixed output slots left"; exit 1; }
 log "patched gotch's memory handling (output slots, in-place handles, tensor ballast and names)"
 echo "$stamp" > "$tmp/.nerflow-adapted"
+# What the binaries built against this copy should report (internal/allocator's test reads it).
+echo "$allocator" > "$tmp/.nerflow-allocator"
 rm -rf "$dest"; mv "$tmp" "$dest"; trap - EXIT
 log "adapted gotch $GOTCH_VERSION in $dest"

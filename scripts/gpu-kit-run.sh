@@ -13,6 +13,10 @@
 #   --libtorch  a libtorch distribution (include/, lib/); default: the torch/
 #               directory of --python's PyTorch, or Debian's libtorch-dev
 #
+# The allocator is jemalloc where the machine has Debian's libjemalloc2 and
+# glibc's malloc otherwise (gotch-adapt.sh logs the fallback; NERFLOW_ALLOCATOR=glibc
+# forces it).
+#
 # It uses the kit's Go toolchain and vendored modules only (GOPROXY=off,
 # GOFLAGS=-mod=vendor, GOTOOLCHAIN=local), adapts gotch to the libtorch,
 # builds bin/nerflow, and runs the tagger's throughput benchmark against the
@@ -64,8 +68,11 @@ go build -o bin/nerflow ./cmd/nerflow
 go test -c -vet=off -o bin/train.test ./train
 log "built in $(( $(date +%s) - start )) s"
 if command -v readelf >/dev/null; then
-  log "libraries the binary loads: $(readelf -d bin/nerflow | sed -n 's/.*Shared library: \[\(.*\)\]/\1/p' | grep -E 'torch|c10' | tr '\n' ' ')"
+  log "libraries the binary loads: $(readelf -d bin/nerflow | sed -n 's/.*Shared library: \[\(.*\)\]/\1/p' | grep -E 'torch|c10|jemalloc' | tr '\n' ' ')"
 fi
+# jemalloc where this machine has libjemalloc2, glibc's malloc otherwise
+# (gotch-adapt.sh said which above); the binary reports what it really uses.
+log "$(bin/nerflow version | grep '^allocator')"
 
 report=$kit/check-${device/:/}.txt
 : > "$report"

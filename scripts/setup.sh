@@ -2,7 +2,7 @@
 # Installs everything nerflow needs on a Debian 12 machine. Idempotent: a
 # second run checks and returns in seconds.
 #
-#   1. Debian packages: libtorch (CPU) + OpenBLAS, Redis, curl.
+#   1. Debian packages: libtorch (CPU) + OpenBLAS, jemalloc, Redis, curl.
 #   2. A MinIO server built from the Go module proxy at a pinned version,
 #      cached outside the clone ($NERFLOW_CACHE/bin/minio).
 #   3. gotch adapted to the installed libtorch (scripts/gotch-adapt.sh).
@@ -28,9 +28,11 @@ log() { printf '[setup] %s\n' "$*" >&2; }
 as_root() { if [[ $(id -u) == 0 ]]; then "$@"; else sudo "$@"; fi; }
 
 # 1. Debian packages. libopenblas0-pthread matters: with Debian's reference
-# BLAS, libtorch trains ~4x slower.
-packages=(libtorch-dev libopenblas0-pthread redis-server curl)
-[[ -n "${LIBTORCH:-}" ]] && packages=(libopenblas0-pthread redis-server curl)
+# BLAS, libtorch trains ~4x slower. libjemalloc2 (the runtime library, no
+# -dev needed) is the allocator gotch-adapt.sh links into nerflow: glibc's
+# heap grows over long trainings (docs/tagger.md, "Memory").
+packages=(libtorch-dev libopenblas0-pthread libjemalloc2 redis-server curl)
+[[ -n "${LIBTORCH:-}" ]] && packages=(libopenblas0-pthread libjemalloc2 redis-server curl)
 # The tagger benchmarks measure a PyTorch reference in the same run.
 [[ -n "${NERFLOW_WITH_BENCH:-}" ]] && packages+=(python3-torch)
 missing=()

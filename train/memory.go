@@ -4,7 +4,16 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
+
+	"github.com/nerflow/nerflow/internal/allocator"
 )
+
+// allocatorName is the C allocator that serves libtorch's memory in this
+// process ("jemalloc 5.3.0" where scripts/gotch-adapt.sh linked it,
+// "glibc" otherwise): trainings log it, since the resident sizes per epoch
+// depend on it (docs/tagger.md, "Memory").
+var allocatorName = sync.OnceValue(func() string { return allocator.Current().String() })
 
 // residentBytes is the process's resident memory now (VmRSS), in bytes; 0
 // where /proc cannot tell. Trainings report it per epoch: libtorch's memory

@@ -5,6 +5,9 @@ import (
 	"context"
 	"io"
 	"log"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -12,6 +15,8 @@ import (
 
 	"github.com/sugarme/gotch"
 	"github.com/sugarme/gotch/ts"
+
+	"github.com/nerflow/nerflow/internal/allocator"
 )
 
 // lockedBuffer collects log output written from several goroutines.
@@ -85,4 +90,45 @@ func TestTensorsFreedExactlyOnce(t *testing.T) {
 	if after := len(ts.ExistingTensors); after != before {
 		t.Errorf("%d live tensors before the runs, %d after: %d not freed", before, after, after-before)
 	}
+}
+
+// TestLinkedAllocator checks that this test binary, which links gotch like
+// the nerflow binary does, uses the allocator that scripts/gotch-adapt.sh
+// chose for the gotch copy it was built against (its .nerflow-allocator):
+// jemalloc must serve malloc for libtorch too, not only be loaded.
+func TestLinkedAllocator(t *testing.T) {
+	want := adaptedAllocator(t)
+	got := allocator.Current()
+	t.Logf("gotch adapted for %s; malloc from %s (%s)", want, got.Library, got)
+	if got.Name != want {
+		t.Errorf("allocator is %s (malloc from %q), but gotch was adapted for %s: is the binary linked against another gotch copy, or LD_PRELOAD set?", got, got.Library, want)
+	}
+	// internal/allocator/malloc_conf.c's setting, unless the environment overrides it.
+	if want == "jemalloc" && os.Getenv("MALLOC_CONF") == "" && got.OversizeThreshold != 0 {
+		t.Errorf("jemalloc's oversize_threshold is %d, want 0 (malloc_conf not read from the binary?)", got.OversizeThreshold)
+	}
+	if allocatorName() != got.String() {
+		t.Errorf("the training log would report %q, want %q", allocatorName(), got)
+	}
+}
+
+// adaptedAllocator reads the allocator gotch-adapt.sh wrote into the gotch
+// module this package builds against (go.mod's replace, a go.work, or the
+// GPU kit's vendor/ copy).
+func adaptedAllocator(t *testing.T) string {
+	t.Helper()
+	var dirs []string
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/sugarme/gotch").Output()
+	if dir := strings.TrimSpace(string(out)); err == nil && dir != "" {
+		dirs = append(dirs, dir)
+	}
+	dirs = append(dirs, filepath.Join("..", "vendor", "github.com", "sugarme", "gotch"))
+	for _, dir := range dirs {
+		data, err := os.ReadFile(filepath.Join(dir, ".nerflow-allocator"))
+		if err == nil {
+			return strings.TrimSpace(string(data))
+		}
+	}
+	t.Skipf("no .nerflow-allocator in %v: gotch was adapted by a gotch-adapt.sh older than the allocator choice (rerun scripts/gotch-adapt.sh)", dirs)
+	return ""
 }

@@ -274,6 +274,7 @@ func (t *Trainer) Run(ctx context.Context, trainSet, dev *corpus.Corpus) (*Resul
 	if err != nil {
 		return nil, err
 	}
+	t.log.Info("training", "examples", len(d.train), "epochs", t.cfg.Epochs, "first_epoch", st.Epoch+1, "allocator", allocatorName())
 	for epoch := st.Epoch + 1; t.continues(epoch, &st, dev != nil); epoch++ {
 		refreshThreads()
 		if err := t.trainEpoch(ctx, epoch, d, opt, &st, sched); err != nil {
