@@ -52,7 +52,7 @@ func (m *Tagger) Save(dir string) error {
 	spec := taggerSpec{Format: taggerFormat, Config: m.Config, Types: m.Labels.Types, Vocab: m.Vocab}
 	if t := m.Vocab.Frozen(); t != nil {
 		spec.Vectors, spec.VectorsCRC = VectorsFile, tableChecksum(t)
-		if err := saveVectors(dir, t, spec.VectorsCRC); err != nil {
+		if err := saveVectors(dir, t); err != nil {
 			return fmt.Errorf("saving tagger: %w", err)
 		}
 	}
@@ -126,19 +126,9 @@ func tableChecksum(t *embeddings.Table) uint32 {
 	return h.Sum32()
 }
 
-// saveVectors writes the frozen table into dir, unless a checkpoint saved
-// there before (the trainer saves one per epoch) already holds this table:
-// the table never changes in training and is the bulk of a checkpoint.
-func saveVectors(dir string, t *embeddings.Table, sum uint32) error {
+// saveVectors writes the frozen table into dir.
+func saveVectors(dir string, t *embeddings.Table) error {
 	path := filepath.Join(dir, VectorsFile)
-	if b, err := os.ReadFile(filepath.Join(dir, TaggerFile)); err == nil {
-		var old taggerSpec
-		if json.Unmarshal(b, &old) == nil && old.Vectors == VectorsFile && old.VectorsCRC == sum {
-			if _, err := os.Stat(path); err == nil {
-				return nil
-			}
-		}
-	}
 	tmp := path + ".tmp"
 	f, err := os.Create(tmp)
 	if err != nil {

@@ -636,7 +636,14 @@ func (t *Trainer) saveCheckpoint(opt *adam, st *runState, weights *noiseWeights)
 		return nil
 	}
 	dir := t.stateDir()
-	if err := t.model.Save(dir); err != nil {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	// Only what restore reads: the weights, not the whole tagger. The
+	// frozen pretrained table (the bulk of a saved tagger, ~140 MB with the
+	// full wink vectors) never changes in training and comes back from the
+	// embeddings input on resume, so it is not re-uploaded every epoch.
+	if err := t.model.saveWeights(filepath.Join(dir, WeightsFile)); err != nil {
 		return fmt.Errorf("checkpoint: %w", err)
 	}
 	if err := saveTensors(opt.state(), filepath.Join(dir, optimizerFile)); err != nil {
