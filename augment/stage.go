@@ -242,10 +242,7 @@ func runLMStage(c *stages.Context) error {
 	}
 	history, err := lm.Train(c, m, all, heldout, run, opts)
 	if err != nil {
-		if c.Err() != nil {
-			return err
-		}
-		return stages.Permanent(err)
+		return c.Failed(err)
 	}
 	dir := filepath.Join(c.WorkDir(), "model")
 	if err := m.Save(dir); err != nil {

@@ -129,10 +129,7 @@ func runStage(c *stages.Context) error {
 	}
 	res, err := Train(c, m, text, dev, cfg, opts...)
 	if err != nil {
-		if c.Err() != nil {
-			return err
-		}
-		return stages.Permanent(err)
+		return c.Failed(err)
 	}
 	dir := filepath.Join(c.WorkDir(), "model")
 	if err := m.Save(dir); err != nil {

@@ -253,6 +253,18 @@ func Permanent(err error) error {
 	return permanentError{err}
 }
 
+// Failed is what a stage returns when its own work (a training, say) ends
+// in err: a permanent failure, since a retry with the same inputs and
+// params fails the same way; unless the execution was cancelled (a worker
+// shutting down, a run cancelled), whose error must reach the engine as it
+// is, so that the node is handed back or cancelled instead of failed.
+func (c *Context) Failed(err error) error {
+	if err == nil || c.Err() != nil {
+		return err
+	}
+	return Permanent(err)
+}
+
 // IsPermanent reports whether err was marked with Permanent.
 func IsPermanent(err error) bool {
 	var p permanentError

@@ -141,10 +141,7 @@ func runTrainStage(c *stages.Context) error {
 	}
 	m, res, err := train.Fit(c, job, opts...)
 	if err != nil {
-		if c.Err() != nil {
-			return err
-		}
-		return stages.Permanent(err) // bad data or configuration: a retry would fail the same way
+		return c.Failed(err)
 	}
 	defer m.Close()
 	dir := filepath.Join(c.WorkDir(), "model")
