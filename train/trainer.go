@@ -37,6 +37,12 @@ type TrainConfig struct {
 	// entity-vs-O loss as entities (and, for the CRF, restricts them to
 	// entity tags); by default they are ignored by the loss altogether.
 	UnknownAsEntity bool `json:"unknown_as_entity"`
+	// Sampling, NegRatio and Mu configure LossNegSample: how negatives
+	// are drawn (SamplingUniform or SamplingWeighted), how many per
+	// sentence (ceil(NegRatio * length)), and the weighted draw's exponent.
+	Sampling string  `json:"sampling,omitempty"`
+	NegRatio float64 `json:"neg_ratio,omitempty"`
+	Mu       float64 `json:"mu,omitempty"`
 
 	Epochs       int     `json:"epochs"`
 	BatchSize    int     `json:"batch_size"`
@@ -55,7 +61,7 @@ type TrainConfig struct {
 // DefaultTrainConfig is supervised training with cross entropy.
 func DefaultTrainConfig() TrainConfig {
 	return TrainConfig{
-		Loss: LossCE, Q: 0.7, Tau: 0.7,
+		Loss: LossCE, Q: 0.7, Tau: 0.7, Sampling: SamplingUniform, NegRatio: 0.35, Mu: 8,
 		Epochs: 10, BatchSize: 32, LearningRate: 1e-3, Warmup: 0.1, MaxGradNorm: 5, Seed: 1,
 	}
 }
@@ -107,6 +113,13 @@ type EpochReport struct {
 	// removal switched off at the end of the epoch.
 	RemovedEntity int `json:"removed_entity,omitempty"`
 	RemovedType   int `json:"removed_type,omitempty"`
+	// Negatives counts the spans LossNegSample drew as negatives. With a
+	// complete annotation (WithCompleteAnnotation), Missampled counts those
+	// of them that are entities there, and Missampling is their share: the
+	// missampling rate of Li et al.'s analysis.
+	Negatives   int      `json:"negatives,omitempty"`
+	Missampled  int      `json:"missampled,omitempty"`
+	Missampling *float64 `json:"missampling,omitempty"`
 	// RSSBytes is the process's resident memory at the end of the epoch
 	// (0 where the system does not tell): flat from the second epoch on in
 	// a healthy run.
@@ -142,7 +155,10 @@ type Trainer struct {
 	refreshEvery int
 	// augment, if set, gives each epoch's augmented sentences (WithAugmented).
 	augment func(epoch int) ([]corpus.Sentence, error)
-	workDir string
+	// complete is the training set's complete annotation
+	// (WithCompleteAnnotation).
+	complete *corpus.Corpus
+	workDir  string
 	tempDir bool // workDir was made by the trainer, removed after Run
 }
 
@@ -185,6 +201,13 @@ func WithSoftRefresh(every int, refresh func(probs [][][]float32) ([][][]float32
 	return func(t *Trainer) { t.refreshEvery, t.refresh = every, refresh }
 }
 
+// WithCompleteAnnotation gives the complete annotation of the training
+// sentences (the gold before entities were masked, or the true labels of
+// distant ones), sentence by sentence: every epoch then reports the
+// missampling rate of LossNegSample, the share of its drawn negatives that
+// are entities there. Training never reads it otherwise.
+func WithCompleteAnnotation(c *corpus.Corpus) TrainerOption { return func(t *Trainer) { t.complete = c } }
+
 // NewTrainer prepares a run of model with cfg.
 func NewTrainer(model *Tagger, cfg TrainConfig, opts ...TrainerOption) (*Trainer, error) {
 	if err := cfg.validate(model.Config.Head); err != nil {
@@ -214,6 +237,7 @@ const (
 	streamDropO   = 1
 	streamBatches = 1000 // + epoch
 	streamDropout = 2000 // + epoch
+	streamSample  = 3000 // + epoch
 )
 
 func (t *Trainer) rng(stream uint64) *rand.Rand {
@@ -344,6 +368,11 @@ func (t *Trainer) prepareData(trainSet, dev *corpus.Corpus) (*runData, error) {
 			d.devGold = append(d.devGold, s.Tags)
 		}
 	}
+	if t.complete != nil {
+		if err := attachComplete(exs, t.complete); err != nil {
+			return nil, fmt.Errorf("complete annotation: %w", err)
+		}
+	}
 	if !cfg.UnknownAsEntity {
 		ignoreUnknown(exs)
 	}
@@ -407,8 +436,12 @@ func (t *Trainer) trainEpoch(ctx context.Context, epoch int, d *runData, opt *ad
 	}
 	st.Epoch = epoch
 	st.History = append(st.History, rep)
-	t.log.Info("epoch done", "epoch", epoch, "loss", rep.TrainLoss, "dev_f1", rep.DevF1, "tokens_per_sec", math.Round(rep.TokensPerSec),
-		"removed_entity", rep.RemovedEntity, "removed_type", rep.RemovedType, "rss_mb", rep.RSSBytes>>20)
+	attrs := []any{"epoch", epoch, "loss", rep.TrainLoss, "dev_f1", rep.DevF1, "tokens_per_sec", math.Round(rep.TokensPerSec),
+		"removed_entity", rep.RemovedEntity, "removed_type", rep.RemovedType, "rss_mb", rep.RSSBytes >> 20}
+	if rep.Missampling != nil {
+		attrs = append(attrs, "negatives", rep.Negatives, "missampling", *rep.Missampling)
+	}
+	t.log.Info("epoch done", attrs...)
 	return t.saveCheckpoint(opt, st, d.weights)
 }
 
@@ -453,6 +486,7 @@ func (t *Trainer) epoch(ctx context.Context, epoch int, exs []example, weights *
 			return rep, fmt.Errorf("epoch %d: %w", epoch, err)
 		}
 	}
+	sampled := &sampling{epoch: epoch, epochs: cfg.Epochs, rng: t.rng(streamSample + uint64(epoch))}
 	start := time.Now()
 	var tokens, losses int
 	var lossSum float64
@@ -476,7 +510,7 @@ func (t *Trainer) epoch(ctx context.Context, epoch int, exs []example, weights *
 			withTargetsOf(aug, exs, ids)
 			ab = newBatch(aug, ids)
 		}
-		lossVal, learned, err := t.step(b, ab, exs, aug, weights.of(), opt, sched.at(st.Step), dropout)
+		lossVal, learned, err := t.step(b, ab, exs, aug, weights.of(), opt, sched.at(st.Step), dropout, sampled)
 		if err != nil {
 			return rep, fmt.Errorf("epoch %d, step %d: %w", epoch, st.Step+1, err)
 		}
@@ -499,6 +533,11 @@ func (t *Trainer) epoch(ctx context.Context, epoch int, exs []example, weights *
 	}
 	rep.TokensPerSec = float64(tokens) / time.Since(start).Seconds()
 	rep.RemovedEntity, rep.RemovedType = weights.removed()
+	rep.Negatives, rep.Missampled = sampled.negatives, sampled.missampled
+	if t.complete != nil && sampled.negatives > 0 {
+		rate := float64(sampled.missampled) / float64(sampled.negatives)
+		rep.Missampling = &rate
+	}
 	rep.RSSBytes = residentBytes()
 	return rep, nil
 }
@@ -506,12 +545,12 @@ func (t *Trainer) epoch(ctx context.Context, epoch int, exs []example, weights *
 // step trains on one batch: forward, loss, backward, update. learned is
 // false when the batch had nothing to learn from. ab, if not nil, is the
 // batch's augmented copy, drawn from aug (WithAugmented).
-func (t *Trainer) step(b, ab *batch, exs, aug []example, weights []tokenWeights, opt *adam, lr float64, dropout *rand.Rand) (loss float64, learned bool, err error) {
+func (t *Trainer) step(b, ab *batch, exs, aug []example, weights []tokenWeights, opt *adam, lr float64, dropout *rand.Rand, sampled *sampling) (loss float64, learned bool, err error) {
 	m := t.model
 	g := newGraph(m.device)
 	defer g.free()
 	err = run(func() {
-		l := t.loss.compute(&lossBatch{g: g, head: m.head, h: m.forward(g, b, true, dropout), b: b, exs: exs, weights: weights, k: m.Labels.NumTags(), cfg: t.cfg})
+		l := t.loss.compute(&lossBatch{g: g, head: m.head, h: m.forward(g, b, true, dropout), b: b, exs: exs, weights: weights, k: m.Labels.NumTags(), cfg: t.cfg, sampling: sampled})
 		if ab != nil {
 			l = addLosses(g, l, augmentedLoss(&lossBatch{g: g, head: m.head, h: m.forward(g, ab, true, dropout), b: ab, exs: aug, k: m.Labels.NumTags(), cfg: t.cfg}))
 		}
@@ -584,6 +623,25 @@ func attachSoft(exs []example, soft [][][]float32, k int) error {
 		}
 		exs[i].soft = soft[i]
 		exs[i].targets = make([]int32, exs[i].len())
+	}
+	return nil
+}
+
+// attachComplete gives each example its entities in the complete
+// annotation c, which must have the training set's sentences and lengths.
+func attachComplete(exs []example, c *corpus.Corpus) error {
+	if len(c.Sentences) != len(exs) {
+		return fmt.Errorf("%d sentences for %d training sentences", len(c.Sentences), len(exs))
+	}
+	for i, s := range c.Sentences {
+		if len(s.Tags) != exs[i].len() {
+			return fmt.Errorf("sentence %d: %d tags for %d tokens", i+1, len(s.Tags), exs[i].len())
+		}
+		spans, err := corpus.AnyScheme.Spans(s.Tags)
+		if err != nil {
+			return fmt.Errorf("sentence %d: %w", i+1, err)
+		}
+		exs[i].complete = spans
 	}
 	return nil
 }
