@@ -159,7 +159,7 @@ type Trainer struct {
 	// (WithCompleteAnnotation).
 	complete *corpus.Corpus
 	workDir  string
-	tempDir bool // workDir was made by the trainer, removed after Run
+	tempDir  bool // workDir was made by the trainer, removed after Run
 }
 
 // TrainerOption configures a Trainer.
@@ -206,7 +206,9 @@ func WithSoftRefresh(every int, refresh func(probs [][][]float32) ([][][]float32
 // distant ones), sentence by sentence: every epoch then reports the
 // missampling rate of LossNegSample, the share of its drawn negatives that
 // are entities there. Training never reads it otherwise.
-func WithCompleteAnnotation(c *corpus.Corpus) TrainerOption { return func(t *Trainer) { t.complete = c } }
+func WithCompleteAnnotation(c *corpus.Corpus) TrainerOption {
+	return func(t *Trainer) { t.complete = c }
+}
 
 // NewTrainer prepares a run of model with cfg.
 func NewTrainer(model *Tagger, cfg TrainConfig, opts ...TrainerOption) (*Trainer, error) {

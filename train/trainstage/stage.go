@@ -28,7 +28,7 @@ func init() {
 		Version: 1,
 		Doc: "Trains a BiLSTM-CNN tagger (word vectors, character CNN, casing) with RoSTER's token head or a CRF, " +
 			"on gold or distant labels: cross entropy, or generalized cross entropy with noisy-label removal and " +
-			"dropped O tokens (RoSTER's noise-robust training); or a span classifier with negative sampling for missing "+
+			"dropped O tokens (RoSTER's noise-robust training); or a span classifier with negative sampling for missing " +
 			"annotations (head span, loss negsample); early stopping on a dev set; resumes from its last epoch.",
 		Params: params,
 		Inputs: []stages.Port{
