@@ -53,7 +53,9 @@ func TestTrainCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	var spanReport struct {
-		Result struct{ Epochs []struct{ Missampling *float64 } }
+		Result struct {
+			Epochs []struct{ Missampling *float64 }
+		}
 	}
 	b, _ = os.ReadFile(filepath.Join(out, "report.json"))
 	if err := json.Unmarshal(b, &spanReport); err != nil || len(spanReport.Result.Epochs) != 3 || spanReport.Result.Epochs[0].Missampling == nil {
