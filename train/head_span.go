@@ -48,18 +48,31 @@ type spanWeightsOf struct {
 type spanRef struct{ sent, start, end int }
 
 // logits scores spans of batch b from the encoder output h: [len(spans),
-// classes].
+// classes]. The first layer of the MLP on [h_i; h_j; h_i - h_j; h_i * h_j],
+// W = [A B C D], is computed as (A + C) h_i + (B - C) h_j + D (h_i * h_j):
+// the first two terms once per token rather than once per span (a token
+// starts and ends up to max_span candidates each), which makes scoring every
+// candidate, as decoding and the weighted sampling do, several times faster.
 func (w *spanWeightsOf) logits(g *graph, h *ts.Tensor, b *batch, spans []spanRef) *ts.Tensor {
 	m := int64(len(spans))
 	starts, ends := make([]int64, m), make([]int64, m)
 	for k, s := range spans {
 		starts[k], ends[k] = int64(b.pos(s.sent, s.start)), int64(b.pos(s.sent, s.end-1))
 	}
-	hs := g.t(h.IndexSelect(0, g.ints(starts, m), false))
-	he := g.t(h.IndexSelect(0, g.ints(ends, m), false))
-	x := g.t(ts.Cat([]*ts.Tensor{hs, he, g.t(hs.Sub(he, false)), g.t(hs.Mul(he, false))}, 1))
-	z := g.t(g.t(ts.Linear(x, w.w1, w.b1)).Relu(false))
-	return g.t(ts.Linear(z, w.w2, w.b2))
+	size, err := h.Size()
+	g.check(err)
+	in := size[1]
+	part := func(k int64) *ts.Tensor { return g.t(w.w1.Narrow(1, k*in, in, false)) }
+	a, bw, c, d := part(0), part(1), part(2), part(3)
+	atStart := g.t(ts.Linear(h, g.t(a.Add(c, false)), w.b1))       // [tokens, hid], with the bias
+	atEnd := g.t(h.Mm(g.t(g.t(bw.Sub(c, false)).T(false)), false)) // [tokens, hid]
+	si, ei := g.ints(starts, m), g.ints(ends, m)
+	hs := g.t(h.IndexSelect(0, si, false))
+	he := g.t(h.IndexSelect(0, ei, false))
+	x := g.t(g.t(hs.Mul(he, false)).Mm(g.t(d.T(false)), false))
+	x = g.t(x.Add(g.t(atStart.IndexSelect(0, si, false)), false))
+	x = g.t(x.Add(g.t(atEnd.IndexSelect(0, ei, false)), false))
+	return g.t(ts.Linear(g.t(x.Relu(false)), w.w2, w.b2))
 }
 
 // candidates lists the spans of sentence sent (n tokens) of at most

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/sugarme/gotch"
+	"github.com/sugarme/gotch/ts"
 
 	"github.com/nerflow/nerflow/corpus"
 )
@@ -267,5 +268,71 @@ func TestNegSampleConfig(t *testing.T) {
 	bad.MaxSpan = 0
 	if err := bad.validate(); err == nil {
 		t.Error("span head with max_span 0: no error")
+	}
+}
+
+// spanIndex finds each candidate at its place in candidates' order.
+func TestSpanIndex(t *testing.T) {
+	for _, c := range []struct{ n, maxSpan int }{{5, 3}, {1, 10}, {12, 10}, {4, 1}} {
+		for k, s := range candidates(0, c.n, c.maxSpan) {
+			if got := spanIndex(s.start, s.end, c.n, c.maxSpan); got != k {
+				t.Fatalf("n %d, max %d: span [%d,%d) at %d, spanIndex says %d", c.n, c.maxSpan, s.start, s.end, k, got)
+			}
+		}
+	}
+	if got := len(candidates(0, 6, 3)); got != 15 {
+		t.Errorf("6 tokens, spans of at most 3: %d candidates, want 3+3+3+3+2+1 = 15", got)
+	}
+}
+
+// The factored first layer equals the MLP on [h_i; h_j; h_i - h_j; h_i * h_j]
+// computed directly.
+func TestSpanLogitsFactored(t *testing.T) {
+	c := fixtureCorpus(fixture)
+	m := newTiny(t, c, spanConfig(), 1)
+	w := m.head.(*spanWeightsOf)
+	exs, err := m.encodeCorpus(c, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := newBatch(exs, []int{0, 1, 2})
+	var spans []spanRef
+	for i := range b.ids {
+		spans = append(spans, candidates(i, sentenceLen(b, i), w.maxSpan)...)
+	}
+	g := newGraph(m.device)
+	defer g.free()
+	var got, want []float32
+	err = run(func() {
+		noGrad(func() {
+			h := m.forward(g, b, false, nil)
+			got = float32s(w.logits(g, h, b, spans))
+			hh := float32s(h)
+			in := len(hh) / b.n
+			var rows []float32
+			for _, s := range spans {
+				hs := hh[b.pos(s.sent, s.start)*in : (b.pos(s.sent, s.start)+1)*in]
+				he := hh[b.pos(s.sent, s.end-1)*in : (b.pos(s.sent, s.end-1)+1)*in]
+				rows = append(rows, hs...)
+				rows = append(rows, he...)
+				for k := range hs {
+					rows = append(rows, hs[k]-he[k])
+				}
+				for k := range hs {
+					rows = append(rows, hs[k]*he[k])
+				}
+			}
+			x := g.floats(rows, int64(len(spans)), int64(4*in))
+			z := g.t(g.t(ts.Linear(x, w.w1, w.b1)).Relu(false))
+			want = float32s(g.t(ts.Linear(z, w.w2, w.b2)))
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range want {
+		if math.Abs(float64(got[i]-want[i])) > 1e-5 {
+			t.Fatalf("logit %d: factored %v, direct %v", i, got[i], want[i])
+		}
 	}
 }
