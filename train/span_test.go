@@ -7,7 +7,6 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/sugarme/gotch"
 	"github.com/sugarme/gotch/ts"
 
 	"github.com/nerflow/nerflow/corpus"
@@ -231,24 +230,7 @@ func TestSpanTrainingLowersLossAndRoundTrips(t *testing.T) {
 					}
 				}
 			}
-			dir := t.TempDir()
-			if err := m.Save(dir); err != nil {
-				t.Fatal(err)
-			}
-			loaded, err := Load(dir, gotch.CPU)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer loaded.Close()
-			after, err := loaded.Predict(c, 4)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for i := range before {
-				if !slices.Equal(before[i].Tags, after[i].Tags) {
-					t.Fatalf("sentence %d: tags %v before saving, %v after loading", i+1, before[i].Tags, after[i].Tags)
-				}
-			}
+			checkRoundTrip(t, m, c, before)
 		})
 	}
 }

@@ -79,30 +79,37 @@ func TestTrainingLowersLossAndRoundTrips(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			dir := t.TempDir()
-			if err := m.Save(dir); err != nil {
-				t.Fatal(err)
-			}
-			loaded, err := Load(dir, gotch.CPU)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer loaded.Close()
-			after, err := loaded.Predict(c, 3)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for i := range before {
-				if !slices.Equal(before[i].Tags, after[i].Tags) {
-					t.Fatalf("sentence %d: tags %v before saving, %v after loading", i+1, before[i].Tags, after[i].Tags)
-				}
-				for tok := range before[i].Probs {
-					if !slices.Equal(before[i].Probs[tok], after[i].Probs[tok]) {
-						t.Fatalf("sentence %d token %d: probabilities differ after loading", i+1, tok+1)
-					}
-				}
-			}
+			checkRoundTrip(t, m, c, before)
 		})
+	}
+}
+
+// checkRoundTrip saves m and loads it back: the loaded tagger predicts c
+// exactly as m did (before).
+func checkRoundTrip(t *testing.T, m *Tagger, c *corpus.Corpus, before []Prediction) {
+	t.Helper()
+	dir := t.TempDir()
+	if err := m.Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	loaded, err := Load(dir, gotch.CPU)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer loaded.Close()
+	after, err := loaded.Predict(c, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range before {
+		if !slices.Equal(before[i].Tags, after[i].Tags) {
+			t.Fatalf("sentence %d: tags %v before saving, %v after loading", i+1, before[i].Tags, after[i].Tags)
+		}
+		for tok := range before[i].Probs {
+			if !slices.Equal(before[i].Probs[tok], after[i].Probs[tok]) {
+				t.Fatalf("sentence %d token %d: probabilities differ after loading", i+1, tok+1)
+			}
+		}
 	}
 }
 
