@@ -188,8 +188,9 @@ func Resume(dir string) TrainerOption { return func(t *Trainer) { t.resumeDir = 
 // WithSoftTargets gives the soft targets of LossKL, aligned with the
 // training sentences: soft[i][t] holds p(O) of token t of sentence i, then
 // the weights of the entity tags in Labels order (renormalized by the loss;
-// all 0 leaves the token out of the type loss). The sentences' tags are not
-// used and may be absent.
+// all 0 leaves the token out of the type loss); a nil row leaves the token
+// out of the loss altogether (a self-training teacher not confident
+// enough). The sentences' tags are not used and may be absent.
 func WithSoftTargets(soft [][][]float32) TrainerOption { return func(t *Trainer) { t.soft = soft } }
 
 // WithSoftRefresh makes the soft targets follow the model being trained,
@@ -619,6 +620,9 @@ func attachSoft(exs []example, soft [][][]float32, k int) error {
 			return fmt.Errorf("sentence %d: %d tokens but %d soft targets", i+1, exs[i].len(), len(soft[i]))
 		}
 		for t, s := range soft[i] {
+			if s == nil {
+				continue // left out of the loss
+			}
 			if len(s) != k {
 				return fmt.Errorf("sentence %d, token %d: %d values for %d tags", i+1, t+1, len(s), k)
 			}
