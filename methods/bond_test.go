@@ -32,7 +32,7 @@ func TestBondGraph(t *testing.T) {
 	}
 	early, _ := g.Node("early")
 	if p := nodeParams(t, g, "early"); early.Stage != train.StageTrain || early.Queue != "gpu" || p["head"] != train.TokenHead ||
-		p["loss"] != train.LossCE || p["eval_every"] != 50.0 || p["patience"] != 4.0 || p["epochs"] != 1.0 || p["drop_o"] != 0.0 ||
+		p["loss"] != train.LossCE || p["eval_every"] != 50.0 || p["patience"] != 4.0 || p["epochs"] != 3.0 || p["drop_o"] != 0.0 ||
 		p["update_interval"] != 0.0 || p["corpus_labels"] != "train_label_dist.txt" || p["dev_labels"] != "valid_label_true.txt" {
 		t.Errorf("early: %s on %q, params %v", early.Stage, early.Queue, p)
 	}

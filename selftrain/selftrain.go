@@ -54,11 +54,7 @@ func selfTrain(ctx context.Context, m *train.Tagger, c, dev *corpus.Corpus, run 
 	if err != nil {
 		return nil, fmt.Errorf("self-training targets: %w", err)
 	}
-	probs := make([][][]float32, len(preds))
-	for i, p := range preds {
-		probs[i] = p.Probs
-	}
-	soft, err := targets(probs)
+	soft, err := targets(probsOf(preds))
 	if err != nil {
 		return nil, fmt.Errorf("self-training targets: %w", err)
 	}
@@ -69,4 +65,14 @@ func selfTrain(ctx context.Context, m *train.Tagger, c, dev *corpus.Corpus, run 
 		return nil, err
 	}
 	return tr.Run(ctx, c, dev)
+}
+
+// probsOf are the per-token distributions of predictions, sentence by
+// sentence.
+func probsOf(preds []train.Prediction) [][][]float32 {
+	probs := make([][][]float32, len(preds))
+	for i, p := range preds {
+		probs[i] = p.Probs
+	}
+	return probs
 }

@@ -34,19 +34,31 @@ func init() {
 			"decisions (binary cross entropy). With language models (input lm), every epoch also fits the types of a new " +
 			"contextual augmentation of each sentence to the targets of its original, as RoSTER does.",
 		Params: params,
-		Inputs: []stages.Port{
-			{Name: "model", Kind: "checkpoint", Doc: "the tagger to start from (token head), e.g. the distilled ensemble"},
-			{Name: "corpus", Kind: "corpus", Doc: "training sentences (their tags are not used)"},
-			{Name: "dev", Kind: "corpus", Optional: true, Doc: "sentences with gold tags, for model selection"},
-			{Name: "lm", Kind: "lm", Optional: true, Doc: "language models from augment.lm: augmented sentences every epoch (RoSTER's rate 15%, top 5, seeded by seed)"},
-		},
-		Outputs: []stages.Port{
-			{Name: "model", Kind: "checkpoint", Doc: train.TaggerFile + " and " + train.WeightsFile},
-			{Name: "report", Kind: "report", Doc: "report.json: per-epoch loss, dev F1, throughput"},
-		},
+		Inputs: append(inputPorts("the tagger to start from (token head), e.g. the distilled ensemble"),
+			stages.Port{Name: "lm", Kind: "lm", Optional: true, Doc: "language models from augment.lm: augmented sentences every epoch (RoSTER's rate 15%, top 5, seeded by seed)"}),
+		Outputs:   outputPorts("report.json: per-epoch loss, dev F1, throughput"),
 		Resumable: true,
 		Run:       runStage,
 	})
+}
+
+// inputPorts declares the inputs every self-training stage reads: the
+// model to start from (model says what it is), the corpus and dev set.
+func inputPorts(model string) []stages.Port {
+	return []stages.Port{
+		{Name: "model", Kind: "checkpoint", Doc: model},
+		{Name: "corpus", Kind: "corpus", Doc: "training sentences (their tags are not used)"},
+		{Name: "dev", Kind: "corpus", Optional: true, Doc: "sentences with gold tags, for model selection"},
+	}
+}
+
+// outputPorts declares the outputs of a self-training stage, the model and
+// the report (report says what it holds).
+func outputPorts(report string) []stages.Port {
+	return []stages.Port{
+		{Name: "model", Kind: "checkpoint", Doc: train.TaggerFile + " and " + train.WeightsFile},
+		{Name: "report", Kind: "report", Doc: report},
+	}
 }
 
 // runParams declares the trainer's settings that the self-training stages

@@ -111,8 +111,9 @@ func PseudoLabels(probs [][][]float32, ps Pseudo) ([][][]float32, Selection, err
 	return out, sel, nil
 }
 
-// sharpen is BOND's soft label of a distribution r: r_j^2 / f_j,
-// renormalized (all 0 if nothing is left).
+// sharpen is r_j^2 / f_j, renormalized (all 0 if nothing is left): BOND's
+// soft label of a distribution r over the tags, and RoSTER's eq. 8 over the
+// types, with f the frequencies over the corpus.
 func sharpen(r, freq []float64) []float64 {
 	out := make([]float64, len(r))
 	total := 0.0

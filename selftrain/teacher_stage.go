@@ -1,9 +1,6 @@
 package selftrain
 
-import (
-	"github.com/nerflow/nerflow/stages"
-	"github.com/nerflow/nerflow/train"
-)
+import "github.com/nerflow/nerflow/stages"
 
 // StageTeacher is the name of BOND's teacher-student self-training stage.
 const StageTeacher = "selftrain.teacher"
@@ -25,16 +22,9 @@ func init() {
 			"The teacher, a copy of the model, labels the training corpus with pseudo-labels (hard or soft), keeping " +
 			"the tokens where it is confident; the student, starting from the teacher's weights, fits them (KL " +
 			"divergence) and becomes the teacher every period steps.",
-		Params: params,
-		Inputs: []stages.Port{
-			{Name: "model", Kind: "checkpoint", Doc: "the first teacher (token head), e.g. train.tagger's model stopped early on the distant labels"},
-			{Name: "corpus", Kind: "corpus", Doc: "training sentences (their tags are not used)"},
-			{Name: "dev", Kind: "corpus", Optional: true, Doc: "sentences with gold tags, for model selection"},
-		},
-		Outputs: []stages.Port{
-			{Name: "model", Kind: "checkpoint", Doc: train.TaggerFile + " and " + train.WeightsFile},
-			{Name: "report", Kind: "report", Doc: "report.json: per-epoch loss, dev F1 at each evaluation, what each teacher kept"},
-		},
+		Params:    params,
+		Inputs:    inputPorts("the first teacher (token head), e.g. train.tagger's model stopped early on the distant labels"),
+		Outputs:   outputPorts("report.json: per-epoch loss, dev F1 at each evaluation, what each teacher kept"),
 		Resumable: true,
 		Run:       runTeacher,
 	})

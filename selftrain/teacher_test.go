@@ -115,11 +115,7 @@ func TestTeacherReplacedEveryPeriod(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		probs := make([][][]float32, len(preds))
-		for i, p := range preds {
-			probs[i] = p.Probs
-		}
-		_, want[step], err = PseudoLabels(probs, cfg.Pseudo)
+		_, want[step], err = PseudoLabels(probsOf(preds), cfg.Pseudo)
 		if err != nil {
 			t.Fatal(err)
 		}
