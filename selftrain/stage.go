@@ -123,9 +123,9 @@ type round struct {
 }
 
 // runSelfTraining is the body of a self-training stage: it prepares the
-// round, has selfTrain train it and return the report, then writes the
-// outputs model and report (report.json).
-func runSelfTraining(c *stages.Context, selfTrain func(*round) (any, error)) error {
+// round, has fit train it and return the report, then writes the outputs
+// model and report (report.json).
+func runSelfTraining(c *stages.Context, fit func(*round) (any, error)) error {
 	device, err := train.ParseDevice(c.Device)
 	if err != nil {
 		return err
@@ -176,7 +176,7 @@ func runSelfTraining(c *stages.Context, selfTrain func(*round) (any, error)) err
 	if resumed {
 		opts = append(opts, train.Resume(state))
 	}
-	report, err := selfTrain(&round{device: device, model: m, text: text, dev: dev, opts: opts})
+	report, err := fit(&round{device: device, model: m, text: text, dev: dev, opts: opts})
 	if err != nil {
 		return err
 	}
