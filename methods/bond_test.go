@@ -38,7 +38,7 @@ func TestBondGraph(t *testing.T) {
 	}
 	st, _ := g.Node("selftrain")
 	if p := nodeParams(t, g, "selftrain"); st.Stage != selftrain.StageTeacher || p["labels"] != selftrain.LabelsSoft || p["threshold"] != 0.9 ||
-		p["period"] != 225.0 || p["epochs"] != 4.0 || p["eval_every"] != 225.0 || p["patience"] != 0.0 || p["seed"] != 1.0 {
+		p["period"] != 225.0 || p["epochs"] != 4.0 || p["eval_every"] != 225.0 || p["patience"] != 3.0 || p["seed"] != 1.0 {
 		t.Errorf("selftrain: %s, params %v", st.Stage, p)
 	}
 	if inputOf(st, "model") != "early" || inputOf(st, "dev") != "" {
