@@ -301,6 +301,9 @@ func (t *Trainer) Run(ctx context.Context, trainSet, dev *corpus.Corpus) (*Resul
 			return nil, err
 		}
 	}
+	if t.stopped(&st, dev != nil) {
+		t.log.Info("early stop", "epoch", st.Epoch, "step", st.Step, "best_step", st.BestStep, "best_dev_f1", st.BestDevF1)
+	}
 	if err := t.restoreBest(&st, dev != nil); err != nil {
 		return nil, err
 	}
@@ -536,7 +539,6 @@ func (t *Trainer) epoch(ctx context.Context, epoch int, d *runData, opt *adam, s
 				return rep, err
 			}
 			if t.stopped(st, true) {
-				t.log.Info("early stop", "epoch", epoch, "step", st.Step, "best_step", st.BestStep, "best_dev_f1", st.BestDevF1)
 				break
 			}
 		}
