@@ -75,7 +75,8 @@ func (h *Hyperparams) fields() []hyperparam {
 		floatp(&r.LearningRate, "learning_rate", "peak learning rate of Adam", stages.Range(1e-7, 1)),
 		floatp(&r.Warmup, "warmup", "fraction of the steps of linear warm-up before linear decay", stages.Range(0, 1)),
 		floatp(&r.MaxGradNorm, "max_grad_norm", "gradient norm clipping (0: none)", stages.AtLeast(0)),
-		intp(&r.Patience, "patience", "stop after this many epochs without a better dev F1 (0: never)", stages.AtLeast(0)),
+		intp(&r.Patience, "patience", "stop after this many evaluations on the dev set without a better F1 (0: never)", stages.AtLeast(0)),
+		intp(&r.EvalEvery, "eval_every", "score on the dev set every this many steps too, not only after each epoch, keeping the best step's weights (0: per epoch)", stages.AtLeast(0)),
 		{stages.IntParam("seed", int(r.Seed), "seed of the initial weights, batches, dropout and dropped O tokens", stages.AtLeast(0)), &r.Seed},
 	}
 }
