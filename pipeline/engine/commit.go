@@ -59,9 +59,10 @@ func (e *Engine) commitRecord(ctx context.Context, rec *NodeRecord) error {
 
 var errBadRecord = errors.New("damaged node record")
 
-// nodeRecord reads the committed record of node key (storage.ErrNotFound
-// when the node was never committed: a cache miss).
-func (e *Engine) nodeRecord(ctx context.Context, key string) (*NodeRecord, error) {
+// NodeRecord reads the committed record of node key (storage.ErrNotFound
+// when the node was never committed: a cache miss). It is where the
+// manifests of the node's outputs are stored.
+func (e *Engine) NodeRecord(ctx context.Context, key string) (*NodeRecord, error) {
 	rc, _, err := e.store.Get(ctx, layout.NodeRecord(key))
 	if err != nil {
 		return nil, err

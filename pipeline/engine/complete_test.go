@@ -190,13 +190,13 @@ func TestDamagedRecordIsACacheMiss(t *testing.T) {
 	if _, err := storage.PutBytes(ctx, st, layout.NodeRecord("abc"), []byte("{not json")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.nodeRecord(ctx, "abc"); err == nil || !strings.Contains(err.Error(), "damaged node record") {
+	if _, err := e.NodeRecord(ctx, "abc"); err == nil || !strings.Contains(err.Error(), "damaged node record") {
 		t.Errorf("err = %v", err)
 	}
 	if _, err := storage.PutBytes(ctx, st, layout.NodeRecord("def"), []byte(`{"key":"abc","outputs":{}}`)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.nodeRecord(ctx, "def"); err == nil {
+	if _, err := e.NodeRecord(ctx, "def"); err == nil {
 		t.Error("a record of another key was accepted")
 	}
 	// Outputs of an older manifest format (no format version: the digest
@@ -206,7 +206,7 @@ func TestDamagedRecordIsACacheMiss(t *testing.T) {
 	if _, err := storage.PutBytes(ctx, st, layout.NodeRecord("ghi"), []byte(old)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.nodeRecord(ctx, "ghi"); !errors.Is(err, errBadRecord) || !strings.Contains(err.Error(), "output o: invalid artifact manifest: no format version") {
+	if _, err := e.NodeRecord(ctx, "ghi"); !errors.Is(err, errBadRecord) || !strings.Contains(err.Error(), "output o: invalid artifact manifest: no format version") {
 		t.Errorf("record of an older format: %v", err)
 	}
 }

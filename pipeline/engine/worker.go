@@ -359,7 +359,7 @@ func (w *Worker) attempt(ctx context.Context, log *slog.Logger, run string, ri *
 func (w *Worker) run(ctx context.Context, log *slog.Logger, run string, n *spec.Node, key string,
 	inputs map[string][]stages.Artifact, attempt int, started time.Time, mark func(redis.Pipeliner)) (map[string]stages.Artifact, string, error) {
 	e := w.e
-	rec, err := e.nodeRecord(ctx, key)
+	rec, err := e.NodeRecord(ctx, key)
 	if err == nil {
 		if _, err := e.rdb.Pipelined(ctx, func(p redis.Pipeliner) error { mark(p); return nil }); err != nil {
 			return nil, "", err
@@ -376,7 +376,7 @@ func (w *Worker) run(ctx context.Context, log *slog.Logger, run string, n *spec.
 		_ = e.rdb.HSet(ctx, runKeys(e.ns, run).node(n.ID), "waiting_for", holder).Err()
 	})
 	if errors.Is(err, errCommitted) {
-		if rec, err := e.nodeRecord(ctx, key); err == nil {
+		if rec, err := e.NodeRecord(ctx, key); err == nil {
 			return rec.Outputs, Cached, nil
 		}
 		// The other execution's record is damaged: compute it here.
@@ -399,7 +399,7 @@ func (w *Worker) run(ctx context.Context, log *slog.Logger, run string, n *spec.
 	}()
 	// Checked again under the lease: the holder we waited for may have
 	// committed just before it let go.
-	rec, err = e.nodeRecord(ctx, key)
+	rec, err = e.NodeRecord(ctx, key)
 	switch {
 	case err == nil:
 		return rec.Outputs, Cached, nil
@@ -422,9 +422,11 @@ func (w *Worker) run(ctx context.Context, log *slog.Logger, run string, n *spec.
 	}
 	out := newOutputStore(e.store, layout.Attempt(key, stages.NewAttemptID()))
 	defer out.batch.Close()
+	// The node record holds the outputs' manifests: each is stored once,
+	// there, and not beside its files too.
 	outputs, err := stages.Exec(ctx, st, stages.Env{
 		Store: out, Run: run, Node: n.ID, Key: key, Params: params, Inputs: inputs,
-		OutputPrefix:     out.prefix,
+		OutputPrefix: out.prefix, RecordsManifests: true,
 		CheckpointPrefix: layout.Checkpoints(key),
 		Device:           w.opts.Device, Attempt: attempt, Log: log, TempDir: w.opts.TempDir,
 		Progress: w.progressWriter(run, n.ID),
