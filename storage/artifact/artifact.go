@@ -10,7 +10,10 @@
 // manifest.json of its own). The manifest is written last, after every file
 // it lists has been stored, so an artifact exists exactly when its manifest
 // does: a producer that dies halfway leaves files without a manifest, which
-// Read reports as storage.ErrNotFound.
+// Read reports as storage.ErrNotFound. A producer whose caller keeps the
+// manifest elsewhere (the pipeline engine keeps a node's outputs' manifests
+// in its node record) ends the artifact with Writer.Finish, which stores
+// no manifest; Stored then tells whether its files are still there.
 //
 // # Digest
 //

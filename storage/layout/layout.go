@@ -29,7 +29,8 @@ const nodesPrefix = "nodes/"
 func NodeRecord(key string) string { return nodesPrefix + key + ".json" }
 
 // Attempt is the prefix under which one attempt of node key writes its
-// outputs ("<prefix>/<output>/<file>" and "<prefix>/<output>.manifest.json").
+// outputs ("<prefix>/<output>/<file>"; their manifests are in the node
+// record).
 // Each attempt has its own, so that two attempts of one node (a worker
 // presumed dead but alive, a resubmission racing a run) never overwrite
 // each other's files; the record names the attempt that won.
