@@ -156,7 +156,7 @@ func TestFailCancelsPending(t *testing.T) {
 	k := runKeys(e.ns, id)
 	for _, n := range []string{"a"} {
 		nd, _ := g.Node(n)
-		if s, _, _, _ := e.start(ctx, id, nd); s != Running {
+		if s, _, _, _ := e.start(ctx, id, nd, nil, nil); s != Running {
 			t.Fatalf("start %s: %s", n, s)
 		}
 	}
@@ -177,7 +177,7 @@ func TestFailCancelsPending(t *testing.T) {
 	}
 	// A task of a cancelled node that still runs does nothing.
 	b, _ := g.Node("b")
-	if s, _, _, _ := e.start(ctx, id, b); s != Failed {
+	if s, _, _, _ := e.start(ctx, id, b, nil, nil); s != Failed {
 		t.Errorf("starting b in a failed run: %s", s)
 	}
 }
@@ -222,7 +222,7 @@ func TestRetryScript(t *testing.T) {
 		t.Fatal(err)
 	}
 	b, _ := g.Node("b")
-	if s, _, _, err := e.start(ctx, id, b); s != Running || err != nil {
+	if s, _, _, err := e.start(ctx, id, b, nil, nil); s != Running || err != nil {
 		t.Fatalf("start b: %s, %v", s, err)
 	}
 	k := runKeys(e.ns, id)

@@ -159,7 +159,7 @@ func (e *Engine) restore(ctx context.Context, m *RunManifest) error {
 	// here, delayed by restoreDelay, then waits for it instead of computing
 	// the node a second time.
 	for _, n := range ready {
-		if err := e.enqueueAs(ctx, m.ID, n, taskID(m.ID, n.ID), e.restoreDelay); err != nil {
+		if err := e.enqueueAs(ctx, m.ID, n, taskID(m.ID, n.ID), e.restoreDelay, nil); err != nil {
 			return err
 		}
 	}
