@@ -78,13 +78,7 @@ func TestBatchFlush(t *testing.T) {
 
 // A batch closed without a flush closes the files it kept open for it.
 func TestBatchCloseReleasesFiles(t *testing.T) {
-	fds := func() int {
-		entries, err := os.ReadDir("/proc/self/fd")
-		if err != nil {
-			t.Skip("no /proc/self/fd to count open files")
-		}
-		return len(entries)
-	}
+	fds := func() int { return openFiles(t) }
 	ctx := context.Background()
 	s := newStore(t)
 	before := fds()
@@ -108,13 +102,7 @@ func TestBatchCloseReleasesFiles(t *testing.T) {
 // A batch keeps at most 64 files open for Flush; the others are synced by
 // path, and Flush closes every file it kept.
 func TestBatchFlushManyFiles(t *testing.T) {
-	fds := func() int {
-		entries, err := os.ReadDir("/proc/self/fd")
-		if err != nil {
-			t.Skip("no /proc/self/fd to count open files")
-		}
-		return len(entries)
-	}
+	fds := func() int { return openFiles(t) }
 	ctx := context.Background()
 	s := newStore(t)
 	before := fds()
@@ -141,4 +129,14 @@ func TestBatchFlushManyFiles(t *testing.T) {
 			t.Errorf("%s after Flush: %q, %v", k, got, err)
 		}
 	}
+}
+
+// openFiles counts the files this process has open.
+func openFiles(t *testing.T) int {
+	t.Helper()
+	entries, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skip("no /proc/self/fd to count open files")
+	}
+	return len(entries)
 }
