@@ -19,13 +19,19 @@ import (
 
 func diamond(t *testing.T) *spec.Graph {
 	t.Helper()
-	s, err := spec.Parse([]byte(`
+	return graphOf(t, `
 nodes:
   a: {stage: test.emit}
   b: {stage: test.concat, inputs: {in: a}}
   c: {stage: test.concat, inputs: {in: a}}
   d: {stage: test.concat, inputs: {in: [b, c]}}
-`), "d.yaml", t.TempDir())
+`)
+}
+
+// graphOf expands the spec text.
+func graphOf(t *testing.T, text string) *spec.Graph {
+	t.Helper()
+	s, err := spec.Parse([]byte(text), "test.yaml", t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nerflow/nerflow/pipeline/spec"
 	"github.com/nerflow/nerflow/stages"
 )
 
@@ -18,18 +17,11 @@ func TestEarlyClaim(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	e, rdb, _ := workerless(t)
-	s, err := spec.Parse([]byte(`
+	g := graphOf(t, `
 nodes:
   a: {stage: test.emit, params: {text: A}}
   b: {stage: test.concat, inputs: {in: a}, params: {suffix: "!"}}
-`), "chain.yaml", t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := s.Expand()
-	if err != nil {
-		t.Fatal(err)
-	}
+`)
 	id, err := e.Submit(ctx, g, SubmitOptions{})
 	if err != nil {
 		t.Fatal(err)
