@@ -22,6 +22,11 @@ import (
 // decides: a node that is not to run, or whose parents' recorded outputs
 // give another key, lets the early claim go and takes the usual path.
 
+// maxParentsHint bounds the outputs (JSON) a task carries for its node's
+// early claim: a few manifests, not those of an output of thousands of
+// files.
+const maxParentsHint = 16 << 10
+
 // earlyClaim is a claim on a node key sent with the start script.
 type earlyClaim struct {
 	key, token string

@@ -574,9 +574,10 @@ func (e *Engine) complete(ctx context.Context, run string, ri *runInfo, n *spec.
 			continue
 		}
 		// A child whose only parent this is gets its inputs in the task
-		// (see early.go).
+		// (see early.go), unless they would make the task large: asynq
+		// keeps it in Redis for the retention period.
 		var parents map[string]json.RawMessage
-		if outputs != nil && len(child.Parents) == 1 && child.Parents[0] == n.ID {
+		if outputs != nil && len(outputs) <= maxParentsHint && len(child.Parents) == 1 && child.Parents[0] == n.ID {
 			parents = map[string]json.RawMessage{n.ID: outputs}
 		}
 		if err := e.enqueueAs(ctx, run, child, taskID(run, child.ID), 0, parents); err != nil {
