@@ -230,8 +230,9 @@ func TestTwoSchedulersFakeClock(t *testing.T) {
 	one(tickBoth(day(9, 2, 0).Add(time.Second)), schedule.OutcomeUpToDate)
 
 	// Many ticks, both schedulers racing: each tick fires exactly once.
+	var last schedule.Event
 	for d := 10; d < 20; d++ {
-		one(tickBoth(day(d, 2, 0).Add(time.Duration(d)*time.Second)), schedule.OutcomeUpToDate)
+		last = one(tickBoth(day(d, 2, 0).Add(time.Duration(d)*time.Second)), schedule.OutcomeUpToDate)
 	}
 
 	hist, err := store.History(ctx, "nightly", 0)
@@ -250,6 +251,23 @@ func TestTwoSchedulersFakeClock(t *testing.T) {
 	if err != nil || len(list) != 1 || list[0].Name != "nightly" || !list[0].Next.Equal(day(20, 2, 0)) {
 		t.Errorf("list %+v (%v)", list, err)
 	}
+
+	// An output of the last successful run is gone from the store: a run,
+	// although spec and data are unchanged.
+	m, err := we.RunManifest(ctx, last.Run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, _ := m.Node("text")
+	out := text.Outputs["out"]
+	if err := st.Delete(ctx, out.Key(out.Files[0].Name)); err != nil {
+		t.Fatal(err)
+	}
+	ev = one(tickBoth(day(20, 2, 0).Add(time.Second)), schedule.OutcomeSubmitted)
+	if !strings.Contains(ev.Detail, "output out of text is no longer in the store") {
+		t.Errorf("detail %q, want the missing output named", ev.Detail)
+	}
+	wait(ev.Run)
 }
 
 // A tick that comes while the previous run still runs is skipped.

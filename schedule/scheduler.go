@@ -247,7 +247,7 @@ func (s *Scheduler) upToDate(ctx context.Context, g *spec.Graph, run string) (bo
 	}
 	for _, n := range m.Nodes {
 		for out, o := range n.Outputs {
-			ok, err := artifact.Exists(ctx, s.engine.Store(), o.Prefix)
+			ok, err := artifact.Stored(ctx, s.engine.Store(), o)
 			if err != nil {
 				return false, "", err
 			}

@@ -184,11 +184,16 @@ func (o *Output) wrap(err error) error {
 	return fmt.Errorf("output %s: %w", o.port.Name, err)
 }
 
-// commit writes the artifact's manifest, after every file. Mistakes of the
+// commit writes the artifact's manifest, after every file, or only seals
+// it when the caller records it (Env.RecordsManifests). Mistakes of the
 // stage (no file, a file left open, an invalid kind) are permanent errors;
 // a store that fails is worth a retry.
-func (o *Output) commit() (Artifact, error) {
-	a, err := o.w.Commit(o.ctx)
+func (o *Output) commit(storeManifest bool) (Artifact, error) {
+	finish := o.w.Finish
+	if storeManifest {
+		finish = o.w.Commit
+	}
+	a, err := finish(o.ctx)
 	switch {
 	case errors.Is(err, artifact.ErrInvalid) && o.w.Files() == 0:
 		return Artifact{}, Permanent(errors.New("no file was written"))

@@ -144,7 +144,7 @@ func (c *Context) SaveCheckpoint(dir string, step int64) error {
 	if err := out.AddDir(dir); err != nil {
 		return fmt.Errorf("saving checkpoint: %w", err)
 	}
-	art, err := out.commit()
+	art, err := out.commit(true)
 	if err != nil {
 		return fmt.Errorf("saving checkpoint of %s: %w", dir, err)
 	}
@@ -285,6 +285,11 @@ type Env struct {
 	// OutputPrefix is where this attempt writes its outputs; output name is
 	// written under OutputPrefix/name/. It must be unique to the attempt.
 	OutputPrefix string
+	// RecordsManifests says that the caller stores the manifests Exec
+	// returns where it finds the outputs again (the engine: in the node
+	// record), so Exec stores none beside the files. Otherwise output name's
+	// manifest is OutputPrefix/name.manifest.json.
+	RecordsManifests bool
 	// CheckpointPrefix is where checkpoints of the node live; empty disables
 	// them.
 	CheckpointPrefix string
@@ -298,7 +303,7 @@ type Env struct {
 }
 
 // Exec runs stage s once in env and returns its committed output artifacts
-// (each file stored, then its manifest). It
+// (each file stored, then its manifest unless env.RecordsManifests). It
 // checks the inputs against the declaration, turns a panic of the stage into
 // a permanent error, and fails when a declared output was not written.
 func Exec(ctx context.Context, s *Stage, env Env) (outs map[string]Artifact, err error) {
@@ -364,7 +369,7 @@ func Exec(ctx context.Context, s *Stage, env Env) (outs map[string]Artifact, err
 	}
 	sort.Strings(names)
 	for _, name := range names {
-		a, err := c.outputs[name].commit()
+		a, err := c.outputs[name].commit(!env.RecordsManifests)
 		if err != nil {
 			return nil, fmt.Errorf("stage %s: output %s: %w", s.Name, name, err) // keeps Permanent visible
 		}

@@ -12,15 +12,17 @@ import (
 	"github.com/nerflow/nerflow/storage/layout"
 )
 
-// The store writes of a node. A stage's outputs are several small objects
-// (files, then a manifest per output) and the node record commits them.
+// The store writes of a node. A stage's outputs are small objects (its
+// files) and the node record commits them, holding the outputs' manifests:
+// those are not stored beside the files too (stages.Env.RecordsManifests),
+// which cost an object per output.
 // Making each object durable on its own costs a few fsyncs per object on a
 // filesystem store, which was most of the engine's overhead per node; so
 // the outputs are written through a storage.Batch, made durable together
 // just before the record is written.
 //
 // The record itself is not flushed. A record that a crash of the machine
-// loses or tears is a cache miss (nodeRecord rejects a damaged record, and
+// loses or tears is a cache miss (NodeRecord rejects a damaged record, and
 // restore then queues the node again), never a hit on missing outputs:
 // those were durable before the record was written.
 
@@ -59,9 +61,10 @@ func (e *Engine) commitRecord(ctx context.Context, rec *NodeRecord) error {
 
 var errBadRecord = errors.New("damaged node record")
 
-// nodeRecord reads the committed record of node key (storage.ErrNotFound
-// when the node was never committed: a cache miss).
-func (e *Engine) nodeRecord(ctx context.Context, key string) (*NodeRecord, error) {
+// NodeRecord reads the committed record of node key (storage.ErrNotFound
+// when the node was never committed: a cache miss). It is where the
+// manifests of the node's outputs are stored.
+func (e *Engine) NodeRecord(ctx context.Context, key string) (*NodeRecord, error) {
 	rc, _, err := e.store.Get(ctx, layout.NodeRecord(key))
 	if err != nil {
 		return nil, err

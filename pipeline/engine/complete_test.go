@@ -19,13 +19,19 @@ import (
 
 func diamond(t *testing.T) *spec.Graph {
 	t.Helper()
-	s, err := spec.Parse([]byte(`
+	return graphOf(t, `
 nodes:
   a: {stage: test.emit}
   b: {stage: test.concat, inputs: {in: a}}
   c: {stage: test.concat, inputs: {in: a}}
   d: {stage: test.concat, inputs: {in: [b, c]}}
-`), "d.yaml", t.TempDir())
+`)
+}
+
+// graphOf expands the spec text.
+func graphOf(t *testing.T, text string) *spec.Graph {
+	t.Helper()
+	s, err := spec.Parse([]byte(text), "test.yaml", t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +162,7 @@ func TestFailCancelsPending(t *testing.T) {
 	k := runKeys(e.ns, id)
 	for _, n := range []string{"a"} {
 		nd, _ := g.Node(n)
-		if s, _, _, _ := e.start(ctx, id, nd); s != Running {
+		if s, _, _, _ := e.start(ctx, id, nd, nil, nil); s != Running {
 			t.Fatalf("start %s: %s", n, s)
 		}
 	}
@@ -177,7 +183,7 @@ func TestFailCancelsPending(t *testing.T) {
 	}
 	// A task of a cancelled node that still runs does nothing.
 	b, _ := g.Node("b")
-	if s, _, _, _ := e.start(ctx, id, b); s != Failed {
+	if s, _, _, _ := e.start(ctx, id, b, nil, nil); s != Failed {
 		t.Errorf("starting b in a failed run: %s", s)
 	}
 }
@@ -190,13 +196,13 @@ func TestDamagedRecordIsACacheMiss(t *testing.T) {
 	if _, err := storage.PutBytes(ctx, st, layout.NodeRecord("abc"), []byte("{not json")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.nodeRecord(ctx, "abc"); err == nil || !strings.Contains(err.Error(), "damaged node record") {
+	if _, err := e.NodeRecord(ctx, "abc"); err == nil || !strings.Contains(err.Error(), "damaged node record") {
 		t.Errorf("err = %v", err)
 	}
 	if _, err := storage.PutBytes(ctx, st, layout.NodeRecord("def"), []byte(`{"key":"abc","outputs":{}}`)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.nodeRecord(ctx, "def"); err == nil {
+	if _, err := e.NodeRecord(ctx, "def"); err == nil {
 		t.Error("a record of another key was accepted")
 	}
 	// Outputs of an older manifest format (no format version: the digest
@@ -206,7 +212,7 @@ func TestDamagedRecordIsACacheMiss(t *testing.T) {
 	if _, err := storage.PutBytes(ctx, st, layout.NodeRecord("ghi"), []byte(old)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.nodeRecord(ctx, "ghi"); !errors.Is(err, errBadRecord) || !strings.Contains(err.Error(), "output o: invalid artifact manifest: no format version") {
+	if _, err := e.NodeRecord(ctx, "ghi"); !errors.Is(err, errBadRecord) || !strings.Contains(err.Error(), "output o: invalid artifact manifest: no format version") {
 		t.Errorf("record of an older format: %v", err)
 	}
 }
@@ -222,7 +228,7 @@ func TestRetryScript(t *testing.T) {
 		t.Fatal(err)
 	}
 	b, _ := g.Node("b")
-	if s, _, _, err := e.start(ctx, id, b); s != Running || err != nil {
+	if s, _, _, err := e.start(ctx, id, b, nil, nil); s != Running || err != nil {
 		t.Fatalf("start b: %s, %v", s, err)
 	}
 	k := runKeys(e.ns, id)

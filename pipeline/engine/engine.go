@@ -231,21 +231,28 @@ func newRunID() string {
 type payload struct {
 	Run  string `json:"run"`
 	Node string `json:"node"`
+	// Parents holds the outputs (JSON) of the node's parents when the one
+	// that enqueued it knew them all: its only parent, completing. With
+	// them (or with no parents at all) the worker knows the node key
+	// before its first round trip and claims the key in it (early.go). A
+	// hint: the start script's answer decides.
+	Parents map[string]json.RawMessage `json:"parents,omitempty"`
 }
 
 // enqueue puts node n of run on its queue. An existing task with the same
 // id means it is already enqueued (or was executed): not an error.
 func (e *Engine) enqueue(ctx context.Context, run string, n *spec.Node) error {
-	return e.enqueueAs(ctx, run, n, taskID(run, n.ID), 0)
+	return e.enqueueAs(ctx, run, n, taskID(run, n.ID), 0, nil)
 }
 
-// enqueueAs enqueues node n under task id id, to be processed after delay.
-func (e *Engine) enqueueAs(ctx context.Context, run string, n *spec.Node, id string, delay time.Duration) error {
+// enqueueAs enqueues node n under task id id, to be processed after delay,
+// with the outputs of its parents when the caller knows them all.
+func (e *Engine) enqueueAs(ctx context.Context, run string, n *spec.Node, id string, delay time.Duration, parents map[string]json.RawMessage) error {
 	timeout := n.Timeout
 	if timeout <= 0 {
 		timeout = e.maxNode
 	}
-	b, _ := json.Marshal(payload{Run: run, Node: n.ID})
+	b, _ := json.Marshal(payload{Run: run, Node: n.ID, Parents: parents})
 	t := asynq.NewTask(TaskType, b,
 		asynq.TaskID(id), asynq.Queue(e.queue(n.Queue)), asynq.MaxRetry(n.MaxRetries),
 		asynq.Timeout(timeout), asynq.Retention(e.retention), asynq.ProcessIn(delay))

@@ -269,10 +269,18 @@ nodes:
 			t.Errorf("b's outputs: want one digest from two executions (runs, keys, prefixes): %+v and %+v", o1, o2)
 		}
 		// Each execution's output is an artifact of the store, with its
-		// producer and lineage.
-		stored, err := artifact.Read(context.Background(), c.store, o2.Prefix)
+		// producer and lineage, whose manifest is stored once: in the node
+		// record, not beside the files.
+		rec, err := c.submit.NodeRecord(context.Background(), b2.Key)
 		if err != nil {
 			t.Fatal(err)
+		}
+		stored := rec.Outputs["out"]
+		if ok, err := artifact.Stored(context.Background(), c.store, stored); !ok || err != nil {
+			t.Errorf("the files of b's output are not stored as recorded: %v", err)
+		}
+		if ok, err := artifact.Exists(context.Background(), c.store, o2.Prefix); ok || err != nil {
+			t.Errorf("a second copy of b's manifest is stored beside its files (%v)", err)
 		}
 		a, _ := second.Node("a")
 		if stored.Digest != o2.Digest || stored.Producer.Run != second.ID || stored.Producer.Stage != "test.concat" ||

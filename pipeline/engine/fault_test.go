@@ -16,7 +16,6 @@ import (
 	"github.com/nerflow/nerflow/pipeline/teststages"
 	"github.com/nerflow/nerflow/stages"
 	"github.com/nerflow/nerflow/storage"
-	"github.com/nerflow/nerflow/storage/artifact"
 )
 
 // Fault tests: servers stopped or emptied mid-run, with the short node
@@ -161,14 +160,20 @@ func progressOf(st *engine.RunStatus, node string) int64 {
 func over(st *engine.RunStatus) bool { return st.State != engine.Running }
 
 // checkOutputs reads every output of a finished run back from the store:
-// manifests and files must be whole (their digests verified).
-func checkOutputs(t *testing.T, store storage.Store, st *engine.RunStatus) {
+// node records (which hold the outputs' manifests) and files must be whole
+// (their digests verified).
+func checkOutputs(t *testing.T, e *engine.Engine, st *engine.RunStatus) {
 	t.Helper()
+	store := e.Store()
 	for _, n := range st.Nodes {
+		rec, err := e.NodeRecord(context.Background(), n.Key)
+		if err != nil {
+			t.Errorf("%s: node record %s: %v", n.ID, n.Key, err)
+			continue
+		}
 		for name, a := range n.Outputs {
-			stored, err := artifact.Read(context.Background(), store, a.Prefix)
-			if err != nil || stored.Digest != a.Digest {
-				t.Errorf("%s.%s: manifest at %s: %v (digest %s, want %s)", n.ID, name, a.Prefix, err, stored.Digest, a.Digest)
+			if stored := rec.Outputs[name]; stored.Digest != a.Digest {
+				t.Errorf("%s.%s: recorded digest %s, want %s", n.ID, name, stored.Digest, a.Digest)
 				continue
 			}
 			for _, f := range a.Files {
@@ -237,7 +242,7 @@ func TestRedisRestartedEmpty(t *testing.T) {
 			t.Errorf("%s executed %d times, want %d", stage, got, want)
 		}
 	}
-	checkOutputs(t, c.store, st)
+	checkOutputs(t, c.sub, st)
 }
 
 // TestRunStateLostThenCancelAndRetry: a run whose Redis keys vanished can
@@ -330,7 +335,7 @@ func TestStoreOutageWaitedOut(t *testing.T) {
 			t.Errorf("%s executed %d times, want %d", stage, got, want)
 		}
 	}
-	checkOutputs(t, c.store, st)
+	checkOutputs(t, c.sub, st)
 }
 
 // TestConcurrentIdenticalSubmits: two runs of one spec submitted at once

@@ -83,6 +83,11 @@ func (w *Worker) acquireKey(ctx context.Context, log *slog.Logger, key, token st
 		}
 		if !waited {
 			holder, _ := w.e.rdb.Get(ctx, lk).Result()
+			if holder == token {
+				// Taken by this execution in a round trip whose reply was
+				// lost (see early.go).
+				break
+			}
 			log.Info("another execution is computing this node key; waiting for it", "key", Short(key), "holder", holder)
 			if onWait != nil {
 				onWait(holder)
@@ -100,6 +105,14 @@ func (w *Worker) acquireKey(ctx context.Context, log *slog.Logger, key, token st
 		case <-time.After(min(lease/4, 500*time.Millisecond)):
 		}
 	}
+	return w.holdKey(log, key, token), nil
+}
+
+// holdKey renews the lease on node key that token holds, every third of
+// w.opts.NodeLease, until it is stopped or lost.
+func (w *Worker) holdKey(log *slog.Logger, key, token string) *keyLease {
+	lease := w.opts.NodeLease
+	lk := runKeys(w.e.ns, "").keyLock(key)
 	stopc := make(chan struct{})
 	lost := make(chan struct{})
 	go func() {
@@ -133,5 +146,5 @@ func (w *Worker) acquireKey(ctx context.Context, log *slog.Logger, key, token st
 		})
 	}
 	w.leases.Store(kl, kl)
-	return kl, nil
+	return kl
 }

@@ -214,7 +214,7 @@ func (e *Engine) redriveLost(ctx context.Context, id string, l *liveness) error 
 			continue
 		}
 		e.log.Warn("worker lost; node enqueued again", "run", id, "node", n.ID, "worker", h["worker"], "started", h["started_at"])
-		if err := e.enqueueAs(ctx, id, n, taskID(id, n.ID)+"~"+strconv.Itoa(count), 0); err != nil {
+		if err := e.enqueueAs(ctx, id, n, taskID(id, n.ID)+"~"+strconv.Itoa(count), 0, nil); err != nil {
 			return err
 		}
 	}

@@ -159,7 +159,7 @@ func (e *Engine) restore(ctx context.Context, m *RunManifest) error {
 	// here, delayed by restoreDelay, then waits for it instead of computing
 	// the node a second time.
 	for _, n := range ready {
-		if err := e.enqueueAs(ctx, m.ID, n, taskID(m.ID, n.ID), e.restoreDelay); err != nil {
+		if err := e.enqueueAs(ctx, m.ID, n, taskID(m.ID, n.ID), e.restoreDelay, nil); err != nil {
 			return err
 		}
 	}
@@ -198,7 +198,7 @@ func (e *Engine) rebuildNodes(ctx context.Context, m *RunManifest, ri *runInfo) 
 				return nil, err
 			}
 			key := NodeKey(n, inputs)
-			rec, err := e.nodeRecord(ctx, key)
+			rec, err := e.NodeRecord(ctx, key)
 			switch {
 			case err == nil:
 				ns.State, ns.Key, ns.Outputs = Cached, key, rec.Outputs

@@ -166,7 +166,10 @@ return {transition, ready}
 
 // startScript moves a node to running if its run is running and the node is
 // queued (or running: a retry after a failed attempt or a dead worker).
-// KEYS: states, meta, node, the node hashes of its parents. ARGV: node.
+// KEYS: states, meta, node, the node hashes of its parents. ARGV: node,
+// then optionally the count of the task's failed attempts and the fields
+// that record who runs the node, set in the node's hash with its attempt
+// (failed attempts + re-drives) when it starts.
 // Returns {state, redrives, parents' outputs...}: the state the handler
 // acts on ("running", the node's final state, or the run's state when it
 // is over), how many times the reconciler re-drove the node (see lost.go)
@@ -184,6 +187,9 @@ if rs ~= 'running' then
 end
 if st == 'queued' or st == 'running' then
   redis.call('HSET', KEYS[1], ARGV[1], 'running')
+  if #ARGV > 2 then
+    redis.call('HSET', KEYS[3], 'attempt', tonumber(ARGV[2]) + redrives, unpack(ARGV, 3))
+  end
   local out = {'running', redrives}
   for i = 4, #KEYS do
     out[#out+1] = redis.call('HGET', KEYS[i], 'outputs')

@@ -230,23 +230,28 @@ func (w *Worker) execute(ctx context.Context, p payload) error {
 	if !ok {
 		return fmt.Errorf("%w: run %s has no node %q", asynq.SkipRetry, p.Run, p.Node)
 	}
-	state, redrives, parentOutputs, err := e.start(ctx, p.Run, n)
+	retried, _ := asynq.GetRetryCount(ctx)
+	maxRetry, _ := asynq.GetMaxRetry(ctx)
+	taskID, _ := asynq.GetTaskID(ctx)
+	early := w.early(ri, p.Run, n, p)
+	mark, claim := w.startArgs(ctx, early, n, retried, taskID)
+	state, redrives, parentOutputs, err := e.start(ctx, p.Run, n, mark, claim)
 	if err != nil {
+		w.release(early)
 		return err
 	}
 	switch state {
 	case Running:
 	case Done, Cached:
+		w.release(early)
 		// A repeat of a finished node: make sure its children were enqueued.
 		return e.complete(ctx, p.Run, ri, n, state, nil)
 	default:
+		w.release(early)
 		return nil // the run is over; startScript cancelled the node
 	}
 	log := e.log.With("run", p.Run, "node", n.ID, "stage", n.Stage)
-	retried, _ := asynq.GetRetryCount(ctx)
-	maxRetry, _ := asynq.GetMaxRetry(ctx)
 	attempt := retried + redrives
-	taskID, _ := asynq.GetTaskID(ctx)
 	log.Debug("node attempt starting", "task", taskID, "worker", w.opts.Name, "attempt", attempt)
 
 	// An unreachable store or Redis is waited out here, with back-off (1 s
@@ -256,7 +261,8 @@ func (w *Worker) execute(ctx context.Context, p payload) error {
 	var outage time.Time
 	backoff := time.Second
 	for {
-		outputs, key, final, err := w.attempt(ctx, log, p.Run, ri, n, parentOutputs, attempt, taskID)
+		outputs, key, final, err := w.attempt(ctx, log, p.Run, ri, n, parentOutputs, attempt, taskID, early)
+		early = nil // it served the first try, which released it
 		if err == nil {
 			if !outage.IsZero() {
 				log.Info("store and Redis reachable again; node finished", "waited", time.Since(outage).Round(time.Second))
@@ -327,63 +333,96 @@ func (w *Worker) patiently(ctx context.Context, log *slog.Logger, f func() error
 
 // attempt is one try of a node: gather its inputs, compute its key, find
 // it in the cache or execute it under the key's lease.
+// early, if not nil, is the claim sent with the start script; attempt
+// releases it, or run does once it has used it.
 func (w *Worker) attempt(ctx context.Context, log *slog.Logger, run string, ri *runInfo, n *spec.Node,
-	parentOutputs map[string]map[string]stages.Artifact, attempt int, taskID string) (map[string]stages.Artifact, string, string, error) {
+	parentOutputs map[string]map[string]stages.Artifact, attempt int, taskID string, early *earlyClaim) (map[string]stages.Artifact, string, string, error) {
 	inputs, err := resolveInputs(ri, n, parentOutputs)
-	if err != nil {
-		return nil, "", "", err
+	if err == nil {
+		err = validateInputs(inputs)
 	}
-	// The node key is made of these digests: check that each is the digest
-	// of its manifest's content, of a format this worker reads.
-	for port, arts := range inputs {
-		for _, a := range arts {
-			if err := a.Validate(); err != nil {
-				return nil, "", "", stages.Permanent(fmt.Errorf("input %s (%s): %w", port, a.Prefix, err))
-			}
-		}
+	if err != nil {
+		w.release(early)
+		return nil, "", "", err
 	}
 	key := NodeKey(n, inputs)
 	started := time.Now().UTC()
 	// Who executes the node, for status and the reconciler; sent with the
 	// first Redis call of the attempt rather than in a round trip of its own.
 	mark := func(p redis.Pipeliner) {
-		p.HSet(ctx, runKeys(w.e.ns, run).node(n.ID), "key", key, "started_at", started.Format(time.RFC3339Nano),
-			"attempt", attempt, "worker", w.opts.Name, "queue", n.Queue, "host", w.host, "pid", os.Getpid(),
-			"task", taskID, "waiting_for", "")
+		p.HSet(ctx, runKeys(w.e.ns, run).node(n.ID), append(w.markFields(key, started, n, taskID), "attempt", attempt)...)
 	}
-	outputs, final, err := w.run(ctx, log, run, n, key, inputs, attempt, started, mark)
+	if early != nil && early.key != key {
+		// The task's hint and the recorded outputs disagree: the
+		// recorded ones count.
+		w.release(early)
+		early = nil
+	}
+	if early != nil {
+		mark = nil // the start script recorded it
+		started = early.started
+	}
+	outputs, final, err := w.run(ctx, log, run, n, key, inputs, attempt, started, mark, early)
 	return outputs, key, final, err
 }
 
-// run finds the node's outputs in the cache or executes its stage.
-func (w *Worker) run(ctx context.Context, log *slog.Logger, run string, n *spec.Node, key string,
-	inputs map[string][]stages.Artifact, attempt int, started time.Time, mark func(redis.Pipeliner)) (map[string]stages.Artifact, string, error) {
-	e := w.e
-	rec, err := e.nodeRecord(ctx, key)
-	if err == nil {
-		if _, err := e.rdb.Pipelined(ctx, func(p redis.Pipeliner) error { mark(p); return nil }); err != nil {
-			return nil, "", err
+// validateInputs checks that each input's digest, of which the node key is
+// made, is the digest of its manifest's content, of a format this worker
+// reads.
+func validateInputs(inputs map[string][]stages.Artifact) error {
+	for port, arts := range inputs {
+		for _, a := range arts {
+			if err := a.Validate(); err != nil {
+				return stages.Permanent(fmt.Errorf("input %s (%s): %w", port, a.Prefix, err))
+			}
 		}
-		return rec.Outputs, Cached, nil
 	}
-	if !errors.Is(err, storage.ErrNotFound) && !errors.Is(err, errBadRecord) && !errors.Is(err, storage.ErrDigestMismatch) {
-		return nil, "", fmt.Errorf("looking up cache: %w", err)
-	}
-	// Not in the cache: claim the key, or wait for whoever computes it.
-	// The token names this execution (for status) and is unique to it.
-	token := run + "/" + n.ID + "@" + w.opts.Name + "#" + stages.NewAttemptID()
-	lease, err := w.acquireKey(ctx, log, key, token, mark, func(holder string) {
-		_ = e.rdb.HSet(ctx, runKeys(e.ns, run).node(n.ID), "waiting_for", holder).Err()
-	})
-	if errors.Is(err, errCommitted) {
-		if rec, err := e.nodeRecord(ctx, key); err == nil {
+	return nil
+}
+
+// run finds the node's outputs in the cache or executes its stage. mark
+// records who runs the node, with the first Redis call (nil: done already);
+// early, if it holds the key, is the lease to run under.
+func (w *Worker) run(ctx context.Context, log *slog.Logger, run string, n *spec.Node, key string,
+	inputs map[string][]stages.Artifact, attempt int, started time.Time, mark func(redis.Pipeliner), early *earlyClaim) (map[string]stages.Artifact, string, error) {
+	e := w.e
+	var lease *keyLease
+	if early.claimed() {
+		// The cache is looked up under the lease below.
+		lease = w.holdKey(log, key, early.token)
+	} else {
+		rec, err := e.NodeRecord(ctx, key)
+		if err == nil {
+			if mark != nil {
+				if _, err := e.rdb.Pipelined(ctx, func(p redis.Pipeliner) error { mark(p); return nil }); err != nil {
+					return nil, "", err
+				}
+			}
 			return rec.Outputs, Cached, nil
 		}
-		// The other execution's record is damaged: compute it here.
-		lease, err = w.acquireKey(ctx, log, key, token, nil, nil)
-	}
-	if err != nil {
-		return nil, "", err
+		if !errors.Is(err, storage.ErrNotFound) && !errors.Is(err, errBadRecord) && !errors.Is(err, storage.ErrDigestMismatch) {
+			return nil, "", fmt.Errorf("looking up cache: %w", err)
+		}
+		// Not in the cache: claim the key, or wait for whoever computes
+		// it. The token names this execution (for status); an early claim's
+		// is kept, in case its reply was lost but not the claim.
+		token := w.token(run, n)
+		if early != nil {
+			token = early.token
+		}
+		lease, err = w.acquireKey(ctx, log, key, token, mark, func(holder string) {
+			_ = e.rdb.HSet(ctx, runKeys(e.ns, run).node(n.ID), "waiting_for", holder).Err()
+		})
+		if errors.Is(err, errCommitted) {
+			if rec, err := e.NodeRecord(ctx, key); err == nil {
+				return rec.Outputs, Cached, nil
+			}
+			// The other execution's record is damaged: compute it here.
+			lease, err = w.acquireKey(ctx, log, key, token, nil, nil)
+		}
+		if err != nil {
+			return nil, "", err
+		}
 	}
 	// Released in the background: whoever waits for the key looks for the
 	// record too, and the node's completion need not wait for Redis.
@@ -397,9 +436,9 @@ func (w *Worker) run(ctx context.Context, log *slog.Logger, run string, n *spec.
 		case <-ctx.Done():
 		}
 	}()
-	// Checked again under the lease: the holder we waited for may have
+	// Checked (again) under the lease: the holder we waited for may have
 	// committed just before it let go.
-	rec, err = e.nodeRecord(ctx, key)
+	rec, err := e.NodeRecord(ctx, key)
 	switch {
 	case err == nil:
 		return rec.Outputs, Cached, nil
@@ -422,9 +461,11 @@ func (w *Worker) run(ctx context.Context, log *slog.Logger, run string, n *spec.
 	}
 	out := newOutputStore(e.store, layout.Attempt(key, stages.NewAttemptID()))
 	defer out.batch.Close()
+	// The node record holds the outputs' manifests: each is stored once,
+	// there, and not beside its files too.
 	outputs, err := stages.Exec(ctx, st, stages.Env{
 		Store: out, Run: run, Node: n.ID, Key: key, Params: params, Inputs: inputs,
-		OutputPrefix:     out.prefix,
+		OutputPrefix: out.prefix, RecordsManifests: true,
 		CheckpointPrefix: layout.Checkpoints(key),
 		Device:           w.opts.Device, Attempt: attempt, Log: log, TempDir: w.opts.TempDir,
 		Progress: w.progressWriter(run, n.ID),
@@ -463,10 +504,29 @@ func (w *Worker) run(ctx context.Context, log *slog.Logger, run string, n *spec.
 // start moves node n of run to running (see startScript). It returns the
 // state to act on, the node's re-drive count and, for a node to run, its
 // parents' outputs.
-func (e *Engine) start(ctx context.Context, run string, n *spec.Node) (string, int, map[string]map[string]stages.Artifact, error) {
+// mark, if not nil, are the script's optional arguments (the failed
+// attempts and who runs the node); with adds commands to its pipeline.
+func (e *Engine) start(ctx context.Context, run string, n *spec.Node, mark []any, with func(redis.Pipeliner)) (string, int, map[string]map[string]stages.Artifact, error) {
 	k := runKeys(e.ns, run)
 	keys := append([]string{k.states(), k.meta(), k.node(n.ID)}, k.nodeKeys(n.Parents)...)
-	res, err := startScript.Run(ctx, e.rdb, keys, n.ID).Slice()
+	args := append([]any{n.ID}, mark...)
+	var res []any
+	var err error
+	if with == nil {
+		res, err = startScript.Run(ctx, e.rdb, keys, args...).Slice()
+	} else {
+		var cmd *redis.Cmd
+		_, _ = e.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			cmd = startScript.EvalSha(ctx, p, keys, args...)
+			with(p)
+			return nil
+		})
+		res, err = cmd.Slice()
+		if redis.HasErrorPrefix(err, "NOSCRIPT") {
+			// Redis lost its scripts (a restart): Run loads it again.
+			res, err = startScript.Run(ctx, e.rdb, keys, args...).Slice()
+		}
+	}
 	if err != nil {
 		return "", 0, nil, fmt.Errorf("starting node: %w", err)
 	}
@@ -513,7 +573,14 @@ func (e *Engine) complete(ctx context.Context, run string, ri *runInfo, n *spec.
 		if child == nil {
 			continue
 		}
-		if err := e.enqueue(ctx, run, child); err != nil {
+		// A child whose only parent this is gets its inputs in the task
+		// (see early.go), unless they would make the task large: asynq
+		// keeps it in Redis for the retention period.
+		var parents map[string]json.RawMessage
+		if outputs != nil && len(outputs) <= maxParentsHint && len(child.Parents) == 1 && child.Parents[0] == n.ID {
+			parents = map[string]json.RawMessage{n.ID: outputs}
+		}
+		if err := e.enqueueAs(ctx, run, child, taskID(run, child.ID), 0, parents); err != nil {
 			return err
 		}
 	}

@@ -10,7 +10,10 @@
 // manifest.json of its own). The manifest is written last, after every file
 // it lists has been stored, so an artifact exists exactly when its manifest
 // does: a producer that dies halfway leaves files without a manifest, which
-// Read reports as storage.ErrNotFound.
+// Read reports as storage.ErrNotFound. A producer whose caller keeps the
+// manifest elsewhere (the pipeline engine keeps a node's outputs' manifests
+// in its node record) ends the artifact with Writer.Finish, which stores
+// no manifest; Stored then tells whether its files are still there.
 //
 // # Digest
 //
@@ -278,20 +281,37 @@ func Write(ctx context.Context, s storage.Store, prefix string, m Manifest) (Man
 // publish seals, validates and stores m: Write without checking the files,
 // for callers that have just stored them and hold their digests.
 func publish(ctx context.Context, s storage.Store, prefix string, m Manifest) (Manifest, error) {
+	m, err := seal(prefix, m)
+	if err != nil {
+		return Manifest{}, err
+	}
+	if err := put(ctx, s, m); err != nil {
+		return Manifest{}, err
+	}
+	return m, nil
+}
+
+// seal returns m, describing the files under prefix, sealed and validated.
+func seal(prefix string, m Manifest) (Manifest, error) {
 	m.Prefix = prefix
 	m.Meta, m.Lineage = maps.Clone(m.Meta), slices.Clone(m.Lineage) // the caller's to keep changing
 	if m.Created.IsZero() {
 		m.Created = time.Now().UTC()
 	}
 	m.Seal()
-	key := ManifestKey(prefix)
 	if err := m.Validate(); err != nil {
-		return Manifest{}, fmt.Errorf("artifact: writing %s: %w", key, err)
-	}
-	if _, err := storage.PutJSON(ctx, s, key, m); err != nil {
-		return Manifest{}, fmt.Errorf("artifact: writing %s: %w", key, err)
+		return Manifest{}, fmt.Errorf("artifact: writing %s: %w", ManifestKey(prefix), err)
 	}
 	return m, nil
+}
+
+// put stores the sealed manifest m beside its files.
+func put(ctx context.Context, s storage.Store, m Manifest) error {
+	key := ManifestKey(m.Prefix)
+	if _, err := storage.PutJSON(ctx, s, key, m); err != nil {
+		return fmt.Errorf("artifact: writing %s: %w", key, err)
+	}
+	return nil
 }
 
 // Read reads and validates the manifest of the artifact at prefix. It
@@ -324,6 +344,25 @@ func Exists(ctx context.Context, s storage.Store, prefix string) (bool, error) {
 	default:
 		return false, fmt.Errorf("artifact: %w", err)
 	}
+}
+
+// Stored reports whether every file of m is stored as m lists it (size
+// and digest), from the objects' metadata, without reading their content:
+// whether the artifact is still in s, wherever its manifest is kept (a node
+// output's manifest lives in the engine's node record only).
+func Stored(ctx context.Context, s storage.Store, m Manifest) (bool, error) {
+	for _, f := range m.Files {
+		info, err := s.Stat(ctx, m.Key(f.Name))
+		switch {
+		case errors.Is(err, storage.ErrNotFound), errors.Is(err, storage.ErrDigestMismatch):
+			return false, nil // gone, or its object damaged
+		case err != nil:
+			return false, fmt.Errorf("artifact: %w", err)
+		case info.Size != f.Size || info.Digest != f.Digest:
+			return false, nil
+		}
+	}
+	return len(m.Files) > 0, nil
 }
 
 // Open opens file name of m. It fails with storage.ErrDigestMismatch when

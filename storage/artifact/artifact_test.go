@@ -180,6 +180,50 @@ func TestReplacedFileIsDetected(t *testing.T) {
 	}
 }
 
+// Finish seals like Commit but leaves the manifest to its caller; Stored
+// tells from the files alone whether the artifact is still there.
+func TestFinishAndStored(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	w := artifact.NewWriter(s, "k/a1/out", artifact.Manifest{Kind: "corpus", Producer: producer})
+	if _, err := w.PutBytes(ctx, "train.txt", []byte("EU B-ORG\n")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.PutBytes(ctx, "dev.txt", []byte("UN B-ORG\n")); err != nil {
+		t.Fatal(err)
+	}
+	a, err := w.Finish(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Validate(); err != nil || a.Prefix != "k/a1/out" || len(a.Files) != 2 || a.Files[0].Name != "dev.txt" {
+		t.Errorf("Finish = %+v (%v), want a sealed manifest of both files", a, err)
+	}
+	if ok, err := artifact.Exists(ctx, s, "k/a1/out"); ok || err != nil {
+		t.Errorf("Exists after Finish = %v, %v; want no manifest stored", ok, err)
+	}
+	if _, err := w.Finish(ctx); err == nil {
+		t.Error("a second Finish was accepted")
+	}
+	if ok, err := artifact.Stored(ctx, s, a); !ok || err != nil {
+		t.Errorf("Stored = %v, %v; want true", ok, err)
+	}
+	// Replaced: the stored digest is not the listed one.
+	if _, err := storage.PutBytes(ctx, s, "k/a1/out/dev.txt", []byte("UN B-LOC\n")); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := artifact.Stored(ctx, s, a); ok || err != nil {
+		t.Errorf("Stored with a replaced file = %v, %v; want false", ok, err)
+	}
+	// Gone.
+	if err := s.Delete(ctx, "k/a1/out/dev.txt"); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := artifact.Stored(ctx, s, a); ok || err != nil {
+		t.Errorf("Stored with a deleted file = %v, %v; want false", ok, err)
+	}
+}
+
 func TestWriteChecksListedFiles(t *testing.T) {
 	ctx := context.Background()
 	s := newStore(t)

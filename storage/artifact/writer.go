@@ -175,6 +175,19 @@ func (w *Writer) claim(name string) error {
 // files from Create still open aborts them (their writers fail) and fails
 // with ErrNotClosed. A failed Commit may be retried.
 func (w *Writer) Commit(ctx context.Context) (Manifest, error) {
+	return w.finish(ctx, true)
+}
+
+// Finish ends the artifact as Commit does and returns its sealed,
+// validated manifest, but stores no manifest: for a caller that keeps the
+// manifest itself and is the only way to the files, as the pipeline
+// engine's node record is for a node's outputs. Storing it beside the
+// files too would write each manifest twice.
+func (w *Writer) Finish(ctx context.Context) (Manifest, error) {
+	return w.finish(ctx, false)
+}
+
+func (w *Writer) finish(ctx context.Context, store bool) (Manifest, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.committed {
@@ -189,7 +202,10 @@ func (w *Writer) Commit(ctx context.Context) (Manifest, error) {
 	}
 	// The files' sizes and digests are those their Puts returned: checking
 	// them again, as Write does, would cost a round trip per file.
-	m, err := publish(ctx, w.store, w.prefix, w.manifest)
+	m, err := seal(w.prefix, w.manifest)
+	if err == nil && store {
+		err = put(ctx, w.store, m)
+	}
 	if err != nil {
 		return Manifest{}, err
 	}

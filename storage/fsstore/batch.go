@@ -16,21 +16,29 @@ import (
 // Durability in batches. A Put syncs its file and its directory (and every
 // directory it created) before it returns: two to five fsyncs, each a
 // journal commit of the filesystem, for an object of a few bytes. A batch's
-// Puts skip them and Flush syncs everything they touched at once, in
-// parallel, so that the filesystem commits them together (ext4 and XFS
-// fold concurrent fsyncs into one journal commit). A node's outputs cost
-// then about one commit instead of one per file and directory.
+// Puts skip them and Flush syncs everything they touched at once, so that
+// the filesystem commits them together. A node's outputs cost then about
+// one commit instead of one per file and directory.
+//
+// Flush syncs the files first, all at once, then the directories, all at
+// once. Syncing a new file allocates its blocks, which changes metadata,
+// and commits the journal transaction holding everything done before: the
+// directory entries of the batch too, so on a journaling filesystem (ext4,
+// XFS) the directories' syncs that follow find their changes committed and
+// wait for nothing. Synced together, a directory's sync could commit
+// first and the file's allocation need a second commit.
 
 // batch is a storage.Batch over a Store.
 type batch struct {
-	s     *Store
-	mu    sync.Mutex
-	paths map[string]bool // files and directories to sync by path
-	// open are files put through the batch, kept open for Flush to sync
-	// them without opening them again (an open is a lookup in the
-	// directory, most of the cost of a small Put); at most maxOpenFiles,
-	// the others are synced by path.
-	open map[string]*os.File
+	s  *Store
+	mu sync.Mutex
+	// files are the files put through the batch. Up to maxOpenFiles are
+	// kept open for Flush to sync them without opening them again (an open
+	// is a lookup in the directory, most of the cost of a small Put); the
+	// others (nil) are synced by path.
+	files map[string]*os.File
+	dirs  map[string]bool // directories whose entries changed
+	open  int             // non-nil entries of files
 }
 
 // maxOpenFiles bounds the files a batch keeps open between Put and Flush.
@@ -40,28 +48,31 @@ var _ storage.Batcher = (*Store)(nil)
 
 // NewBatch implements storage.Batcher.
 func (s *Store) NewBatch() storage.Batch {
-	return &batch{s: s, paths: map[string]bool{}, open: map[string]*os.File{}}
+	return &batch{s: s, files: map[string]*os.File{}, dirs: map[string]bool{}}
 }
 
 // addFile records the file just published at path, still open as f.
 func (b *batch) addFile(path string, f *os.File) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if old := b.open[path]; old != nil {
+	if old := b.files[path]; old != nil {
 		old.Close() // replaced: its content is no longer the object's
+		b.open--
 	}
-	if len(b.open) >= maxOpenFiles && b.open[path] == nil {
+	if b.open >= maxOpenFiles {
 		f.Close()
-		b.paths[path] = true
-		return
+		f = nil
+	} else {
+		b.open++
 	}
-	b.open[path] = f
+	b.files[path] = f
 }
 
-func (b *batch) add(paths ...string) {
+// addDirs records directories whose entries changed.
+func (b *batch) addDirs(dirs ...string) {
 	b.mu.Lock()
-	for _, p := range paths {
-		b.paths[p] = true
+	for _, d := range dirs {
+		b.dirs[d] = true
 	}
 	b.mu.Unlock()
 }
@@ -72,48 +83,68 @@ const maxParallelSyncs = 32
 // Flush implements storage.Batch.
 func (b *batch) Flush(ctx context.Context) error {
 	b.mu.Lock()
-	paths, open := b.paths, b.open
-	b.paths, b.open = map[string]bool{}, map[string]*os.File{}
+	files, dirs := b.files, b.dirs
+	b.files, b.dirs, b.open = map[string]*os.File{}, map[string]bool{}, 0
 	b.mu.Unlock()
-	sem := make(chan struct{}, maxParallelSyncs)
-	errs := make(chan error, len(paths)+len(open))
-	var wg sync.WaitGroup
-	for p := range paths {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			errs <- syncPath(p)
-		}()
+	err := syncAll(files, func(p string, f *os.File) error {
+		if f == nil {
+			return syncPath(p)
+		}
+		err := syncFile(f)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		return err
+	})
+	if err == nil {
+		err = syncAll(dirs, func(p string, _ bool) error { return syncPath(p) })
 	}
-	for p, f := range open {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			err := syncFile(f)
-			if cerr := f.Close(); err == nil {
-				err = cerr
-			}
-			if err != nil {
-				err = fmt.Errorf("%s: %w", p, err)
-			}
-			errs <- err
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	var all []error
-	for err := range errs {
-		all = append(all, err)
-	}
-	if err := errors.Join(all...); err != nil {
+	if err != nil {
 		// Flush may be retried: everything is synced again, by path.
-		b.add(slices.Collect(maps.Keys(paths))...)
-		b.add(slices.Collect(maps.Keys(open))...)
+		b.mu.Lock()
+		for p, f := range files {
+			if f != nil {
+				f.Close() // a no-op error if closed already
+			}
+			if _, ok := b.files[p]; !ok {
+				b.files[p] = nil
+			}
+		}
+		b.mu.Unlock()
+		b.addDirs(slices.Collect(maps.Keys(dirs))...)
 		return fmt.Errorf("fsstore: flush: %w", err)
 	}
 	return ctx.Err()
+}
+
+// syncAll runs do on every entry of m at once (at most maxParallelSyncs at
+// a time) and joins their errors; a single entry is synced inline.
+func syncAll[V any](m map[string]V, do func(string, V) error) error {
+	wrap := func(p string, err error) error {
+		if err != nil {
+			return fmt.Errorf("%s: %w", p, err)
+		}
+		return nil
+	}
+	if len(m) == 1 {
+		for p, v := range m {
+			return wrap(p, do(p, v))
+		}
+	}
+	sem := make(chan struct{}, maxParallelSyncs)
+	errs := make(chan error, len(m))
+	for p, v := range m {
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem }()
+			errs <- wrap(p, do(p, v))
+		}()
+	}
+	var all []error
+	for range m {
+		all = append(all, <-errs)
+	}
+	return errors.Join(all...)
 }
 
 // syncPath fsyncs a file or directory. One deleted since (by a Delete or a
@@ -155,9 +186,12 @@ func (b *batch) Delete(ctx context.Context, key string) error { return b.s.Delet
 func (b *batch) Close() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	for _, f := range b.open {
-		f.Close()
+	for p, f := range b.files {
+		if f != nil {
+			f.Close()
+			b.files[p] = nil
+		}
 	}
-	clear(b.open)
+	b.open = 0
 	return nil
 }

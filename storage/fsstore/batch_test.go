@@ -2,6 +2,7 @@ package fsstore_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
@@ -77,13 +78,7 @@ func TestBatchFlush(t *testing.T) {
 
 // A batch closed without a flush closes the files it kept open for it.
 func TestBatchCloseReleasesFiles(t *testing.T) {
-	fds := func() int {
-		entries, err := os.ReadDir("/proc/self/fd")
-		if err != nil {
-			t.Skip("no /proc/self/fd to count open files")
-		}
-		return len(entries)
-	}
+	fds := func() int { return openFiles(t) }
 	ctx := context.Background()
 	s := newStore(t)
 	before := fds()
@@ -102,4 +97,46 @@ func TestBatchCloseReleasesFiles(t *testing.T) {
 	if n := fds(); n != before {
 		t.Errorf("%d files open after Close, %d before the batch", n, before)
 	}
+}
+
+// A batch keeps at most 64 files open for Flush; the others are synced by
+// path, and Flush closes every file it kept.
+func TestBatchFlushManyFiles(t *testing.T) {
+	fds := func() int { return openFiles(t) }
+	ctx := context.Background()
+	s := newStore(t)
+	before := fds()
+	b := storage.NewBatch(s)
+	defer b.Close()
+	for i := range 100 {
+		k := fmt.Sprintf("d%d/f%d", i%3, i)
+		if _, err := storage.PutBytes(ctx, b, k, []byte(k)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := fds(); n > before+64 {
+		t.Errorf("%d files open before Flush, %d before the batch: want at most 64 more", n, before)
+	}
+	if err := b.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := fds(); n != before {
+		t.Errorf("%d files open after Flush, %d before the batch", n, before)
+	}
+	for i := range 100 {
+		k := fmt.Sprintf("d%d/f%d", i%3, i)
+		if got, _, err := storage.GetBytes(ctx, s, k); err != nil || string(got) != k {
+			t.Errorf("%s after Flush: %q, %v", k, got, err)
+		}
+	}
+}
+
+// openFiles counts the files this process has open.
+func openFiles(t *testing.T) int {
+	t.Helper()
+	entries, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skip("no /proc/self/fd to count open files")
+	}
+	return len(entries)
 }

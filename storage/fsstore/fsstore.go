@@ -190,7 +190,7 @@ func (s *Store) put(ctx context.Context, key string, r io.Reader, opts []storage
 	published = true
 	if b != nil {
 		b.addFile(path, f)
-		b.add(dir)
+		b.addDirs(dir)
 		return info, nil
 	}
 	if err := syncDir(dir); err != nil {
@@ -252,7 +252,7 @@ func (s *Store) mkdirAll(dir string, b *batch) error {
 		return err
 	}
 	if b != nil {
-		b.add(parent)
+		b.addDirs(parent)
 		return nil
 	}
 	return syncDir(parent)

@@ -6,7 +6,7 @@
 // is this file.
 //
 //	nodes/<key>.json                       committed node record (the cache)
-//	artifacts/<key>/<attempt>/<output>/…   an attempt's output files
+//	artifacts/<key>-<attempt>/<output>/…   an attempt's output files
 //	checkpoints/<key>/…                    latest checkpoint of a resumable node
 //	datasets/<digest>/…                    imported external datasets
 //	runs/<run>/manifest.json               a run's manifest
@@ -29,11 +29,13 @@ const nodesPrefix = "nodes/"
 func NodeRecord(key string) string { return nodesPrefix + key + ".json" }
 
 // Attempt is the prefix under which one attempt of node key writes its
-// outputs ("<prefix>/<output>/<file>" and "<prefix>/<output>.manifest.json").
-// Each attempt has its own, so that two attempts of one node (a worker
-// presumed dead but alive, a resubmission racing a run) never overwrite
-// each other's files; the record names the attempt that won.
-func Attempt(key, attempt string) string { return "artifacts/" + key + "/" + attempt }
+// outputs ("<prefix>/<output>/<file>"; their manifests are in the node
+// record). Each attempt has its own, so that two attempts of one node (a
+// worker presumed dead but alive, a resubmission racing a run) never
+// overwrite each other's files; the record names the attempt that won. Key
+// and attempt make one segment, not two: on a filesystem store every
+// segment is a directory, created and synced for each node.
+func Attempt(key, attempt string) string { return "artifacts/" + key + "-" + attempt }
 
 // Checkpoints is the prefix of the checkpoints of node key, shared by its
 // attempts so that a retry resumes where the last one stopped.
