@@ -82,7 +82,7 @@ func Load(dir string, device gotch.Device) (*Tagger, error) {
 	if spec.Vocab == nil || len(spec.Vocab.Words) == 0 || len(spec.Vocab.Chars) < 2 {
 		return nil, fmt.Errorf("loading tagger: %s: no vocabulary", TaggerFile)
 	}
-	spec.Vocab.index()
+	var frozen *embeddings.Table
 	if spec.Vectors != "" {
 		if spec.Vectors != VectorsFile {
 			return nil, fmt.Errorf("loading tagger: %s: vectors file %q, want %q", TaggerFile, spec.Vectors, VectorsFile)
@@ -94,8 +94,9 @@ func Load(dir string, device gotch.Device) (*Tagger, error) {
 		if sum := tableChecksum(t); sum != spec.VectorsCRC {
 			return nil, fmt.Errorf("loading tagger: %s: checksum %08x, %s records %08x (saved by another training?)", VectorsFile, sum, TaggerFile, spec.VectorsCRC)
 		}
-		spec.Vocab.frozen = t
+		frozen = t
 	}
+	spec.Vocab.Restore(frozen)
 	scheme, err := corpus.ParseScheme(spec.Config.Scheme)
 	if err != nil {
 		return nil, fmt.Errorf("loading tagger: %s: %w", TaggerFile, err)

@@ -66,6 +66,18 @@ func UniformParam(root *nn.Path, device gotch.Device, rng *rand.Rand, name strin
 	return p.uniform(name, bound, shape...)
 }
 
+// CharRows lays out the character ids of tokens (Vocab.CharIDs) for
+// CharCNN: rows of the longest word's length, and the mask of the padding.
+func CharRows(tokens [][]int64) (chars []int64, mask []float32, charLen int) { return charRows(tokens) }
+
+// CharCNN is the tagger's character CNN over tokens laid out by CharRows:
+// character vectors emb [chars, Ec], a same-padded convolution convW
+// [F, Ec, odd kernel] with bias convB [F], and a max over each word's
+// characters; returns [n, F]. Inside Guard.
+func CharCNN(g *Graph, emb, convW, convB *ts.Tensor, chars []int64, mask []float32, n, charLen int) *ts.Tensor {
+	return g.g.charCNN(emb, convW, convB, chars, mask, n, charLen)
+}
+
 // Adam is the tagger's optimizer (moments in tensors, so checkpoints hold
 // them; global-norm clipping) over any named parameters.
 type Adam struct{ a *adam }
