@@ -100,7 +100,7 @@ func runTrainStage(c *stages.Context) error {
 		}
 	}
 	if in := c.Input("embeddings"); in != nil {
-		if job.Table, err = readEmbeddings(in); err != nil {
+		if job.Table, err = embeddings.ReadInput(in, "embeddings"); err != nil {
 			return err
 		}
 	}
@@ -294,19 +294,6 @@ func typesOfTagSet(tags []string, scheme string) ([]string, error) {
 		return nil, fmt.Errorf("tag set %v is not that of a %s tagger (%v)", tags, scheme, labels.Tags)
 	}
 	return types, nil
-}
-
-func readEmbeddings(in *stages.Input) (*embeddings.Table, error) {
-	rc, err := in.Open(embeddings.FileName)
-	if err != nil {
-		return nil, stages.Permanent(fmt.Errorf("input embeddings: %w", err))
-	}
-	defer rc.Close()
-	t, err := embeddings.Read(rc)
-	if err != nil {
-		return nil, stages.Permanent(fmt.Errorf("input embeddings: %w", err))
-	}
-	return t, nil
 }
 
 // loadModelInput fetches a checkpoint artifact and loads the tagger on the

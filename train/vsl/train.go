@@ -42,7 +42,7 @@ type TrainConfig struct {
 // DefaultTrainConfig trains for 30 epochs of the labeled sentences.
 func DefaultTrainConfig() TrainConfig {
 	return TrainConfig{Epochs: 30, BatchSize: 32, LearningRate: 1e-3, Warmup: 0.05, MaxGradNorm: 5,
-		KLWeight: 1, KLWarmup: 1000, ClassWeight: 1, Seed: 1}
+		KLWeight: 1, KLWarmup: 400, ClassWeight: 10, Seed: 1}
 }
 
 func (c TrainConfig) validate() error {
