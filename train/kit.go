@@ -127,6 +127,27 @@ func LoadTensors(path string, device gotch.Device) ([]ts.NamedTensor, error) {
 // DropTensors frees loaded tensors.
 func DropTensors(named []ts.NamedTensor) { dropAll(named) }
 
+// NamedParams returns the weights of vs by name, sorted (the order of an
+// optimizer's state and of checkpoints).
+func NamedParams(vs *nn.VarStore) []ts.NamedTensor { return namedParams(vs) }
+
+// SplitNamed returns the names and the tensors of named tensors, in order
+// (what NewAdam takes).
+func SplitNamed(named []ts.NamedTensor) ([]string, []*ts.Tensor) {
+	names, tensors := make([]string, len(named)), make([]*ts.Tensor, len(named))
+	for i, nt := range named {
+		names[i], tensors[i] = nt.Name, nt.Tensor
+	}
+	return names, tensors
+}
+
+// LoadWeights copies the tensors saved in path (SaveTensors) onto device
+// into the weights of the same names, which must be exactly the saved ones,
+// of the same shapes.
+func LoadWeights(path string, device gotch.Device, weights []ts.NamedTensor) error {
+	return loadWeights(path, device, weights)
+}
+
 // CopyInto copies src into dst after checking that their shapes agree.
 func CopyInto(dst, src *ts.Tensor) error { return copyInto(dst, src) }
 

@@ -173,15 +173,7 @@ func runPredictStage(c *stages.Context) error {
 		return err
 	}
 	c.Progress(int64(len(text.Sentences)), int64(len(text.Sentences)), "tagged")
-	w, err := c.Output("predictions").Create(dataset.PredictionsFile)
-	if err != nil {
-		return err
-	}
-	if err := dataset.WritePredictions(w, &dataset.Predictions{Scheme: m.Labels.Scheme.String(), Tags: m.Labels.Tags, Sentences: preds}); err != nil {
-		w.Close()
-		return err
-	}
-	if err := w.Close(); err != nil {
+	if err := dataset.WritePredictionsOutput(c.Output("predictions"), &dataset.Predictions{Scheme: m.Labels.Scheme.String(), Tags: m.Labels.Tags, Sentences: preds}); err != nil {
 		return err
 	}
 	tagged := &corpus.Corpus{Sentences: make([]corpus.Sentence, len(preds))}

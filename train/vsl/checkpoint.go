@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 
 	"github.com/sugarme/gotch"
-	"github.com/sugarme/gotch/ts"
 
 	"github.com/nerflow/nerflow/corpus"
 	"github.com/nerflow/nerflow/embeddings"
@@ -108,28 +107,4 @@ func Load(dir string, device gotch.Device) (*Model, error) {
 }
 
 // loadWeights copies the weights saved in path into the model's.
-func (m *Model) loadWeights(path string) error {
-	saved, err := train.LoadTensors(path, m.device)
-	if err != nil {
-		return fmt.Errorf("%s: %w", filepath.Base(path), err)
-	}
-	defer train.DropTensors(saved)
-	byName := map[string]*ts.Tensor{}
-	for _, nt := range saved {
-		byName[nt.Name] = nt.Tensor
-	}
-	own := m.named()
-	if len(byName) != len(own) {
-		return fmt.Errorf("%s: %d weights, the model has %d", filepath.Base(path), len(byName), len(own))
-	}
-	for _, w := range own {
-		src, ok := byName[w.Name]
-		if !ok {
-			return fmt.Errorf("%s: no weight %q", filepath.Base(path), w.Name)
-		}
-		if err := train.CopyInto(w.Tensor, src); err != nil {
-			return fmt.Errorf("%s: weight %q: %w", filepath.Base(path), w.Name, err)
-		}
-	}
-	return nil
-}
+func (m *Model) loadWeights(path string) error { return train.LoadWeights(path, m.device, m.named()) }

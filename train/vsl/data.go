@@ -52,25 +52,13 @@ func (m *Model) encodeSentence(s corpus.Sentence, labeled bool) (example, error)
 	if len(s.Tags) != n {
 		return e, fmt.Errorf("%d tokens but %d tags", n, len(s.Tags))
 	}
-	var opts []corpus.ConvertOption
-	if m.Labels.Scheme == corpus.IO {
-		opts = append(opts, corpus.MergeAdjacent())
-	}
-	tags, err := corpus.Convert(s.Tags, corpus.AnyScheme, m.Labels.Scheme, opts...)
+	classes, err := m.Labels.Classes(s.Tags)
 	if err != nil {
 		return e, err
 	}
 	e.targets = make([]int64, n)
-	for j, tag := range tags {
-		if c, ok := m.Labels.Index(tag); ok {
-			e.targets[j] = int64(c)
-			continue
-		}
-		if t, err := m.Labels.Scheme.ParseTag(tag); err == nil && t.Type == corpus.UnknownType {
-			e.targets[j] = ignored
-			continue
-		}
-		return e, fmt.Errorf("token %d: tag %q is not in the tag set %v", j+1, tag, m.Labels.Tags)
+	for j, c := range classes {
+		e.targets[j] = int64(c) // -1 (unknown type) is ignored
 	}
 	return e, nil
 }

@@ -139,7 +139,11 @@ func (m *Model) lossTerms(g *train.Graph, b *batch, rng *rand.Rand) terms {
 			}
 		}
 		k := int64(len(pos))
-		logits := m.cls.apply(g, g.T(l.ySample.IndexSelect(0, g.Ints(pos, k), false)))
+		y := l.ySample
+		if m.Config.Classify == ClassifyMean {
+			y = l.y.mu
+		}
+		logits := m.cls.apply(g, g.T(y.IndexSelect(0, g.Ints(pos, k), false)))
 		t.class = nllSum(g, logits, g.Ints(target, k, 1))
 	}
 	return t

@@ -2,6 +2,7 @@ package vsl
 
 import (
 	"github.com/nerflow/nerflow/stages"
+	"github.com/nerflow/nerflow/train"
 )
 
 // Hyperparams are every setting of a VSL and its training, declared once
@@ -17,23 +18,13 @@ func DefaultHyperparams() Hyperparams {
 	return Hyperparams{Model: DefaultConfig(), Run: DefaultTrainConfig()}
 }
 
-type hyperparam struct {
-	stages.Param
-	field any // *int, *float64, *string or *uint64
-}
-
-func (h *Hyperparams) fields() []hyperparam {
+func (h *Hyperparams) fields() []train.Hyperparam {
 	m, r := &h.Model, &h.Run
-	intp := func(p *int, name, doc string, opts ...stages.ParamOption) hyperparam {
-		return hyperparam{stages.IntParam(name, *p, doc, opts...), p}
-	}
-	floatp := func(p *float64, name, doc string, opts ...stages.ParamOption) hyperparam {
-		return hyperparam{stages.FloatParam(name, *p, doc, opts...), p}
-	}
-	return []hyperparam{
+	intp, floatp, stringp := train.IntField, train.FloatField, train.StringField
+	return []train.Hyperparam{
 		// Architecture.
-		{stages.StringParam("variant", m.Variant, "hier: z conditioned on y, the word reconstructed from z (VSL-GG-Hier); flat: y and z side by side (VSL-GG-Flat)", stages.OneOf(Flat, Hier)), &m.Variant},
-		{stages.StringParam("scheme", m.Scheme, "tag scheme the classifier predicts", stages.OneOf("io", "bio", "bioes")), &m.Scheme},
+		stringp(&m.Variant, "variant", "hier: z conditioned on y, the word reconstructed from z (VSL-GG-Hier); flat: y and z side by side (VSL-GG-Flat)", stages.OneOf(Flat, Hier)),
+		stringp(&m.Scheme, "scheme", "tag scheme the classifier predicts", stages.OneOf("io", "bio", "bioes")),
 		intp(&m.Hidden, "hidden", "GRU units per direction", stages.Range(1, 4096)),
 		intp(&m.YDim, "y_dim", "size of the label-bearing latent y", stages.Range(1, 4096)),
 		intp(&m.ZDim, "z_dim", "size of the latent z", stages.Range(1, 4096)),
@@ -41,6 +32,7 @@ func (h *Hyperparams) fields() []hyperparam {
 		intp(&m.CharDim, "char_dim", "character vector size", stages.Range(1, 1024)),
 		intp(&m.CharFilters, "char_filters", "character CNN filters", stages.Range(1, 4096)),
 		intp(&m.CharKernel, "char_kernel", "character CNN width (odd)", stages.Range(1, 15)),
+		stringp(&m.Classify, "classify", "what the classifier reads in training: mean (of q(y|x), as at prediction) or sample (of y, as in the paper)", stages.OneOf(ClassifyMean, ClassifySample)),
 		floatp(&m.Dropout, "dropout", "dropout on the BiGRU's input and output", stages.Range(0, 0.95)),
 		// Objective.
 		floatp(&r.KLWeight, "kl_weight", "weight of the KL terms after annealing", stages.Range(0, 100)),
@@ -53,7 +45,7 @@ func (h *Hyperparams) fields() []hyperparam {
 		floatp(&r.Warmup, "warmup", "fraction of the steps of learning-rate warm-up before linear decay", stages.Range(0, 1)),
 		floatp(&r.MaxGradNorm, "max_grad_norm", "gradient norm clipping (0: none)", stages.AtLeast(0)),
 		intp(&r.Patience, "patience", "stop after this many epochs without a better dev F1 (0: never)", stages.AtLeast(0)),
-		{stages.IntParam("seed", int(r.Seed), "seed of the initial weights, batches, dropout and latent samples", stages.AtLeast(0)), &r.Seed},
+		train.SeedField(&r.Seed, "seed of the initial weights, batches, dropout and latent samples"),
 	}
 }
 
@@ -61,28 +53,13 @@ func (h *Hyperparams) fields() []hyperparam {
 // the defaults of DefaultHyperparams.
 func HyperparamDecls() []stages.Param {
 	h := DefaultHyperparams()
-	var out []stages.Param
-	for _, f := range h.fields() {
-		out = append(out, f.Param)
-	}
-	return out
+	return train.DeclsOf(h.fields())
 }
 
 // HyperparamsOf reads the hyperparameters from a stage's parameters
 // (declared with HyperparamDecls, so already checked).
 func HyperparamsOf(p stages.Params) Hyperparams {
 	h := DefaultHyperparams()
-	for _, f := range h.fields() {
-		switch v := f.field.(type) {
-		case *int:
-			*v = p.Int(f.Name)
-		case *float64:
-			*v = p.Float(f.Name)
-		case *string:
-			*v = p.String(f.Name)
-		case *uint64:
-			*v = uint64(p.Int(f.Name))
-		}
-	}
+	train.ReadInto(h.fields(), p)
 	return h
 }

@@ -15,8 +15,9 @@
 //     alone, so what y carries reaches the word through z; y has the prior
 //     N(0, I), z the learned conditional prior p(z|y).
 //
-// A linear classifier on y predicts the tag (on a sample of y in training,
-// on its mean at prediction). The loss of a labeled sentence is the
+// A linear classifier on y predicts the tag from the mean of q(y|x) (by
+// default; Config.Classify), or in training from a sample of y as in the
+// paper. The loss of a labeled sentence is the
 // negative ELBO (reconstruction plus KL terms, the KL weight warmed up
 // linearly from 0: KL annealing) plus the weighted cross entropy of its
 // tags; an unlabeled sentence contributes the negative ELBO alone. Samples
@@ -34,10 +35,8 @@ package vsl
 import (
 	"errors"
 	"fmt"
-	"maps"
 	"math"
 	"math/rand/v2"
-	"slices"
 
 	"github.com/sugarme/gotch"
 	"github.com/sugarme/gotch/nn"
@@ -66,13 +65,23 @@ type Config struct {
 	ZDim        int     `json:"z_dim"`
 	ReconWords  int     `json:"recon_words"` // reconstruction vocabulary, the unknown word aside
 	Dropout     float64 `json:"dropout"`
+	// Classify is what the classifier reads in training: ClassifyMean
+	// (the mean of q(y|x), as at prediction) or ClassifySample (a sample
+	// of y, whose noise the KL term keeps near unit variance).
+	Classify string `json:"classify"`
 }
+
+// What the classifier reads in training.
+const (
+	ClassifyMean   = "mean"
+	ClassifySample = "sample"
+)
 
 // DefaultConfig is the hierarchical model with latents of 64 dimensions,
 // close to the paper's sizes at a CPU's budget.
 func DefaultConfig() Config {
 	return Config{Variant: Hier, Scheme: "bio", CharDim: 30, CharFilters: 50, CharKernel: 3, MaxWordLen: 25,
-		Hidden: 128, YDim: 64, ZDim: 64, ReconWords: 10000, Dropout: 0.3}
+		Hidden: 128, YDim: 64, ZDim: 64, ReconWords: 10000, Dropout: 0.3, Classify: ClassifyMean}
 }
 
 func (c Config) validate() error {
@@ -85,6 +94,9 @@ func (c Config) validate() error {
 		if v < 1 {
 			errs = append(errs, fmt.Errorf("%s is %d, want at least 1", name, v))
 		}
+	}
+	if c.Classify != ClassifyMean && c.Classify != ClassifySample {
+		errs = append(errs, fmt.Errorf("classify %q, want %s or %s", c.Classify, ClassifyMean, ClassifySample))
 	}
 	if c.CharKernel < 1 || c.CharKernel%2 == 0 {
 		errs = append(errs, fmt.Errorf("char_kernel is %d, want an odd number", c.CharKernel))
@@ -230,19 +242,7 @@ func (m *Model) build(rng *rand.Rand, wordDim int) {
 
 // parameters returns the trained weights by name, sorted.
 func (m *Model) parameters() ([]string, []*ts.Tensor) {
-	names := slices.Sorted(maps.Keys(m.vs.Variables()))
-	params := make([]*ts.Tensor, len(names))
-	for i, name := range names {
-		params[i], _ = m.vs.Root().Get(name)
-	}
-	return names, params
+	return train.SplitNamed(m.named())
 }
 
-func (m *Model) named() []ts.NamedTensor {
-	names, params := m.parameters()
-	out := make([]ts.NamedTensor, len(names))
-	for i := range names {
-		out[i] = ts.NamedTensor{Name: names[i], Tensor: params[i]}
-	}
-	return out
-}
+func (m *Model) named() []ts.NamedTensor { return train.NamedParams(m.vs) }

@@ -140,13 +140,5 @@ func runPredict(c *stages.Context) error {
 		return err
 	}
 	c.Progress(int64(len(text.Sentences)), int64(len(text.Sentences)), "tagged")
-	w, err := c.Output("predictions").Create(dataset.PredictionsFile)
-	if err != nil {
-		return err
-	}
-	if err := dataset.WritePredictions(w, &dataset.Predictions{Scheme: m.Labels.Scheme.String(), Tags: m.Labels.Tags, Sentences: preds}); err != nil {
-		w.Close()
-		return err
-	}
-	return w.Close()
+	return dataset.WritePredictionsOutput(c.Output("predictions"), &dataset.Predictions{Scheme: m.Labels.Scheme.String(), Tags: m.Labels.Tags, Sentences: preds})
 }
