@@ -3,12 +3,10 @@ package methods
 import (
 	"github.com/nerflow/nerflow/pipeline/spec"
 	"github.com/nerflow/nerflow/stages"
+	"github.com/nerflow/nerflow/subset"
 	"github.com/nerflow/nerflow/train"
 	"github.com/nerflow/nerflow/train/vsl"
 )
-
-// stageSplit is subset.split, the seeded low-resource split.
-const stageSplit = "subset.split"
 
 // VSL is the variational sequential labeler (Chen et al., 2018) in the
 // paper's low-resource setting: a seeded fraction of the training
@@ -67,7 +65,7 @@ func buildVSL(b *spec.Builder) error {
 	t := b.Node("train", vsl.StageTrain).Pass("variant", "scheme", "epochs", "patience", "kl_warmup", "class_weight", "recon_words", "seed").
 		Input("embeddings", vectors(b))
 	if split {
-		s := b.Node("split", stageSplit).PassAs("seed", "split_seed").Pass("labeled", "unlabeled")
+		s := b.Node("split", subset.StageSplit).PassAs("seed", "split_seed").Pass("labeled", "unlabeled")
 		readSplit(b, s, "train", "corpus")
 		t.Input("corpus", s.Out("labeled"))
 		if p.Bool("semi") {
