@@ -15,6 +15,7 @@ import (
 	"github.com/sugarme/gotch/ts"
 
 	"github.com/nerflow/nerflow/corpus"
+	"github.com/nerflow/nerflow/dataset"
 	"github.com/nerflow/nerflow/eval"
 	"github.com/nerflow/nerflow/train"
 )
@@ -309,11 +310,7 @@ func (m *Model) score(exs []example, gold [][]string) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	pred := make([][]string, len(preds))
-	for i, p := range preds {
-		pred[i] = p.Tags
-	}
-	rep, err := eval.Evaluate(gold, pred, corpus.AnyScheme)
+	rep, err := eval.Evaluate(gold, (&dataset.Predictions{Sentences: preds}).HardTags(), corpus.AnyScheme)
 	if err != nil {
 		return 0, err
 	}

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/sugarme/gotch"
@@ -257,5 +258,26 @@ func TestSaveLoad(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// Tags of any scheme become the model's classes; an entity of unknown
+// type adds no classification loss; a tag outside the tag set is an error.
+func TestEncodeTargets(t *testing.T) {
+	m, _ := tinyModel(t, Flat)
+	c := traintest.Corpus([]string{"Anna/I-PER Weber/I-PER met Ann/I-? in Rome/I-LOC ."})
+	exs, err := m.encode(c, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// IOB1 input read with conlleval's rules, in BIO: B-PER I-PER O ? O B-LOC O.
+	if want := []int64{1, 2, 0, ignored, 0, 3, 0}; !slices.Equal(exs[0].targets, want) {
+		t.Errorf("targets %v, want %v", exs[0].targets, want)
+	}
+	if b := newBatch(exs, []int{0}); b.labeled != 6 {
+		t.Errorf("%d labeled tokens, want 6", b.labeled)
+	}
+	if _, err := m.encode(traintest.Corpus([]string{"Anna/B-ORG ."}), true); err == nil || !strings.Contains(err.Error(), "sentence 1: token 1") {
+		t.Errorf("a tag outside the tag set: %v", err)
 	}
 }
