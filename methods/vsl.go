@@ -38,6 +38,7 @@ func init() {
 			stages.IntParam("patience", d.Run.Patience, "stop after this many epochs without a better dev F1 (0: never)", stages.AtLeast(0)),
 			stages.IntParam("kl_warmup", d.Run.KLWarmup, "steps of KL annealing", stages.AtLeast(0)),
 			stages.FloatParam("class_weight", d.Run.ClassWeight, "weight of the classification loss against the negative ELBO", stages.Range(0, 1000)),
+			stages.FloatParam("unlabeled_weight", d.Run.UnlabeledWeight, "weight of the unlabeled sentences' loss (the negative ELBO) against the labeled ones'", stages.Range(0, 1000)),
 			stages.IntParam("recon_words", d.Model.ReconWords, "reconstruction vocabulary: the most frequent words of the training text", stages.Range(1, 1000000)),
 			stages.IntParam("seed", int(d.Run.Seed), "seed of the initial weights, batches, dropout and latent samples", stages.AtLeast(0)),
 		}, fileParams()...),
@@ -62,7 +63,7 @@ func buildVSL(b *spec.Builder) error {
 	case !split && b.IsSet("unlabeled"):
 		b.Errorf("params.unlabeled", "with labeled: 1 nothing is split: connect the unlabeled input instead")
 	}
-	t := b.Node("train", vsl.StageTrain).Pass("variant", "scheme", "epochs", "patience", "kl_warmup", "class_weight", "recon_words", "seed").
+	t := b.Node("train", vsl.StageTrain).Pass("variant", "scheme", "epochs", "patience", "kl_warmup", "class_weight", "unlabeled_weight", "recon_words", "seed").
 		Input("embeddings", vectors(b))
 	if split {
 		s := b.Node("split", subset.StageSplit).PassAs("seed", "split_seed").Pass("labeled", "unlabeled")

@@ -161,6 +161,8 @@ func nllSum(g *train.Graph, logits, targets *ts.Tensor) *ts.Tensor {
 type Weights struct {
 	KL    float64 // the annealed KL weight (KLWeight)
 	Class float64 // the classification loss's
+	// Unlabeled weighs an unlabeled batch's loss in a step (see step).
+	Unlabeled float64
 }
 
 // batchLoss is the batch's loss per token: (recon + KL·kl + Class·class)/n.

@@ -38,6 +38,7 @@ func (h *Hyperparams) fields() []train.Hyperparam {
 		floatp(&r.KLWeight, "kl_weight", "weight of the KL terms after annealing", stages.Range(0, 100)),
 		intp(&r.KLWarmup, "kl_warmup", "steps over which the KL weight rises linearly from 0 (KL annealing; 0: none)", stages.AtLeast(0)),
 		floatp(&r.ClassWeight, "class_weight", "weight of the labeled tokens' cross entropy against the negative ELBO", stages.Range(0, 1000)),
+		floatp(&r.UnlabeledWeight, "unlabeled_weight", "weight of an unlabeled batch's loss (its negative ELBO) in a step, against the labeled batch's", stages.Range(0, 1000)),
 		// Optimization.
 		intp(&r.Epochs, "epochs", "passes over the labeled sentences; each step pairs a labeled batch with an unlabeled one", stages.Range(1, 1000)),
 		intp(&r.BatchSize, "batch_size", "sentences per batch (labeled, and unlabeled)", stages.Range(1, 4096)),

@@ -36,21 +36,24 @@ type TrainConfig struct {
 	// ClassWeight weighs the labeled tokens' cross entropy against the
 	// negative ELBO.
 	ClassWeight float64 `json:"class_weight"`
-	Patience    int     `json:"patience"` // epochs without a better dev F1 before stopping (0: never)
-	Seed        uint64  `json:"seed"`
+	// UnlabeledWeight weighs an unlabeled batch's loss (its negative ELBO)
+	// against the labeled batch's it is paired with.
+	UnlabeledWeight float64 `json:"unlabeled_weight"`
+	Patience        int     `json:"patience"` // epochs without a better dev F1 before stopping (0: never)
+	Seed            uint64  `json:"seed"`
 }
 
 // DefaultTrainConfig trains for 15 epochs of the labeled sentences.
 func DefaultTrainConfig() TrainConfig {
 	return TrainConfig{Epochs: 15, BatchSize: 32, LearningRate: 1e-3, Warmup: 0.05, MaxGradNorm: 5,
-		KLWeight: 1, KLWarmup: 300, ClassWeight: 10, Seed: 1}
+		KLWeight: 1, KLWarmup: 300, ClassWeight: 10, UnlabeledWeight: 1, Seed: 1}
 }
 
 func (c TrainConfig) validate() error {
 	if c.Epochs < 1 || c.BatchSize < 1 || c.LearningRate <= 0 {
 		return fmt.Errorf("epochs %d, batch size %d, learning rate %v: all must be positive", c.Epochs, c.BatchSize, c.LearningRate)
 	}
-	if c.Warmup < 0 || c.Warmup > 1 || c.MaxGradNorm < 0 || c.KLWeight < 0 || c.KLWarmup < 0 || c.ClassWeight < 0 || c.Patience < 0 {
+	if c.Warmup < 0 || c.Warmup > 1 || c.MaxGradNorm < 0 || c.KLWeight < 0 || c.KLWarmup < 0 || c.ClassWeight < 0 || c.UnlabeledWeight < 0 || c.Patience < 0 {
 		return fmt.Errorf("warmup %v, max grad norm %v, kl weight %v, kl warmup %d, class weight %v, patience %d: out of range",
 			c.Warmup, c.MaxGradNorm, c.KLWeight, c.KLWarmup, c.ClassWeight, c.Patience)
 	}
@@ -221,7 +224,7 @@ func (m *Model) trainEpoch(ctx context.Context, epoch int, lab []example, unl *u
 		if err := ctx.Err(); err != nil {
 			return rep, err
 		}
-		w := Weights{KL: KLWeight(cfg.KLWeight, res.Steps, cfg.KLWarmup), Class: cfg.ClassWeight}
+		w := Weights{KL: KLWeight(cfg.KLWeight, res.Steps, cfg.KLWarmup), Class: cfg.ClassWeight, Unlabeled: cfg.UnlabeledWeight}
 		bs := []*batch{newBatch(lab, ids)}
 		rep.Sentences += len(ids)
 		if u := unl.next(); u != nil {
@@ -271,7 +274,8 @@ type stepResult struct {
 }
 
 // step trains on a labeled batch and, if any, an unlabeled one: their
-// losses per token are added.
+// losses per token are added, the unlabeled one's weighted by
+// w.Unlabeled.
 func (m *Model) step(bs []*batch, w Weights, opt *train.Adam, lr float64, rng *rand.Rand) (stepResult, error) {
 	g := train.NewGraph(m.device)
 	defer g.Free()
@@ -283,7 +287,7 @@ func (m *Model) step(bs []*batch, w Weights, opt *train.Adam, lr float64, rng *r
 			if total == nil {
 				total = l
 			} else {
-				total = g.T(total.Add(l, false))
+				total = g.T(total.Add(g.T(l.MulScalar(g.Scalar(w.Unlabeled), false)), false))
 			}
 			r.recon += value(t.recon)
 			r.kl += value(t.kl)
