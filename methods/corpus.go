@@ -11,6 +11,7 @@ import (
 	"github.com/nerflow/nerflow/embeddings"
 	"github.com/nerflow/nerflow/pipeline/spec"
 	"github.com/nerflow/nerflow/stages"
+	"github.com/nerflow/nerflow/train"
 	// The methods build graphs of the tagger's stages, so a binary or test
 	// that links a method links their registration too.
 	_ "github.com/nerflow/nerflow/train/trainstage"
@@ -64,6 +65,16 @@ func checkFiles(b *spec.Builder) {
 // (train.tagger's corpus and dev, train.evaluate's gold), with its files.
 func readSplit(b *spec.Builder, n *spec.NodeBuilder, split, port string) *spec.NodeBuilder {
 	return n.Input(port, b.In(split)).PassAs(port+"_file", split+"_file").PassAs(port+"_labels", split+"_labels")
+}
+
+// scoreOn adds node name, which scores model on the corpus input split
+// (dev or test), and returns it; without that input it adds nothing and
+// returns nil.
+func scoreOn(b *spec.Builder, split, name string, model spec.Ref) *spec.NodeBuilder {
+	if !b.Has(split) {
+		return nil
+	}
+	return readSplit(b, b.Node(name, train.StageEvaluate).Input("model", model), split, "gold")
 }
 
 // vectors adds the node that restricts the word vectors to the words of the

@@ -79,14 +79,14 @@ func buildRoster(b *spec.Builder) error {
 	}
 	// evaluate scores a model on the dev set, as node name.
 	evaluate := func(name string, model spec.Ref, fan bool) spec.Ref {
-		if !b.Has("dev") {
+		ev := scoreOn(b, "dev", name, model)
+		if ev == nil {
 			return spec.Ref{}
 		}
-		ev := b.Node(name, train.StageEvaluate).Input("model", model)
 		if fan {
 			fanSeeds(ev, seeds, false)
 		}
-		return readSplit(b, ev, "dev", "gold").Out("report")
+		return ev.Out("report")
 	}
 
 	// Step 1: noise-robust training, one tagger per seed.
@@ -134,9 +134,8 @@ func buildRoster(b *spec.Builder) error {
 	if !report.Empty() {
 		reports = append(reports, report)
 	}
-	if b.Has("test") {
-		ev := b.Node("test", train.StageEvaluate).Input("model", model)
-		reports = append(reports, readSplit(b, ev, "test", "gold").Out("report"))
+	if ev := scoreOn(b, "test", "test", model); ev != nil {
+		reports = append(reports, ev.Out("report"))
 	}
 	b.Node("register", registry.StageName).Set("name", b.Name()).Input("model", model).Input("reports", reports...)
 	return nil

@@ -10,9 +10,9 @@ import (
 	"github.com/nerflow/nerflow/train/vsl"
 )
 
-// inputOf returns the node and output a node's port reads (empty when
+// portInput returns the node and output a node's port reads (empty when
 // unconnected).
-func inputOf(t *testing.T, g *spec.Graph, id, port string) spec.Input {
+func portInput(t *testing.T, g *spec.Graph, id, port string) spec.Input {
 	t.Helper()
 	n, ok := g.Node(id)
 	if !ok {
@@ -46,12 +46,12 @@ func TestVSLGraph(t *testing.T) {
 		t.Errorf("train: stage %s, params %v", tr.Stage, p)
 	}
 	for port, from := range map[string]string{"corpus": "split.labeled", "unlabeled": "split.unlabeled", "embeddings": "vectors.embeddings"} {
-		if in := inputOf(t, g, "train", port); in.Node+"."+in.Output != from {
+		if in := portInput(t, g, "train", port); in.Node+"."+in.Output != from {
 			t.Errorf("train.%s reads %+v, want %s", port, in, from)
 		}
 	}
 	ev, _ := g.Node("evaluate")
-	if in := inputOf(t, g, "evaluate", "predictions"); ev.Stage != train.StageEvaluate || in.Node != "predict" {
+	if in := portInput(t, g, "evaluate", "predictions"); ev.Stage != train.StageEvaluate || in.Node != "predict" {
 		t.Errorf("evaluate (%s) reads predictions from %+v", ev.Stage, in)
 	}
 }
@@ -76,7 +76,7 @@ func TestVSLAblations(t *testing.T) {
 		if a["train"].Params == b["train"].Params && set == "variant=flat" {
 			t.Errorf("%s: train's parameters unchanged", set)
 		}
-		if in := inputOf(t, g, "train", "unlabeled"); (in.Node != "") == (set == "semi=false") {
+		if in := portInput(t, g, "train", "unlabeled"); (in.Node != "") == (set == "semi=false") {
 			t.Errorf("%s: train's unlabeled input %+v", set, in)
 		}
 	}

@@ -30,30 +30,49 @@ func DefaultConfig() Config {
 // nil, for model selection as in Trainer.Run. opts add to the trainer's
 // options (logging, progress, checkpoints).
 func Train(ctx context.Context, m *train.Tagger, c, dev *corpus.Corpus, cfg Config, opts ...train.TrainerOption) (*train.Result, error) {
+	targets := func(probs [][][]float32) ([][][]float32, error) { return SoftLabels(probs, cfg.Targets) }
+	return selfTrain(ctx, m, c, dev, cfg.Run, cfg.UpdateInterval, targets, opts...)
+}
+
+// targetFunc turns the current model's predictions of the training corpus
+// (Tagger.Predict's Probs) into the targets of the next steps, in the
+// layout of train.WithSoftTargets.
+type targetFunc func(probs [][][]float32) ([][][]float32, error)
+
+// selfTrain is the loop every self-training method shares: the model
+// predicts the corpus, targets turns its predictions into the targets of
+// the next `every` steps, and so on, fitted with loss kl (which needs the
+// token head). RoSTER and BOND differ in targets only.
+func selfTrain(ctx context.Context, m *train.Tagger, c, dev *corpus.Corpus, run train.TrainConfig, every int, targets targetFunc, opts ...train.TrainerOption) (*train.Result, error) {
 	if m.Config.Head != train.TokenHead {
 		return nil, fmt.Errorf("self-training needs a tagger with the %s head, not %s", train.TokenHead, m.Config.Head)
 	}
-	if cfg.UpdateInterval < 1 {
-		return nil, fmt.Errorf("update interval %d, want at least 1", cfg.UpdateInterval)
+	if every < 1 {
+		return nil, fmt.Errorf("update interval %d, want at least 1", every)
 	}
 	preds, err := m.Predict(c, 64)
 	if err != nil {
 		return nil, fmt.Errorf("self-training targets: %w", err)
 	}
-	probs := make([][][]float32, len(preds))
-	for i, p := range preds {
-		probs[i] = p.Probs
-	}
-	soft, err := SoftLabels(probs, cfg.Targets)
+	soft, err := targets(probsOf(preds))
 	if err != nil {
 		return nil, fmt.Errorf("self-training targets: %w", err)
 	}
-	cfg.Run.Loss = train.LossKL
-	refresh := func(probs [][][]float32) ([][][]float32, error) { return SoftLabels(probs, cfg.Targets) }
-	opts = append(opts, train.WithSoftTargets(soft), train.WithSoftRefresh(cfg.UpdateInterval, refresh))
-	tr, err := train.NewTrainer(m, cfg.Run, opts...)
+	run.Loss = train.LossKL
+	opts = append(opts, train.WithSoftTargets(soft), train.WithSoftRefresh(every, targets))
+	tr, err := train.NewTrainer(m, run, opts...)
 	if err != nil {
 		return nil, err
 	}
 	return tr.Run(ctx, c, dev)
+}
+
+// probsOf are the per-token distributions of predictions, sentence by
+// sentence.
+func probsOf(preds []train.Prediction) [][][]float32 {
+	probs := make([][][]float32, len(preds))
+	for i, p := range preds {
+		probs[i] = p.Probs
+	}
+	return probs
 }

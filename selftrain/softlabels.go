@@ -91,18 +91,8 @@ func SoftLabels(probs [][][]float32, tg Targets) ([][][]float32, error) {
 				target[0] = 1
 			}
 			if ft := f[i][t]; ft != nil {
-				total := 0.0
-				y := make([]float64, k-1)
-				for j, x := range ft {
-					if g[j] > 0 {
-						y[j] = x * x / g[j]
-						total += y[j]
-					}
-				}
-				for j := range y {
-					if total > 0 {
-						target[1+j] = float32(y[j] / total)
-					}
+				for j, y := range sharpen(ft, g) {
+					target[1+j] = float32(y)
 				}
 			}
 			out[i][t] = target

@@ -24,15 +24,8 @@ func init() {
 		stages.IntParam("update_interval", d.UpdateInterval, "steps between two computations of the targets from the current model", stages.AtLeast(1)),
 		stages.FloatParam("entity_threshold", d.Targets.Threshold, "p(entity) under which a token's types are left out of the type loss", stages.Range(0, 1)),
 		stages.StringParam("entity_target", d.Targets.Entity, "entity-vs-O target: hard (the model's decision) or model (its p(entity))", stages.OneOf(EntityHard, EntityModel)),
-		stages.IntParam("batch_size", d.Run.BatchSize, "sentences per batch", stages.Range(1, 4096)),
-		stages.FloatParam("learning_rate", d.Run.LearningRate, "peak learning rate of Adam", stages.Range(1e-7, 1)),
-		stages.FloatParam("warmup", d.Run.Warmup, "fraction of the steps of linear warm-up before linear decay", stages.Range(0, 1)),
-		stages.FloatParam("max_grad_norm", d.Run.MaxGradNorm, "gradient norm clipping (0: none)", stages.AtLeast(0)),
-		stages.IntParam("patience", d.Run.Patience, "stop after this many epochs without a better dev F1 (0: never)", stages.AtLeast(0)),
-		stages.IntParam("seed", int(d.Run.Seed), "seed of the batches and dropout", stages.AtLeast(0)),
 	}
-	params = append(params, dataset.SourceParams("corpus", "training sentences")...)
-	params = append(params, dataset.SourceParams("dev", "dev sentences")...)
+	params = append(params, runParams(d.Run)...)
 	stages.Register(stages.Stage{
 		Name:    StageTagger,
 		Version: 1,
@@ -41,36 +34,102 @@ func init() {
 			"decisions (binary cross entropy). With language models (input lm), every epoch also fits the types of a new " +
 			"contextual augmentation of each sentence to the targets of its original, as RoSTER does.",
 		Params: params,
-		Inputs: []stages.Port{
-			{Name: "model", Kind: "checkpoint", Doc: "the tagger to start from (token head), e.g. the distilled ensemble"},
-			{Name: "corpus", Kind: "corpus", Doc: "training sentences (their tags are not used)"},
-			{Name: "dev", Kind: "corpus", Optional: true, Doc: "sentences with gold tags, for model selection"},
-			{Name: "lm", Kind: "lm", Optional: true, Doc: "language models from augment.lm: augmented sentences every epoch (RoSTER's rate 15%, top 5, seeded by seed)"},
-		},
-		Outputs: []stages.Port{
-			{Name: "model", Kind: "checkpoint", Doc: train.TaggerFile + " and " + train.WeightsFile},
-			{Name: "report", Kind: "report", Doc: "report.json: per-epoch loss, dev F1, throughput"},
-		},
+		Inputs: append(inputPorts("the tagger to start from (token head), e.g. the distilled ensemble"),
+			stages.Port{Name: "lm", Kind: "lm", Optional: true, Doc: "language models from augment.lm: augmented sentences every epoch (RoSTER's rate 15%, top 5, seeded by seed)"}),
+		Outputs:   outputPorts("report.json: per-epoch loss, dev F1, throughput"),
 		Resumable: true,
 		Run:       runStage,
 	})
+}
+
+// inputPorts declares the inputs every self-training stage reads: the
+// model to start from (model says what it is), the corpus and dev set.
+func inputPorts(model string) []stages.Port {
+	return []stages.Port{
+		{Name: "model", Kind: "checkpoint", Doc: model},
+		{Name: "corpus", Kind: "corpus", Doc: "training sentences (their tags are not used)"},
+		{Name: "dev", Kind: "corpus", Optional: true, Doc: "sentences with gold tags, for model selection"},
+	}
+}
+
+// outputPorts declares the outputs of a self-training stage, the model and
+// the report (report says what it holds).
+func outputPorts(report string) []stages.Port {
+	return []stages.Port{
+		{Name: "model", Kind: "checkpoint", Doc: train.TaggerFile + " and " + train.WeightsFile},
+		{Name: "report", Kind: "report", Doc: report},
+	}
+}
+
+// runParams declares the trainer's settings that the self-training stages
+// share, with d's defaults, and their corpus and dev inputs' files.
+func runParams(d train.TrainConfig) []stages.Param {
+	params := []stages.Param{
+		stages.IntParam("batch_size", d.BatchSize, "sentences per batch", stages.Range(1, 4096)),
+		stages.FloatParam("learning_rate", d.LearningRate, "peak learning rate of Adam", stages.Range(1e-7, 1)),
+		stages.FloatParam("warmup", d.Warmup, "fraction of the steps of linear warm-up before linear decay", stages.Range(0, 1)),
+		stages.FloatParam("max_grad_norm", d.MaxGradNorm, "gradient norm clipping (0: none)", stages.AtLeast(0)),
+		stages.IntParam("patience", d.Patience, "stop after this many evaluations on the dev set without a better F1 (0: never)", stages.AtLeast(0)),
+		stages.IntParam("seed", int(d.Seed), "seed of the batches and dropout", stages.AtLeast(0)),
+	}
+	params = append(params, dataset.SourceParams("corpus", "training sentences")...)
+	return append(params, dataset.SourceParams("dev", "dev sentences")...)
+}
+
+// readRun reads the parameters of runParams into run.
+func readRun(p stages.Params, run *train.TrainConfig) {
+	run.BatchSize, run.LearningRate, run.Warmup = p.Int("batch_size"), p.Float("learning_rate"), p.Float("warmup")
+	run.MaxGradNorm, run.Patience, run.Seed = p.Float("max_grad_norm"), p.Int("patience"), uint64(p.Int("seed"))
 }
 
 func configOf(p stages.Params) Config {
 	cfg := DefaultConfig()
 	cfg.Run.Epochs, cfg.UpdateInterval = p.Int("epochs"), p.Int("update_interval")
 	cfg.Targets = Targets{Threshold: p.Float("entity_threshold"), Entity: p.String("entity_target")}
-	cfg.Run.BatchSize, cfg.Run.LearningRate, cfg.Run.Warmup = p.Int("batch_size"), p.Float("learning_rate"), p.Float("warmup")
-	cfg.Run.MaxGradNorm, cfg.Run.Patience, cfg.Run.Seed = p.Float("max_grad_norm"), p.Int("patience"), uint64(p.Int("seed"))
+	readRun(p, &cfg.Run)
 	return cfg
 }
 
 func runStage(c *stages.Context) error {
+	cfg := configOf(c.Params)
+	return runSelfTraining(c, func(r *round) (any, error) {
+		opts := r.opts
+		if c.Input("lm") != nil {
+			model, err := loadLM(c, r.device)
+			if err != nil {
+				return nil, err
+			}
+			defer model.Close()
+			acfg := augment.DefaultConfig()
+			acfg.Seed = cfg.Run.Seed
+			opts = append(opts, WithAugmentation(model, r.text, acfg, c.Log))
+		}
+		res, err := Train(c, r.model, r.text, r.dev, cfg, opts...)
+		if err != nil {
+			return nil, c.Failed(err)
+		}
+		return map[string]any{"self_training": cfg, "types": r.model.Labels.Types, "result": res}, nil
+	})
+}
+
+// round is what a self-training stage trains: the model of the input model
+// (or of the checkpoint it resumes), the corpus and dev inputs, and the
+// trainer's options for logging, progress, checkpoints and resuming.
+type round struct {
+	device    gotch.Device
+	model     *train.Tagger
+	text, dev *corpus.Corpus
+	opts      []train.TrainerOption
+}
+
+// runSelfTraining is the body of a self-training stage: it prepares the
+// round, has fit train it and return the report, then writes the outputs
+// model and report (report.json).
+func runSelfTraining(c *stages.Context, fit func(*round) (any, error)) error {
 	device, err := train.ParseDevice(c.Device)
 	if err != nil {
 		return err
 	}
-	cfg := configOf(c.Params)
 	text, err := dataset.ReadInput(c.Input("corpus"), c.Params, "corpus")
 	if err != nil {
 		return err
@@ -117,19 +176,9 @@ func runStage(c *stages.Context) error {
 	if resumed {
 		opts = append(opts, train.Resume(state))
 	}
-	if c.Input("lm") != nil {
-		model, err := loadLM(c, device)
-		if err != nil {
-			return err
-		}
-		defer model.Close()
-		acfg := augment.DefaultConfig()
-		acfg.Seed = cfg.Run.Seed
-		opts = append(opts, WithAugmentation(model, text, acfg, c.Log))
-	}
-	res, err := Train(c, m, text, dev, cfg, opts...)
+	report, err := fit(&round{device: device, model: m, text: text, dev: dev, opts: opts})
 	if err != nil {
-		return c.Failed(err)
+		return err
 	}
 	dir := filepath.Join(c.WorkDir(), "model")
 	if err := m.Save(dir); err != nil {
@@ -141,7 +190,7 @@ func runStage(c *stages.Context) error {
 	if err := out.AddDir(dir); err != nil {
 		return err
 	}
-	return c.Output("report").WriteJSON("report.json", map[string]any{"self_training": cfg, "types": m.Labels.Types, "result": res})
+	return c.Output("report").WriteJSON("report.json", report)
 }
 
 // loadLM loads the language models of the input lm.

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -24,7 +25,10 @@ func TestStage(t *testing.T) {
 	t.Run("augmented", func(t *testing.T) { testStage(t, true) })
 }
 
-func testStage(t *testing.T, augmented bool) {
+// stageInputs imports a tiny tagger and the fixture corpus into a new file
+// store.
+func stageInputs(t *testing.T) (st *fsstore.Store, model, text stages.Artifact) {
+	t.Helper()
 	ctx := context.Background()
 	st, err := fsstore.Open(t.TempDir())
 	if err != nil {
@@ -34,7 +38,7 @@ func testStage(t *testing.T, augmented bool) {
 	if err := tinyTagger(t).Save(modelDir); err != nil {
 		t.Fatal(err)
 	}
-	model, err := stages.Import(ctx, st, "datasets", modelDir, "")
+	model, err = stages.Import(ctx, st, "datasets", modelDir, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,28 +50,22 @@ func testStage(t *testing.T, augmented bool) {
 	if err := os.WriteFile(filepath.Join(textDir, "train.conll"), b.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	text, err := stages.Import(ctx, st, "datasets", textDir, "")
+	text, err = stages.Import(ctx, st, "datasets", textDir, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var logs bytes.Buffer
-	log := slog.New(slog.NewTextHandler(&logs, nil))
-	s, _ := stages.Lookup(StageTagger)
-	p, err := s.ResolveParams(map[string]any{"epochs": 2, "update_interval": 2, "entity_threshold": 0.6, "batch_size": 2, "learning_rate": 0.01})
+	return st, model, text
+}
+
+// execStage runs stage name on a store with params and inputs, checks that
+// its model loads, and returns its report.json.
+func execStage(t *testing.T, st *fsstore.Store, name string, params map[string]any, inputs map[string][]stages.Artifact, log *slog.Logger) []byte {
+	t.Helper()
+	ctx := context.Background()
+	s, _ := stages.Lookup(name)
+	p, err := s.ResolveParams(params)
 	if err != nil {
 		t.Fatal(err)
-	}
-	inputs := map[string][]stages.Artifact{"model": {model}, "corpus": {text}}
-	if augmented {
-		lmDir := t.TempDir()
-		if err := tinyLM(t).Save(lmDir); err != nil {
-			t.Fatal(err)
-		}
-		a, err := stages.Import(ctx, st, "datasets", lmDir, "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		inputs["lm"] = []stages.Artifact{a}
 	}
 	outs, err := stages.Exec(ctx, s, stages.Env{Store: st, Params: p, Inputs: inputs, Log: log,
 		OutputPrefix: "runs/selftrain/" + stages.NewAttemptID()})
@@ -91,6 +89,27 @@ func testStage(t *testing.T, augmented bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return raw
+}
+
+func testStage(t *testing.T, augmented bool) {
+	ctx := context.Background()
+	st, model, text := stageInputs(t)
+	var logs bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	inputs := map[string][]stages.Artifact{"model": {model}, "corpus": {text}}
+	if augmented {
+		lmDir := t.TempDir()
+		if err := tinyLM(t).Save(lmDir); err != nil {
+			t.Fatal(err)
+		}
+		a, err := stages.Import(ctx, st, "datasets", lmDir, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		inputs["lm"] = []stages.Artifact{a}
+	}
+	raw := execStage(t, st, StageTagger, map[string]any{"epochs": 2, "update_interval": 2, "entity_threshold": 0.6, "batch_size": 2, "learning_rate": 0.01}, inputs, log)
 	var rep struct {
 		Result train.Result `json:"result"`
 	}
@@ -102,5 +121,37 @@ func testStage(t *testing.T, augmented bool) {
 	}
 	if n := strings.Count(logs.String(), "augmented sentences"); augmented && n != 2 || !augmented && n != 0 {
 		t.Errorf("augmented: %v, %d augmentations logged over 2 epochs", augmented, n)
+	}
+}
+
+// TestTeacherStage runs selftrain.teacher on a file store: 6 sentences in
+// batches of 2 over 2 epochs with a new teacher every 2 steps are 3
+// teachers, logged and reported, scored on the dev set every 2 steps and
+// after each epoch (steps 2, 3, 4, 6).
+func TestTeacherStage(t *testing.T) {
+	st, model, text := stageInputs(t)
+	var logs bytes.Buffer
+	params := map[string]any{"epochs": 2, "period": 2, "labels": LabelsHard, "threshold": 0.6, "eval_every": 2, "batch_size": 2, "learning_rate": 0.01}
+	inputs := map[string][]stages.Artifact{"model": {model}, "corpus": {text}, "dev": {text}}
+	raw := execStage(t, st, StageTeacher, params, inputs, slog.New(slog.NewTextHandler(&logs, nil)))
+	var rep struct {
+		Config TeacherConfig `json:"teacher_student"`
+		Result StudentResult `json:"result"`
+	}
+	if err := json.Unmarshal(raw, &rep); err != nil {
+		t.Fatal(err)
+	}
+	var steps []int
+	for _, e := range rep.Result.Evaluations {
+		steps = append(steps, e.Step)
+	}
+	if len(rep.Result.Teachers) != 3 || rep.Result.Steps != 6 || !slices.Equal(steps, []int{2, 3, 4, 6}) {
+		t.Errorf("%d teachers over %d steps, evaluations at %v: want 3 teachers, 6 steps, evaluations at [2 3 4 6]", len(rep.Result.Teachers), rep.Result.Steps, steps)
+	}
+	if rep.Config.Period != 2 || rep.Config.Pseudo != (Pseudo{Labels: LabelsHard, Threshold: 0.6}) || rep.Config.Run.Loss != train.LossKL {
+		t.Errorf("reported config %+v", rep.Config)
+	}
+	if n := strings.Count(logs.String(), "msg=teacher"); n != 3 {
+		t.Errorf("%d teachers logged, want 3:\n%s", n, logs.String())
 	}
 }

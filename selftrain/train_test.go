@@ -138,3 +138,8 @@ func TestTargetsFollowTheModel(t *testing.T) {
 		t.Errorf("%d refreshes over %d steps, want %d", calls, res.Steps, want)
 	}
 }
+
+// trainProgress calls f with the step after every step.
+func trainProgress(f func(step int)) train.TrainerOption {
+	return train.WithProgress(func(p train.Progress) { f(p.Step) })
+}

@@ -40,3 +40,27 @@ func TestAugmentedTargetsAreTheOriginals(t *testing.T) {
 		t.Error("a sentence outside the batch got targets")
 	}
 }
+
+// A nil row of soft targets leaves its token out of both terms of loss kl:
+// weight 0 for entity vs O and for the types, the other tokens unchanged.
+func TestNilSoftRowIsLeftOut(t *testing.T) {
+	e := example{words: []int64{2, 3, 4}, casing: make([]int64, 3), chars: [][]int64{{1}, {1}, {1}}}
+	e.soft = [][]float32{{0.2, 0.6, 0.2}, nil, {1, 0, 0}}
+	exs := []example{e}
+	entity, entityW, types, typeW := klTargets(&lossBatch{b: newBatch(exs, []int{0}), exs: exs, k: 3})
+	if want := []float32{0.2, 0.8, 0, 0, 1, 0}; !slices.Equal(entity, want) {
+		t.Errorf("entity targets %v, want %v", entity, want)
+	}
+	if want := []float32{1, 0, 1}; !slices.Equal(entityW, want) {
+		t.Errorf("entity weights %v, want %v", entityW, want)
+	}
+	if want := []float32{0.75, 0.25, 0, 0, 0, 0}; !slices.Equal(types, want) {
+		t.Errorf("type targets %v, want %v", types, want)
+	}
+	if want := []float32{1, 0, 0}; !slices.Equal(typeW, want) {
+		t.Errorf("type weights %v, want %v", typeW, want)
+	}
+	if err := attachSoft(exs, [][][]float32{{{1, 0, 0}, nil, {0, 0.5, 0.5}}}, 3); err != nil {
+		t.Errorf("nil row refused: %v", err)
+	}
+}

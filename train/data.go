@@ -17,6 +17,10 @@ type example struct {
 	// soft holds soft targets (LossKL): per token, p(O) then the weights of
 	// the entity tags.
 	soft [][]float32
+	// complete holds the sentence's entities in a complete annotation
+	// (WithCompleteAnnotation), to tell which negatives drawn by
+	// LossNegSample are in fact entities; nil without one.
+	complete []corpus.Span
 }
 
 func (e *example) len() int { return len(e.words) }

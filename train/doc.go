@@ -3,9 +3,11 @@
 //
 // The tagger reads a sentence as word vectors (pretrained GloVe-derived
 // vectors, see package embeddings), a character CNN and casing features,
-// runs a BiLSTM over them, and tags with one of two heads: RoSTER's token
+// runs a BiLSTM over them, and tags with one of three heads: RoSTER's token
 // classifier (an entity-vs-O score and an entity-type softmax, combined into
-// one distribution over the tags) or a linear-chain CRF decoded with Viterbi.
+// one distribution over the tags), a linear-chain CRF decoded with Viterbi,
+// or a span classifier trained with negative sampling for missing
+// annotations (Li et al. 2021), decoded into non-overlapping spans.
 //
 // The trainer fits it with Adam, a warm-up then linear-decay schedule,
 // gradient clipping and dropout on length-bucketed batches, and implements

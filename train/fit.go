@@ -25,6 +25,9 @@ type Job struct {
 	Device gotch.Device
 	// MinWordCount: see the VocabOption of that name (0: its default).
 	MinWordCount int
+	// Complete is the complete annotation of Train (optional, see
+	// WithCompleteAnnotation).
+	Complete *corpus.Corpus
 }
 
 // Fit builds a tagger for the job and trains it. The tagger's initial
@@ -54,6 +57,9 @@ func Fit(ctx context.Context, job Job, opts ...TrainerOption) (*Tagger, *Result,
 	}
 	if job.Soft != nil {
 		opts = append(opts, WithSoftTargets(job.Soft))
+	}
+	if job.Complete != nil {
+		opts = append(opts, WithCompleteAnnotation(job.Complete))
 	}
 	tr, err := NewTrainer(m, job.Run, opts...)
 	if err != nil {

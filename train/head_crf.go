@@ -12,7 +12,8 @@ type crfHead struct{}
 
 func (crfHead) Doc() string { return "linear-chain CRF over linear emission scores, Viterbi decoding" }
 
-func (crfHead) newWeights(p *initializer, in, k int) headWeights {
+func (crfHead) newWeights(p *initializer, in int, labels *Labels, _ Config) headWeights {
+	k := labels.NumTags()
 	out := 1 / sqrt(in)
 	return &crfWeightsOf{
 		emitW: p.uniform("emit_w", out, k, in), emitB: p.uniform("emit_b", out, k),

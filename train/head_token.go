@@ -18,7 +18,8 @@ func (tokenHead) Doc() string {
 	return "RoSTER's entity-vs-O and type classifier"
 }
 
-func (tokenHead) newWeights(p *initializer, in, k int) headWeights {
+func (tokenHead) newWeights(p *initializer, in int, labels *Labels, _ Config) headWeights {
+	k := labels.NumTags()
 	out := 1 / sqrt(in)
 	return &tokenWeightsOf{
 		typeW: p.uniform("type_w", out, k-1, in), typeB: p.uniform("type_b", out, k-1),

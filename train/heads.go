@@ -15,10 +15,12 @@ import (
 type Head interface {
 	// Doc says what the head is, for the stage docs.
 	Doc() string
-	// newWeights creates the head's weights for k tags on encoder output
-	// of size in, from the tagger's seeded initializer; their names are
-	// those of the checkpoint.
-	newWeights(p *initializer, in, k int) headWeights
+	// newWeights creates the head's weights for the tagger's tag set on
+	// encoder output of size in, from the tagger's seeded initializer;
+	// their names are those of the checkpoint. cfg is the tagger's
+	// architecture (a head may have settings there, as the span head's
+	// MaxSpan).
+	newWeights(p *initializer, in int, labels *Labels, cfg Config) headWeights
 }
 
 // headWeights are a head's weights in one tagger.

@@ -90,7 +90,7 @@ func (h *Hyperparams) fields() []Hyperparam {
 	intp, floatp, stringp := IntField, FloatField, StringField
 	return []Hyperparam{
 		// Architecture.
-		stringp(&m.Head, "head", "token (RoSTER's entity-vs-O and type classifier) or crf (linear-chain CRF)", stages.OneOf(HeadNames()...)),
+		stringp(&m.Head, "head", "token (RoSTER's entity-vs-O and type classifier), crf (linear-chain CRF) or span (span classifier, for negative sampling)", stages.OneOf(HeadNames()...)),
 		stringp(&m.Scheme, "scheme", "tag scheme the tagger predicts", stages.OneOf("io", "bio", "bioes")),
 		intp(&m.Hidden, "hidden", "LSTM units per direction", stages.Range(1, 4096)),
 		intp(&m.Layers, "layers", "BiLSTM layers", stages.Range(1, 8)),
@@ -99,6 +99,7 @@ func (h *Hyperparams) fields() []Hyperparam {
 		intp(&m.CharFilters, "char_filters", "character CNN filters", stages.Range(1, 4096)),
 		intp(&m.CharKernel, "char_kernel", "character CNN width (odd)", stages.Range(1, 15)),
 		intp(&m.CasingDim, "casing_dim", "casing feature size (0: none)", stages.Range(0, 256)),
+		intp(&m.MaxSpan, "max_span", "span head: longest span scored and predicted, in tokens", stages.Range(1, 64)),
 		floatp(&m.Dropout, "dropout", "dropout on the word representations and the BiLSTM output", stages.Range(0, 0.95)),
 		intp(&h.MinWordCount, "min_word_count", "occurrences a training word without a pretrained vector needs to get its own", stages.AtLeast(1)),
 		// Loss and noise handling.
@@ -107,6 +108,9 @@ func (h *Hyperparams) fields() []Hyperparam {
 		floatp(&r.Tau, "tau", "noisy-label removal: a distant label the model gives at most this probability is noise", stages.Range(0, 1)),
 		intp(&r.UpdateInterval, "update_interval", "batches between noisy-label removals (0: no removal)", stages.AtLeast(0)),
 		floatp(&r.DropO, "drop_o", "fraction of O tokens left out of the loss", stages.Range(0, 0.99)),
+		stringp(&r.Sampling, "sampling", "loss negsample: how negatives are drawn from the unannotated spans, uniform (Li et al. 2021) or weighted (by the model's uncertainty and O margin)", stages.OneOf(samplings...)),
+		floatp(&r.NegRatio, "neg_ratio", "loss negsample: negatives per sentence, ceil(neg_ratio * sentence length) (lambda)", stages.Range(0.01, 10)),
+		floatp(&r.Mu, "mu", "loss negsample, weighted: exponent of the O margin in the weights, u * (1 + v)^mu", stages.Range(0, 64)),
 		{stages.BoolParam("unknown_as_entity", r.UnknownAsEntity, "tokens of the unknown type \"?\" count as entities of some type (else the loss ignores them)"), &r.UnknownAsEntity},
 		// Optimization.
 		intp(&r.Epochs, "epochs", "training epochs", stages.Range(1, 1000)),
@@ -114,7 +118,8 @@ func (h *Hyperparams) fields() []Hyperparam {
 		floatp(&r.LearningRate, "learning_rate", "peak learning rate of Adam", stages.Range(1e-7, 1)),
 		floatp(&r.Warmup, "warmup", "fraction of the steps of linear warm-up before linear decay", stages.Range(0, 1)),
 		floatp(&r.MaxGradNorm, "max_grad_norm", "gradient norm clipping (0: none)", stages.AtLeast(0)),
-		intp(&r.Patience, "patience", "stop after this many epochs without a better dev F1 (0: never)", stages.AtLeast(0)),
+		intp(&r.Patience, "patience", "stop after this many evaluations on the dev set without a better F1 (0: never)", stages.AtLeast(0)),
+		intp(&r.EvalEvery, "eval_every", "score on the dev set every this many steps too, not only after each epoch, keeping the best step's weights (0: per epoch)", stages.AtLeast(0)),
 		SeedField(&r.Seed, "seed of the initial weights, batches, dropout and dropped O tokens"),
 	}
 }

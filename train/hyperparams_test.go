@@ -51,10 +51,10 @@ func TestHyperparamsOneTable(t *testing.T) {
 // Heads and losses are registered by name; the stage's choices are the
 // registered ones, and a loss trains only its own head.
 func TestHeadAndLossRegistries(t *testing.T) {
-	if got := HeadNames(); !slices.Equal(got, []string{CRFHead, TokenHead}) {
+	if got := HeadNames(); !slices.Equal(got, []string{CRFHead, SpanHead, TokenHead}) {
 		t.Errorf("heads %v", got)
 	}
-	if got := LossNames(); !slices.Equal(got, []string{LossCE, LossCRF, LossGCE, LossKL}) {
+	if got := LossNames(); !slices.Equal(got, []string{LossCE, LossCRF, LossGCE, LossKL, LossNegSample}) {
 		t.Errorf("losses %v", got)
 	}
 	for _, decl := range HyperparamDecls() {
@@ -77,7 +77,7 @@ func TestHeadAndLossRegistries(t *testing.T) {
 	if err := checkLoss(LossGCE, TokenHead, cfg); err == nil || !strings.Contains(err.Error(), "q") {
 		t.Errorf("gce with q 0: %v", err)
 	}
-	if err := checkLoss("hinge", TokenHead, cfg); err == nil || !strings.Contains(err.Error(), "want one of ce, crf, gce, kl") {
+	if err := checkLoss("hinge", TokenHead, cfg); err == nil || !strings.Contains(err.Error(), "want one of ce, crf, gce, kl, negsample") {
 		t.Errorf("unknown loss: %v", err)
 	}
 }

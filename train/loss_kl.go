@@ -26,14 +26,17 @@ func (klLoss) compute(lb *lossBatch) *ts.Tensor {
 }
 
 // klTargets lays out the batch's soft targets: [p(O), 1 - p(O)] with
-// weight 1 on every token, and the entity tags renormalized, with weight 1
-// where they are not all 0.
+// weight 1 on every token that has a target (not a nil row), and the
+// entity tags renormalized, with weight 1 where they are not all 0.
 func klTargets(lb *lossBatch) (entity, entityW, types, typeW []float32) {
 	b, k := lb.b, lb.k
 	entity, entityW = make([]float32, 2*b.n), make([]float32, b.n)
 	types, typeW = make([]float32, (k-1)*b.n), make([]float32, b.n)
 	for i, id := range b.ids {
 		for t, s := range lb.exs[id].soft {
+			if s == nil {
+				continue // weight 0 in both terms
+			}
 			p := b.pos(i, t)
 			entity[2*p], entity[2*p+1], entityW[p] = s[0], 1-s[0], 1
 			total := float32(0)

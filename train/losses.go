@@ -35,6 +35,8 @@ type lossBatch struct {
 	weights []tokenWeights // noisy-label weights by example, nil without removal
 	k       int            // tags
 	cfg     TrainConfig
+	// sampling is the epoch's negative sampling (LossNegSample).
+	sampling *sampling
 }
 
 var losses = newNamed[Loss]("loss")

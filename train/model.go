@@ -31,6 +31,9 @@ type Config struct {
 	Hidden      int     `json:"hidden"`
 	Layers      int     `json:"layers"`
 	Dropout     float64 `json:"dropout"`
+	// MaxSpan is the longest span, in tokens, that the span head scores
+	// (and so can predict); other heads ignore it.
+	MaxSpan int `json:"max_span,omitempty"`
 }
 
 // DefaultConfig is a BiLSTM-CNN tagger in the spirit of Ma and Hovy (2016)
@@ -39,7 +42,7 @@ func DefaultConfig() Config {
 	return Config{
 		Scheme: "io", Head: TokenHead,
 		WordDim: 100, CharDim: 30, CharFilters: 50, CharKernel: 3, MaxWordLen: 25, CasingDim: 8,
-		Hidden: 200, Layers: 1, Dropout: 0.5,
+		Hidden: 200, Layers: 1, Dropout: 0.5, MaxSpan: 10,
 	}
 }
 
@@ -55,6 +58,9 @@ func (c Config) validate() error {
 	}
 	if c.CharKernel < 1 || c.CharKernel%2 == 0 {
 		errs = append(errs, fmt.Errorf("char_kernel is %d, want an odd number", c.CharKernel))
+	}
+	if c.Head == SpanHead && c.MaxSpan < 1 {
+		errs = append(errs, fmt.Errorf("max_span is %d, the span head needs at least 1", c.MaxSpan))
 	}
 	if c.CasingDim < 0 {
 		errs = append(errs, fmt.Errorf("casing_dim is %d", c.CasingDim))
@@ -190,7 +196,7 @@ func (m *Tagger) build(p *initializer, table *embeddings.Table) {
 	}
 
 	head, _ := lookupHead(c.Head) // checked by validate
-	m.head = head.newWeights(p, in, m.Labels.NumTags())
+	m.head = head.newWeights(p, in, m.Labels, c)
 }
 
 // initializer creates parameters from a seeded Go generator, so that

@@ -37,6 +37,12 @@ type TrainConfig struct {
 	// entity-vs-O loss as entities (and, for the CRF, restricts them to
 	// entity tags); by default they are ignored by the loss altogether.
 	UnknownAsEntity bool `json:"unknown_as_entity"`
+	// Sampling, NegRatio and Mu configure LossNegSample: how negatives
+	// are drawn (SamplingUniform or SamplingWeighted), how many per
+	// sentence (ceil(NegRatio * length)), and the weighted draw's exponent.
+	Sampling string  `json:"sampling,omitempty"`
+	NegRatio float64 `json:"neg_ratio,omitempty"`
+	Mu       float64 `json:"mu,omitempty"`
 
 	Epochs       int     `json:"epochs"`
 	BatchSize    int     `json:"batch_size"`
@@ -45,17 +51,22 @@ type TrainConfig struct {
 	// up linearly; it then decays linearly to 0.
 	Warmup      float64 `json:"warmup"`
 	MaxGradNorm float64 `json:"max_grad_norm"` // 0: no clipping
-	// Patience stops training after that many epochs without a better dev
-	// F1 (0: never; the best epoch's weights are kept either way when there
-	// is a dev set).
-	Patience int    `json:"patience"`
-	Seed     uint64 `json:"seed"`
+	// Patience stops training after that many evaluations on the dev set
+	// without a better F1 (0: never; the best evaluation's weights are kept
+	// either way when there is a dev set).
+	Patience int `json:"patience"`
+	// EvalEvery scores the model on the dev set every that many steps, and
+	// at the end of each epoch, instead of at the end of each epoch only
+	// (0): a run that overfits noisy labels within its first epoch, as
+	// BOND's first stage does, stops at the step the dev set chooses.
+	EvalEvery int    `json:"eval_every,omitempty"`
+	Seed      uint64 `json:"seed"`
 }
 
 // DefaultTrainConfig is supervised training with cross entropy.
 func DefaultTrainConfig() TrainConfig {
 	return TrainConfig{
-		Loss: LossCE, Q: 0.7, Tau: 0.7,
+		Loss: LossCE, Q: 0.7, Tau: 0.7, Sampling: SamplingUniform, NegRatio: 0.35, Mu: 8,
 		Epochs: 10, BatchSize: 32, LearningRate: 1e-3, Warmup: 0.1, MaxGradNorm: 5, Seed: 1,
 	}
 }
@@ -83,8 +94,8 @@ func (c TrainConfig) validate(head string) error {
 	if c.Epochs < 1 || c.BatchSize < 1 || c.LearningRate <= 0 {
 		errs = append(errs, fmt.Errorf("epochs %d, batch size %d, learning rate %v: all must be positive", c.Epochs, c.BatchSize, c.LearningRate))
 	}
-	if c.Warmup < 0 || c.Warmup > 1 || c.MaxGradNorm < 0 || c.Patience < 0 {
-		errs = append(errs, fmt.Errorf("warmup %v, max grad norm %v, patience %d out of range", c.Warmup, c.MaxGradNorm, c.Patience))
+	if c.Warmup < 0 || c.Warmup > 1 || c.MaxGradNorm < 0 || c.Patience < 0 || c.EvalEvery < 0 {
+		errs = append(errs, fmt.Errorf("warmup %v, max grad norm %v, patience %d, eval every %d out of range", c.Warmup, c.MaxGradNorm, c.Patience, c.EvalEvery))
 	}
 	return errors.Join(errs...)
 }
@@ -107,18 +118,37 @@ type EpochReport struct {
 	// removal switched off at the end of the epoch.
 	RemovedEntity int `json:"removed_entity,omitempty"`
 	RemovedType   int `json:"removed_type,omitempty"`
+	// Negatives counts the spans LossNegSample drew as negatives. With a
+	// complete annotation (WithCompleteAnnotation), Missampled counts those
+	// of them that are entities there, and Missampling is their share: the
+	// missampling rate of Li et al.'s analysis.
+	Negatives   int      `json:"negatives,omitempty"`
+	Missampled  int      `json:"missampled,omitempty"`
+	Missampling *float64 `json:"missampling,omitempty"`
 	// RSSBytes is the process's resident memory at the end of the epoch
 	// (0 where the system does not tell): flat from the second epoch on in
 	// a healthy run.
 	RSSBytes int64 `json:"rss_bytes,omitempty"`
 }
 
+// Evaluation is one score of the model on the dev set.
+type Evaluation struct {
+	Epoch int     `json:"epoch"`
+	Step  int     `json:"step"` // optimizer steps done
+	DevF1 float64 `json:"dev_f1"`
+}
+
 // Result summarizes a training run.
 type Result struct {
 	Epochs    []EpochReport `json:"epochs"`
 	BestEpoch int           `json:"best_epoch"` // 0 without a dev set
-	BestDevF1 float64       `json:"best_dev_f1"`
-	Steps     int           `json:"steps"`
+	// BestStep is the step of the best evaluation, whose weights the
+	// model holds (0 without a dev set).
+	BestStep  int     `json:"best_step"`
+	BestDevF1 float64 `json:"best_dev_f1"`
+	Steps     int     `json:"steps"`
+	// Evaluations are the scores on the dev set, in order.
+	Evaluations []Evaluation `json:"evaluations,omitempty"`
 	// Resumed is the number of epochs restored from a checkpoint.
 	Resumed int `json:"resumed"`
 }
@@ -142,8 +172,11 @@ type Trainer struct {
 	refreshEvery int
 	// augment, if set, gives each epoch's augmented sentences (WithAugmented).
 	augment func(epoch int) ([]corpus.Sentence, error)
-	workDir string
-	tempDir bool // workDir was made by the trainer, removed after Run
+	// complete is the training set's complete annotation
+	// (WithCompleteAnnotation).
+	complete *corpus.Corpus
+	workDir  string
+	tempDir  bool // workDir was made by the trainer, removed after Run
 }
 
 // TrainerOption configures a Trainer.
@@ -171,8 +204,9 @@ func Resume(dir string) TrainerOption { return func(t *Trainer) { t.resumeDir = 
 // WithSoftTargets gives the soft targets of LossKL, aligned with the
 // training sentences: soft[i][t] holds p(O) of token t of sentence i, then
 // the weights of the entity tags in Labels order (renormalized by the loss;
-// all 0 leaves the token out of the type loss). The sentences' tags are not
-// used and may be absent.
+// all 0 leaves the token out of the type loss); a nil row leaves the token
+// out of the loss altogether (a self-training teacher not confident
+// enough). The sentences' tags are not used and may be absent.
 func WithSoftTargets(soft [][][]float32) TrainerOption { return func(t *Trainer) { t.soft = soft } }
 
 // WithSoftRefresh makes the soft targets follow the model being trained,
@@ -183,6 +217,15 @@ func WithSoftTargets(soft [][][]float32) TrainerOption { return func(t *Trainer)
 // targets of the first steps.
 func WithSoftRefresh(every int, refresh func(probs [][][]float32) ([][][]float32, error)) TrainerOption {
 	return func(t *Trainer) { t.refreshEvery, t.refresh = every, refresh }
+}
+
+// WithCompleteAnnotation gives the complete annotation of the training
+// sentences (the gold before entities were masked, or the true labels of
+// distant ones), sentence by sentence: every epoch then reports the
+// missampling rate of LossNegSample, the share of its drawn negatives that
+// are entities there. Training never reads it otherwise.
+func WithCompleteAnnotation(c *corpus.Corpus) TrainerOption {
+	return func(t *Trainer) { t.complete = c }
 }
 
 // NewTrainer prepares a run of model with cfg.
@@ -214,6 +257,7 @@ const (
 	streamDropO   = 1
 	streamBatches = 1000 // + epoch
 	streamDropout = 2000 // + epoch
+	streamSample  = 3000 // + epoch
 )
 
 func (t *Trainer) rng(stream uint64) *rand.Rand {
@@ -226,8 +270,10 @@ type runState struct {
 	Step       int           `json:"step"`
 	History    []EpochReport `json:"history"`
 	BestEpoch  int           `json:"best_epoch"`
+	BestStep   int           `json:"best_step"`
 	BestDevF1  float64       `json:"best_dev_f1"`
-	SinceBest  int           `json:"since_best"`
+	SinceBest  int           `json:"since_best"` // evaluations
+	Evals      []Evaluation  `json:"evaluations,omitempty"`
 	KeepEntity []byte        `json:"keep_entity,omitempty"` // noisy-label weights, token by token
 	KeepType   []byte        `json:"keep_type,omitempty"`
 }
@@ -242,7 +288,7 @@ const (
 // they are converted to the tagger's, and tags of corpus.UnknownType count
 // as entities of unknown type). With a non-nil dev set, every epoch is
 // scored on it (entity micro F1), the best epoch's weights are kept, and
-// Patience applies. Run locks the calling goroutine to its OS thread.
+// Patience applies (with EvalEvery, also within epochs). Run locks the calling goroutine to its OS thread.
 //
 // The steps: a place for the run's state, the data encoded once, the
 // optimizer (restored from a checkpoint when resuming), the learning-rate
@@ -281,10 +327,14 @@ func (t *Trainer) Run(ctx context.Context, trainSet, dev *corpus.Corpus) (*Resul
 			return nil, err
 		}
 	}
+	if t.stopped(&st, dev != nil) {
+		t.log.Info("early stop", "epoch", st.Epoch, "step", st.Step, "best_step", st.BestStep, "best_dev_f1", st.BestDevF1)
+	}
 	if err := t.restoreBest(&st, dev != nil); err != nil {
 		return nil, err
 	}
-	res.Epochs, res.BestEpoch, res.BestDevF1, res.Steps = st.History, st.BestEpoch, st.BestDevF1, st.Step
+	res.Epochs, res.BestEpoch, res.BestStep, res.BestDevF1, res.Steps = st.History, st.BestEpoch, st.BestStep, st.BestDevF1, st.Step
+	res.Evaluations = st.Evals
 	return res, nil
 }
 
@@ -344,6 +394,11 @@ func (t *Trainer) prepareData(trainSet, dev *corpus.Corpus) (*runData, error) {
 			d.devGold = append(d.devGold, s.Tags)
 		}
 	}
+	if t.complete != nil {
+		if err := attachComplete(exs, t.complete); err != nil {
+			return nil, fmt.Errorf("complete annotation: %w", err)
+		}
+	}
 	if !cfg.UnknownAsEntity {
 		ignoreUnknown(exs)
 	}
@@ -387,51 +442,71 @@ func (t *Trainer) newSchedule(exs []example) (schedule, error) {
 	return schedule{totalSteps: total, warmup: int(math.Round(t.cfg.Warmup * float64(total))), peak: t.cfg.LearningRate}, nil
 }
 
-// continues says whether to run epoch: within Epochs, and (with a dev set
-// and Patience) not stopped early.
+// continues says whether to run epoch: within Epochs, and not stopped
+// early.
 func (t *Trainer) continues(epoch int, st *runState, hasDev bool) bool {
-	return epoch <= t.cfg.Epochs && (t.cfg.Patience == 0 || !hasDev || st.SinceBest < t.cfg.Patience)
+	return epoch <= t.cfg.Epochs && !t.stopped(st, hasDev)
+}
+
+// stopped says whether Patience evaluations on the dev set went by without
+// a better F1.
+func (t *Trainer) stopped(st *runState, hasDev bool) bool {
+	return hasDev && t.cfg.Patience > 0 && st.SinceBest >= t.cfg.Patience
 }
 
 // trainEpoch runs one epoch, scores it on the dev set (keeping the best
-// epoch's weights), logs it and writes a checkpoint.
+// weights), logs it and writes a checkpoint.
 func (t *Trainer) trainEpoch(ctx context.Context, epoch int, d *runData, opt *adam, st *runState, sched schedule) error {
-	rep, err := t.epoch(ctx, epoch, d.train, d.weights, opt, st, sched)
+	rep, err := t.epoch(ctx, epoch, d, opt, st, sched)
 	if err != nil {
 		return err
 	}
 	if d.devGold != nil {
-		if err := t.selectEpoch(epoch, &rep, d, st); err != nil {
-			return err
+		// The epoch's score: its last step's, evaluated now unless EvalEvery
+		// just did.
+		if n := len(st.Evals); n == 0 || st.Evals[n-1].Step != st.Step {
+			if err := t.evaluate(epoch, d, st); err != nil {
+				return err
+			}
 		}
+		rep.DevF1 = st.Evals[len(st.Evals)-1].DevF1
 	}
 	st.Epoch = epoch
 	st.History = append(st.History, rep)
-	t.log.Info("epoch done", "epoch", epoch, "loss", rep.TrainLoss, "dev_f1", rep.DevF1, "tokens_per_sec", math.Round(rep.TokensPerSec),
-		"removed_entity", rep.RemovedEntity, "removed_type", rep.RemovedType, "rss_mb", rep.RSSBytes>>20)
+	attrs := []any{"epoch", epoch, "loss", rep.TrainLoss, "dev_f1", rep.DevF1, "tokens_per_sec", math.Round(rep.TokensPerSec),
+		"removed_entity", rep.RemovedEntity, "removed_type", rep.RemovedType, "rss_mb", rep.RSSBytes >> 20}
+	if rep.Missampling != nil {
+		attrs = append(attrs, "negatives", rep.Negatives, "missampling", *rep.Missampling)
+	}
+	t.log.Info("epoch done", attrs...)
 	return t.saveCheckpoint(opt, st, d.weights)
 }
 
-// selectEpoch scores the epoch on the dev set and keeps its weights if it
-// is the best so far.
-func (t *Trainer) selectEpoch(epoch int, rep *EpochReport, d *runData, st *runState) error {
-	var err error
-	rep.DevF1, err = t.score(d.dev, d.devGold)
+// evaluate scores the model on the dev set and keeps its weights if they
+// are the best so far.
+func (t *Trainer) evaluate(epoch int, d *runData, st *runState) error {
+	f1, err := t.score(d.dev, d.devGold)
 	if err != nil {
-		return fmt.Errorf("epoch %d: dev set: %w", epoch, err)
+		return fmt.Errorf("epoch %d, step %d: dev set: %w", epoch, st.Step, err)
 	}
-	if epoch == 1 || rep.DevF1 > st.BestDevF1 {
-		st.BestEpoch, st.BestDevF1, st.SinceBest = epoch, rep.DevF1, 0
+	st.Evals = append(st.Evals, Evaluation{Epoch: epoch, Step: st.Step, DevF1: f1})
+	if t.cfg.EvalEvery > 0 {
+		t.log.Info("dev score", "epoch", epoch, "step", st.Step, "dev_f1", f1, "best_dev_f1", max(f1, st.BestDevF1))
+	}
+	if st.BestEpoch == 0 || f1 > st.BestDevF1 {
+		st.BestEpoch, st.BestStep, st.BestDevF1, st.SinceBest = epoch, st.Step, f1, 0
 		return t.saveBest()
 	}
 	st.SinceBest++
 	return nil
 }
 
-// restoreBest puts the best epoch's weights back when a later epoch ended
-// the run.
+// restoreBest puts the best evaluation's weights back when later steps
+// ended the run.
 func (t *Trainer) restoreBest(st *runState, hasDev bool) error {
-	if !hasDev || st.BestEpoch == 0 || st.BestEpoch == st.Epoch {
+	// A checkpoint written before BestStep existed has 0 there: its best
+	// weights are loaded, which is right in any case.
+	if !hasDev || st.BestEpoch == 0 || st.BestStep == st.Step {
 		return nil
 	}
 	if err := t.model.loadWeights(filepath.Join(t.stateDir(), bestFile)); err != nil {
@@ -440,9 +515,10 @@ func (t *Trainer) restoreBest(st *runState, hasDev bool) error {
 	return nil
 }
 
-// epoch runs one pass over the training set.
-func (t *Trainer) epoch(ctx context.Context, epoch int, exs []example, weights *noiseWeights, opt *adam, st *runState, sched schedule) (EpochReport, error) {
-	cfg := t.cfg
+// epoch runs one pass over the training set, cut short when scores on the
+// dev set every EvalEvery steps stop it.
+func (t *Trainer) epoch(ctx context.Context, epoch int, d *runData, opt *adam, st *runState, sched schedule) (EpochReport, error) {
+	cfg, exs, weights := t.cfg, d.train, d.weights
 	batches := bucketBatches(exs, cfg.BatchSize, t.rng(streamBatches+uint64(epoch)))
 	dropout := t.rng(streamDropout + uint64(epoch))
 	rep := EpochReport{Epoch: epoch}
@@ -453,6 +529,7 @@ func (t *Trainer) epoch(ctx context.Context, epoch int, exs []example, weights *
 			return rep, fmt.Errorf("epoch %d: %w", epoch, err)
 		}
 	}
+	sampled := &sampling{epoch: epoch, epochs: cfg.Epochs, rng: t.rng(streamSample + uint64(epoch))}
 	start := time.Now()
 	var tokens, losses int
 	var lossSum float64
@@ -476,7 +553,7 @@ func (t *Trainer) epoch(ctx context.Context, epoch int, exs []example, weights *
 			withTargetsOf(aug, exs, ids)
 			ab = newBatch(aug, ids)
 		}
-		lossVal, learned, err := t.step(b, ab, exs, aug, weights.of(), opt, sched.at(st.Step), dropout)
+		lossVal, learned, err := t.step(b, ab, exs, aug, weights.of(), opt, sched.at(st.Step), dropout, sampled)
 		if err != nil {
 			return rep, fmt.Errorf("epoch %d, step %d: %w", epoch, st.Step+1, err)
 		}
@@ -493,12 +570,25 @@ func (t *Trainer) epoch(ctx context.Context, epoch int, exs []example, weights *
 			t.progress(Progress{Epoch: epoch, Epochs: cfg.Epochs, Step: st.Step, Steps: sched.totalSteps, Loss: lossVal,
 				TokensPerSec: float64(tokens) / time.Since(start).Seconds()})
 		}
+		if cfg.EvalEvery > 0 && d.devGold != nil && st.Step%cfg.EvalEvery == 0 {
+			if err := t.evaluate(epoch, d, st); err != nil {
+				return rep, err
+			}
+			if t.stopped(st, true) {
+				break
+			}
+		}
 	}
 	if losses > 0 {
 		rep.TrainLoss = lossSum / float64(losses)
 	}
 	rep.TokensPerSec = float64(tokens) / time.Since(start).Seconds()
 	rep.RemovedEntity, rep.RemovedType = weights.removed()
+	rep.Negatives, rep.Missampled = sampled.negatives, sampled.missampled
+	if t.complete != nil && sampled.negatives > 0 {
+		rate := float64(sampled.missampled) / float64(sampled.negatives)
+		rep.Missampling = &rate
+	}
 	rep.RSSBytes = residentBytes()
 	return rep, nil
 }
@@ -506,12 +596,12 @@ func (t *Trainer) epoch(ctx context.Context, epoch int, exs []example, weights *
 // step trains on one batch: forward, loss, backward, update. learned is
 // false when the batch had nothing to learn from. ab, if not nil, is the
 // batch's augmented copy, drawn from aug (WithAugmented).
-func (t *Trainer) step(b, ab *batch, exs, aug []example, weights []tokenWeights, opt *adam, lr float64, dropout *rand.Rand) (loss float64, learned bool, err error) {
+func (t *Trainer) step(b, ab *batch, exs, aug []example, weights []tokenWeights, opt *adam, lr float64, dropout *rand.Rand, sampled *sampling) (loss float64, learned bool, err error) {
 	m := t.model
 	g := newGraph(m.device)
 	defer g.free()
 	err = run(func() {
-		l := t.loss.compute(&lossBatch{g: g, head: m.head, h: m.forward(g, b, true, dropout), b: b, exs: exs, weights: weights, k: m.Labels.NumTags(), cfg: t.cfg})
+		l := t.loss.compute(&lossBatch{g: g, head: m.head, h: m.forward(g, b, true, dropout), b: b, exs: exs, weights: weights, k: m.Labels.NumTags(), cfg: t.cfg, sampling: sampled})
 		if ab != nil {
 			l = addLosses(g, l, augmentedLoss(&lossBatch{g: g, head: m.head, h: m.forward(g, ab, true, dropout), b: ab, exs: aug, k: m.Labels.NumTags(), cfg: t.cfg}))
 		}
@@ -573,6 +663,9 @@ func attachSoft(exs []example, soft [][][]float32, k int) error {
 			return fmt.Errorf("sentence %d: %d tokens but %d soft targets", i+1, exs[i].len(), len(soft[i]))
 		}
 		for t, s := range soft[i] {
+			if s == nil {
+				continue // left out of the loss
+			}
 			if len(s) != k {
 				return fmt.Errorf("sentence %d, token %d: %d values for %d tags", i+1, t+1, len(s), k)
 			}
@@ -584,6 +677,25 @@ func attachSoft(exs []example, soft [][][]float32, k int) error {
 		}
 		exs[i].soft = soft[i]
 		exs[i].targets = make([]int32, exs[i].len())
+	}
+	return nil
+}
+
+// attachComplete gives each example its entities in the complete
+// annotation c, which must have the training set's sentences and lengths.
+func attachComplete(exs []example, c *corpus.Corpus) error {
+	if len(c.Sentences) != len(exs) {
+		return fmt.Errorf("%d sentences for %d training sentences", len(c.Sentences), len(exs))
+	}
+	for i, s := range c.Sentences {
+		if len(s.Tags) != exs[i].len() {
+			return fmt.Errorf("sentence %d: %d tags for %d tokens", i+1, len(s.Tags), exs[i].len())
+		}
+		spans, err := corpus.AnyScheme.Spans(s.Tags)
+		if err != nil {
+			return fmt.Errorf("sentence %d: %w", i+1, err)
+		}
+		exs[i].complete = spans
 	}
 	return nil
 }

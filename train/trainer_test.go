@@ -63,46 +63,60 @@ func TestTrainingLowersLossAndRoundTrips(t *testing.T) {
 	} {
 		t.Run(tc.head+"-"+tc.scheme+"-"+tc.loss, func(t *testing.T) {
 			m := newTiny(t, c, tinyConfig(tc.head, tc.scheme), 1)
-			tr, err := NewTrainer(m, tinyTrainConfig(tc.loss))
-			if err != nil {
-				t.Fatal(err)
-			}
-			res, err := tr.Run(context.Background(), c, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			first, last := res.Epochs[0].TrainLoss, res.Epochs[len(res.Epochs)-1].TrainLoss
-			if !(last < 0.6*first) {
-				t.Fatalf("loss went from %.4f to %.4f, want it down by 40%%", first, last)
-			}
+			checkLossFalls(t, m, tinyTrainConfig(tc.loss), c)
 			before, err := m.Predict(c, 3)
 			if err != nil {
 				t.Fatal(err)
 			}
-			dir := t.TempDir()
-			if err := m.Save(dir); err != nil {
-				t.Fatal(err)
-			}
-			loaded, err := Load(dir, gotch.CPU)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer loaded.Close()
-			after, err := loaded.Predict(c, 3)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for i := range before {
-				if !slices.Equal(before[i].Tags, after[i].Tags) {
-					t.Fatalf("sentence %d: tags %v before saving, %v after loading", i+1, before[i].Tags, after[i].Tags)
-				}
-				for tok := range before[i].Probs {
-					if !slices.Equal(before[i].Probs[tok], after[i].Probs[tok]) {
-						t.Fatalf("sentence %d token %d: probabilities differ after loading", i+1, tok+1)
-					}
-				}
-			}
+			checkRoundTrip(t, m, c, before)
 		})
+	}
+}
+
+// checkLossFalls trains m with cfg on c: the last epoch's loss is at
+// least 40% below the first's.
+func checkLossFalls(t *testing.T, m *Tagger, cfg TrainConfig, c *corpus.Corpus) {
+	t.Helper()
+	tr, err := NewTrainer(m, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := tr.Run(context.Background(), c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, last := res.Epochs[0].TrainLoss, res.Epochs[len(res.Epochs)-1].TrainLoss
+	if !(last < 0.6*first) {
+		t.Fatalf("loss went from %.4f to %.4f, want it down by 40%%", first, last)
+	}
+}
+
+// checkRoundTrip saves m and loads it back: the loaded tagger predicts c
+// exactly as m did (before).
+func checkRoundTrip(t *testing.T, m *Tagger, c *corpus.Corpus, before []Prediction) {
+	t.Helper()
+	dir := t.TempDir()
+	if err := m.Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	loaded, err := Load(dir, gotch.CPU)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer loaded.Close()
+	after, err := loaded.Predict(c, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range before {
+		if !slices.Equal(before[i].Tags, after[i].Tags) {
+			t.Fatalf("sentence %d: tags %v before saving, %v after loading", i+1, before[i].Tags, after[i].Tags)
+		}
+		for tok := range before[i].Probs {
+			if !slices.Equal(before[i].Probs[tok], after[i].Probs[tok]) {
+				t.Fatalf("sentence %d token %d: probabilities differ after loading", i+1, tok+1)
+			}
+		}
 	}
 }
 

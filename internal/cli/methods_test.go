@@ -16,7 +16,7 @@ func TestMethodsCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"distant", "supervised", "train, dev?, test?, vectors?, gazetteers[]?, stopwords?"} {
+	for _, want := range []string{"bond", "distant", "supervised", "train, dev?, test?, vectors?, gazetteers[]?, stopwords?"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("nerflow methods lacks %q:\n%s", want, out)
 		}
@@ -30,7 +30,7 @@ func TestMethodsCommand(t *testing.T) {
 			t.Errorf("nerflow methods distant lacks %q:\n%s", want, out)
 		}
 	}
-	if _, err := runCLI(t, "methods", "bond"); err == nil || !strings.Contains(err.Error(), `no method "bond"`) {
+	if _, err := runCLI(t, "methods", "no-such-method"); err == nil || !strings.Contains(err.Error(), `no method "no-such-method"`) {
 		t.Errorf("unknown method: %v", err)
 	}
 }

@@ -22,6 +22,8 @@ import (
 type trainFlags struct {
 	trainText, trainLabels string
 	devText, devLabels     string
+	completeText           string
+	completeLabels         string
 	vectors                string
 	frequent               int
 	allVectors             bool
@@ -65,6 +67,8 @@ stages train.tagger), with dashes for underscores, checked the same way.`,
 		fl.StringVar(&f.trainLabels, "train-labels", "", "tags of the training sentences")
 		fl.StringVar(&f.devText, "dev-text", "", "dev sentences for model selection")
 		fl.StringVar(&f.devLabels, "dev-labels", "", "tags of the dev sentences")
+		fl.StringVar(&f.completeText, "complete-text", "", "the training sentences completely annotated (loss negsample: per-epoch missampling rate)")
+		fl.StringVar(&f.completeLabels, "complete-labels", "", "tags of the --complete-text sentences")
 		fl.StringVar(&f.vectors, "vectors", "", "word vectors: wink JSON or .tgz, or an embeddings file (.bin)")
 		fl.BoolVar(&f.allVectors, "all-vectors", true, "with wink vectors, keep all of them (the tagger then knows any word the vectors have); false: the corpora's words and --frequent common words")
 		fl.IntVar(&f.frequent, "frequent", 20000, "with wink vectors and --all-vectors=false, also keep this many most frequent words")
@@ -109,6 +113,12 @@ func runTrain(cmd *cobra.Command, log *slog.Logger, f trainFlags) error {
 			return err
 		}
 	}
+	var complete *corpus.Corpus
+	if f.completeText != "" {
+		if complete, err = (dataset.Source{File: f.completeText, Labels: f.completeLabels}).ReadFile(); err != nil {
+			return err
+		}
+	}
 	var table *embeddings.Table
 	if f.vectors != "" {
 		start := time.Now()
@@ -123,7 +133,7 @@ func runTrain(cmd *cobra.Command, log *slog.Logger, f trainFlags) error {
 			log.Info("training", "epoch", p.Epoch, "step", p.Step, "of", p.Steps, "loss", fmt.Sprintf("%.4f", p.Loss), "tokens_per_sec", int(p.TokensPerSec))
 		}
 	}
-	m, res, err := train.Fit(cmd.Context(), train.Job{Train: trainSet, Dev: dev, Table: table, Model: f.hp.Model, Run: f.hp.Run, Device: device, MinWordCount: f.hp.MinWordCount},
+	m, res, err := train.Fit(cmd.Context(), train.Job{Train: trainSet, Dev: dev, Table: table, Model: f.hp.Model, Run: f.hp.Run, Device: device, MinWordCount: f.hp.MinWordCount, Complete: complete},
 		train.WithLogger(log), train.WithProgress(progress))
 	if err != nil {
 		return err

@@ -41,6 +41,27 @@ func TestTrainCommand(t *testing.T) {
 		t.Errorf("report: %v, %d epochs", err, len(report.Result.Epochs))
 	}
 
+	// The span head with negative sampling, its missampling rate against
+	// the labels as the complete annotation of a copy that lost them.
+	partial := filepath.Join(dir, "partial.txt")
+	if err := os.WriteFile(partial, []byte("B-PER O O O O\nB-PER O B-LOC O\nO O O B-LOC O\nB-PER O B-LOC O\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	span := append(append([]string{}, args...), "--train-labels", partial, "--complete-text", filepath.Join(dir, "text.txt"),
+		"--complete-labels", filepath.Join(dir, "labels.txt"), "--head", "span", "--loss", "negsample", "--sampling", "weighted", "--scheme", "bio")
+	if _, err := runCLI(t, span...); err != nil {
+		t.Fatal(err)
+	}
+	var spanReport struct {
+		Result struct {
+			Epochs []struct{ Missampling *float64 }
+		}
+	}
+	b, _ = os.ReadFile(filepath.Join(out, "report.json"))
+	if err := json.Unmarshal(b, &spanReport); err != nil || len(spanReport.Result.Epochs) != 3 || spanReport.Result.Epochs[0].Missampling == nil {
+		t.Errorf("span report: %v, %s", err, b)
+	}
+
 	bad := append(append([]string{}, args...), "--dropout", "0.99")
 	if _, err := runCLI(t, bad...); err == nil || !strings.Contains(err.Error(), "dropout") {
 		t.Errorf("dropout out of range: %v", err)

@@ -22,22 +22,25 @@ func init() {
 	params := train.HyperparamDecls()
 	params = append(params, dataset.SourceParams("corpus", "training sentences")...)
 	params = append(params, dataset.SourceParams("dev", "dev sentences")...)
+	params = append(params, dataset.SourceParams("complete", "training sentences, completely annotated")...)
 	stages.Register(stages.Stage{
 		Name:    train.StageTrain,
 		Version: 1,
 		Doc: "Trains a BiLSTM-CNN tagger (word vectors, character CNN, casing) with RoSTER's token head or a CRF, " +
 			"on gold or distant labels: cross entropy, or generalized cross entropy with noisy-label removal and " +
-			"dropped O tokens (RoSTER's noise-robust training); early stopping on a dev set; resumes from its last epoch.",
+			"dropped O tokens (RoSTER's noise-robust training); or a span classifier with negative sampling for missing " +
+			"annotations (head span, loss negsample); early stopping on a dev set; resumes from its last epoch.",
 		Params: params,
 		Inputs: []stages.Port{
 			{Name: "corpus", Kind: "corpus", Doc: "training sentences with tags in any scheme (type \"?\": entity of unknown type)"},
 			{Name: "dev", Kind: "corpus", Optional: true, Doc: "sentences with gold tags, for model selection"},
 			{Name: "embeddings", Kind: "embeddings", Optional: true, Doc: "pretrained word vectors (stage embeddings.vectors)"},
+			{Name: "complete", Kind: "corpus", Optional: true, Doc: "the training sentences completely annotated (the gold before masking, the true labels of distant ones): each epoch reports the share of negative spans drawn by loss negsample that are entities there (missampling)"},
 			{Name: "soft", Kind: "predictions", Optional: true, Doc: "soft targets for loss kl, aligned with corpus (" + dataset.PredictionsFile + ", e.g. averaged predictions of several taggers)"},
 		},
 		Outputs: []stages.Port{
 			{Name: "model", Kind: "checkpoint", Doc: train.TaggerFile + ", " + train.WeightsFile + " and, with pretrained vectors, " + train.VectorsFile},
-			{Name: "report", Kind: "report", Doc: "report.json: per-epoch loss, dev F1, throughput, removed tokens"},
+			{Name: "report", Kind: "report", Doc: "report.json: per-epoch loss, dev F1, throughput, removed tokens, negatives drawn and missampling"},
 		},
 		Resumable: true,
 		Run:       runTrainStage,
@@ -96,6 +99,11 @@ func runTrainStage(c *stages.Context) error {
 	}
 	if in := c.Input("dev"); in != nil {
 		if job.Dev, err = dataset.ReadInput(in, c.Params, "dev"); err != nil {
+			return err
+		}
+	}
+	if in := c.Input("complete"); in != nil {
+		if job.Complete, err = dataset.ReadInput(in, c.Params, "complete"); err != nil {
 			return err
 		}
 	}

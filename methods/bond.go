@@ -1,0 +1,87 @@
+package methods
+
+import (
+	"github.com/nerflow/nerflow/pipeline/spec"
+	"github.com/nerflow/nerflow/registry"
+	"github.com/nerflow/nerflow/selftrain"
+	"github.com/nerflow/nerflow/stages"
+	"github.com/nerflow/nerflow/train"
+)
+
+// Bond is BOND (Liang et al., KDD 2020) on distant labels: a tagger
+// trained on them and stopped early, before it fits their noise, then
+// teacher-student self-training from it. Both models are scored on the
+// dev set given; the final one on the test set too.
+//
+//	[label] -> early (train.tagger, eval_every, patience) -> selftrain (selftrain.teacher) -> register
+//	vectors --^        \-> eval-early                         \-> eval-selftrain, test
+//
+// selftrain=false registers the early-stopped model (the ablation of
+// stage 2; the prefix and its cache are kept); labels=hard is BOND's
+// hard pseudo-labels.
+func init() {
+	d := selftrain.DefaultTeacherConfig()
+	spec.RegisterMethod(spec.Method{
+		Name: "bond",
+		Doc: "BOND: a tagger (token head) trained with cross entropy on distant labels (given, or made from " +
+			"gazetteers), scored on the dev set every eval_every steps and stopped early at the best step; then " +
+			"teacher-student self-training: the teacher, a copy of that model, labels the training corpus with " +
+			"high-confidence pseudo-labels (soft or hard), the student fits them and replaces the teacher every period " +
+			"steps. Each stage scored on the dev set, the final model on the test set, registered under the spec's name.",
+		Params: append([]stages.Param{
+			stages.IntParam("seed", 1, "seed of the initial weights, batches and dropout", stages.AtLeast(0)),
+			stages.StringParam("scheme", "io", "tag scheme of the labels and the tagger", stages.OneOf("io", "bio", "bioes")),
+			stages.IntParam("epochs", 3, "stage 1: at most this many epochs on the distant labels, the step chosen on the dev set (BOND: 900 steps of 16 sentences with RoBERTa; a BiLSTM learns slower)", stages.Range(1, 1000)),
+			stages.IntParam("eval_every", 50, "stage 1: steps between two scores on the dev set, the best step's model kept", stages.AtLeast(1)),
+			stages.IntParam("patience", 4, "stage 1: stop after this many scores without a better dev F1 (0: run every epoch)", stages.AtLeast(0)),
+			stages.FloatParam("drop_o", 0, "stage 1: fraction of the distant O tokens left out of the loss (BOND: none)", stages.Range(0, 0.99)),
+			stages.BoolParam("selftrain", true, "stage 2, teacher-student self-training (false: register the early-stopped model; ablation)"),
+			stages.StringParam("labels", d.Pseudo.Labels, "stage 2 pseudo-labels: soft (BOND's best) or hard", stages.OneOf(selftrain.LabelsSoft, selftrain.LabelsHard)),
+			stages.FloatParam("threshold", d.Pseudo.Threshold, "stage 2: confidence under which a token is left out of the student's loss (0: keep all)", stages.Range(0, 1)),
+			stages.IntParam("period", d.Period, "stage 2: steps between two teachers (BOND: 450 steps of 16 sentences)", stages.AtLeast(1)),
+			stages.IntParam("selftrain_epochs", d.Run.Epochs, "stage 2: self-training epochs", stages.Range(1, 1000)),
+			stages.IntParam("selftrain_eval_every", d.Run.EvalEvery, "stage 2: steps between two scores on the dev set (0: per epoch)", stages.AtLeast(0)),
+			stages.IntParam("selftrain_patience", d.Run.Patience, "stage 2: stop after this many scores without a better dev F1 (0: never)", stages.AtLeast(0)),
+		}, fileParams()...),
+		Inputs: distantInputs(),
+		Build:  buildBond,
+	})
+}
+
+func buildBond(b *spec.Builder) error {
+	checkFiles(b)
+	p := b.Params()
+	corpus := trainingCorpus(b)
+	// Stage 1: cross entropy on the distant labels, stopped early.
+	early := b.Node("early", train.StageTrain).Queue("gpu").
+		Set("head", train.TokenHead).Set("loss", train.LossCE).Pass("seed", "scheme", "epochs", "eval_every", "patience", "drop_o").
+		Input("embeddings", vectors(b))
+	corpus(early)
+	readSplit(b, early, "dev", "dev")
+	model, report := early.Out("model"), spec.Ref{}
+	if ev := scoreOn(b, "dev", "eval-early", model); ev != nil {
+		report = ev.Out("report")
+	}
+
+	// Stage 2: teacher-student self-training.
+	if p.Bool("selftrain") {
+		st := b.Node("selftrain", selftrain.StageTeacher).Queue("gpu").Input("model", model).
+			Pass("seed", "labels", "threshold", "period").
+			PassAs("epochs", "selftrain_epochs").PassAs("eval_every", "selftrain_eval_every").PassAs("patience", "selftrain_patience")
+		corpus(st) // its tags are not used
+		readSplit(b, st, "dev", "dev")
+		model, report = st.Out("model"), spec.Ref{}
+		if ev := scoreOn(b, "dev", "eval-selftrain", model); ev != nil {
+			report = ev.Out("report")
+		}
+	}
+	var reports []spec.Ref // of the final model
+	if !report.Empty() {
+		reports = append(reports, report)
+	}
+	if ev := scoreOn(b, "test", "test", model); ev != nil {
+		reports = append(reports, ev.Out("report"))
+	}
+	b.Node("register", registry.StageName).Set("name", b.Name()).Input("model", model).Input("reports", reports...)
+	return nil
+}

@@ -1,0 +1,119 @@
+package methods_test
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/nerflow/nerflow/pipeline/spec"
+	"github.com/nerflow/nerflow/selftrain"
+	"github.com/nerflow/nerflow/train"
+)
+
+// inputOf returns the node an input port of n reads ("" if none).
+func inputOf(n *spec.Node, port string) string {
+	if i := slices.IndexFunc(n.Inputs, func(in spec.Input) bool { return in.Port == port }); i >= 0 {
+		return n.Inputs[i].Node
+	}
+	return ""
+}
+
+// The example makes BOND's graph with its defaults: stage 1 cross entropy
+// on the distant labels scored every 50 steps and stopped early, stage 2
+// teacher-student self-training from its model, both scored on the dev
+// set.
+func TestBondGraph(t *testing.T) {
+	g, err := expand(t, fixture(t), example(t, "conll03-bond.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"vectors", "early", "eval-early", "selftrain", "eval-selftrain", "register"}
+	if got := ids(g); !slices.Equal(slices.Sorted(slices.Values(got)), slices.Sorted(slices.Values(want))) {
+		t.Fatalf("nodes %v, want %v", got, want)
+	}
+	early, _ := g.Node("early")
+	if p := nodeParams(t, g, "early"); early.Stage != train.StageTrain || early.Queue != "gpu" || p["head"] != train.TokenHead ||
+		p["loss"] != train.LossCE || p["eval_every"] != 50.0 || p["patience"] != 4.0 || p["epochs"] != 3.0 || p["drop_o"] != 0.0 ||
+		p["update_interval"] != 0.0 || p["corpus_labels"] != "train_label_dist.txt" || p["dev_labels"] != "valid_label_true.txt" {
+		t.Errorf("early: %s on %q, params %v", early.Stage, early.Queue, p)
+	}
+	st, _ := g.Node("selftrain")
+	if p := nodeParams(t, g, "selftrain"); st.Stage != selftrain.StageTeacher || p["labels"] != selftrain.LabelsSoft || p["threshold"] != 0.9 ||
+		p["period"] != 225.0 || p["epochs"] != 4.0 || p["eval_every"] != 225.0 || p["patience"] != 3.0 || p["seed"] != 1.0 {
+		t.Errorf("selftrain: %s, params %v", st.Stage, p)
+	}
+	if inputOf(st, "model") != "early" || inputOf(st, "dev") != "" {
+		// The dev input is a dataset, not a node.
+		t.Errorf("selftrain reads %+v, want early's model", st.Inputs)
+	}
+	for node, model := range map[string]string{"eval-early": "early", "eval-selftrain": "selftrain", "register": "selftrain"} {
+		n, _ := g.Node(node)
+		if inputOf(n, "model") != model {
+			t.Errorf("%s reads %+v, want %s's model", node, n.Inputs, model)
+		}
+	}
+	reg, _ := g.Node("register")
+	if inputOf(reg, "reports") != "eval-selftrain" {
+		t.Errorf("register reads %+v, want the final model's dev report", reg.Inputs)
+	}
+}
+
+// The ablations are parameters: labels=hard changes stage 2 only, so stage
+// 1 keeps its key (and cache); selftrain=false registers stage 1's model.
+func TestBondAblations(t *testing.T) {
+	dir := fixture(t)
+	full, err := expand(t, dir, example(t, "conll03-bond.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hard, err := expand(t, dir, example(t, "conll03-bond.yaml"), "labels=hard", "threshold=0.95")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := shapes(full), shapes(hard)
+	for _, id := range []string{"vectors", "early", "eval-early"} {
+		if a[id].Params != b[id].Params || a[id].Stage != b[id].Stage {
+			t.Errorf("labels=hard changes node %s", id)
+		}
+	}
+	if p := nodeParams(t, hard, "selftrain"); p["labels"] != selftrain.LabelsHard || p["threshold"] != 0.95 {
+		t.Errorf("selftrain params %v, want hard labels at 0.95", p)
+	}
+	alone, err := expand(t, dir, example(t, "conll03-bond.yaml"), "selftrain=false")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(alone); !slices.Equal(slices.Sorted(slices.Values(got)), []string{"early", "eval-early", "register", "vectors"}) {
+		t.Errorf("selftrain=false: nodes %v", got)
+	}
+	reg, _ := alone.Node("register")
+	if inputOf(reg, "model") != "early" || inputOf(reg, "reports") != "eval-early" {
+		t.Errorf("selftrain=false: register reads %+v, want early's model and report", reg.Inputs)
+	}
+	if c := shapes(alone); c["early"].Params != a["early"].Params {
+		t.Error("selftrain=false changes stage 1")
+	}
+}
+
+// Without a dev set nothing selects the step: stage 1 runs its epochs, and
+// the test set scores the final model.
+func TestBondWithoutDev(t *testing.T) {
+	text := `method: bond
+params:
+  train_file: train_text.txt
+  train_labels: train_label_dist.txt
+inputs:
+  train: ../../shared/data/conll03
+  test: ../../data/test.conll
+`
+	g, err := expand(t, fixture(t), text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(g); !slices.Equal(slices.Sorted(slices.Values(got)), []string{"early", "register", "selftrain", "test"}) {
+		t.Errorf("nodes %v", got)
+	}
+	tst, _ := g.Node("test")
+	if inputOf(tst, "model") != "selftrain" {
+		t.Errorf("test reads %+v", tst.Inputs)
+	}
+}

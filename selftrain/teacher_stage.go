@@ -1,0 +1,53 @@
+package selftrain
+
+import "github.com/nerflow/nerflow/stages"
+
+// StageTeacher is the name of BOND's teacher-student self-training stage.
+const StageTeacher = "selftrain.teacher"
+
+func init() {
+	d := DefaultTeacherConfig()
+	params := []stages.Param{
+		stages.IntParam("epochs", d.Run.Epochs, "self-training epochs", stages.Range(1, 1000)),
+		stages.IntParam("period", d.Period, "steps between two teachers: the student becomes the teacher and labels the corpus again", stages.AtLeast(1)),
+		stages.StringParam("labels", d.Pseudo.Labels, "pseudo-labels: hard (the teacher's most probable tag) or soft (its distribution squared and divided by the tags' frequencies)", stages.OneOf(LabelsHard, LabelsSoft)),
+		stages.FloatParam("threshold", d.Pseudo.Threshold, "confidence (largest probability of the pseudo-label's distribution) under which a token is left out of the student's loss", stages.Range(0, 1)),
+		stages.IntParam("eval_every", d.Run.EvalEvery, "score on the dev set every this many steps too, not only after each epoch, keeping the best step's weights (0: per epoch)", stages.AtLeast(0)),
+	}
+	params = append(params, runParams(d.Run)...)
+	stages.Register(stages.Stage{
+		Name:    StageTeacher,
+		Version: 1,
+		Doc: "BOND's second stage: teacher-student self-training of a token-head tagger (BOND's first-stage model). " +
+			"The teacher, a copy of the model, labels the training corpus with pseudo-labels (hard or soft), keeping " +
+			"the tokens where it is confident; the student, starting from the teacher's weights, fits them (KL " +
+			"divergence) and becomes the teacher every period steps.",
+		Params:    params,
+		Inputs:    inputPorts("the first teacher (token head), e.g. train.tagger's model stopped early on the distant labels"),
+		Outputs:   outputPorts("report.json: per-epoch loss, dev F1 at each evaluation, what each teacher kept"),
+		Resumable: true,
+		Run:       runTeacher,
+	})
+}
+
+func teacherConfigOf(p stages.Params) TeacherConfig {
+	cfg := DefaultTeacherConfig()
+	cfg.Run.Epochs, cfg.Run.EvalEvery, cfg.Period = p.Int("epochs"), p.Int("eval_every"), p.Int("period")
+	cfg.Pseudo = Pseudo{Labels: p.String("labels"), Threshold: p.Float("threshold")}
+	readRun(p, &cfg.Run)
+	return cfg
+}
+
+func runTeacher(c *stages.Context) error {
+	cfg := teacherConfigOf(c.Params)
+	return runSelfTraining(c, func(r *round) (any, error) {
+		res, err := TrainStudent(c, r.model, r.text, r.dev, cfg, r.opts...)
+		if err != nil {
+			return nil, c.Failed(err)
+		}
+		for i, s := range res.Teachers {
+			c.Log.Info("teacher", "n", i+1, "tokens", s.Tokens, "kept", s.Kept, "entities", s.Entities)
+		}
+		return map[string]any{"teacher_student": cfg, "types": r.model.Labels.Types, "result": res}, nil
+	})
+}

@@ -1,0 +1,141 @@
+package selftrain
+
+import (
+	"context"
+	"math"
+	"strings"
+	"testing"
+)
+
+// pseudoCase is a teacher's predictions on tags [O, LOC, PER]:
+//
+//	a [0.95, 0.03, 0.02]  b [0.05, 0.9, 0.05]  c [0.5, 0.1, 0.4]  d [0.1, 0.2, 0.7]
+var pseudoCase = [][][]float32{
+	{{0.95, 0.03, 0.02}, {0.05, 0.9, 0.05}},
+	{},
+	{{0.5, 0.1, 0.4}, {0.1, 0.2, 0.7}},
+}
+
+// checkTargets compares targets with want, nil rows included.
+func checkTargets(t *testing.T, got [][][]float32, want [][][]float64) {
+	t.Helper()
+	for i := range want {
+		if len(got[i]) != len(want[i]) {
+			t.Fatalf("sentence %d: %d tokens, want %d", i+1, len(got[i]), len(want[i]))
+		}
+		for tok, row := range want[i] {
+			if (row == nil) != (got[i][tok] == nil) {
+				t.Errorf("sentence %d token %d: %v, want %v", i+1, tok+1, got[i][tok], row)
+				continue
+			}
+			for c, x := range row {
+				if d := math.Abs(float64(got[i][tok][c]) - x); d > 1e-5 {
+					t.Errorf("sentence %d token %d value %d: %v, want %v", i+1, tok+1, c, got[i][tok][c], x)
+				}
+			}
+		}
+	}
+}
+
+// Hard pseudo-labels at threshold 0.9: a (O, 0.95) and b (LOC, 0.9, kept
+// at the threshold) one-hot; c (0.5) and d (0.7) left out.
+func TestHardPseudoLabels(t *testing.T) {
+	got, sel, err := PseudoLabels(pseudoCase, Pseudo{Labels: LabelsHard, Threshold: 0.9})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkTargets(t, got, [][][]float64{{{1, 0, 0}, {0, 1, 0}}, {}, {nil, nil}})
+	if sel != (Selection{Tokens: 4, Kept: 2, Entities: 1}) {
+		t.Errorf("selection %+v, want 4 tokens, 2 kept, 1 entity", sel)
+	}
+}
+
+// Soft pseudo-labels: the frequencies over the corpus are f = [0.95 +
+// 0.05 + 0.5 + 0.1, 0.03 + 0.9 + 0.1 + 0.2, 0.02 + 0.05 + 0.4 + 0.7] =
+// [1.6, 1.23, 1.17]; d becomes [0.01/1.6, 0.04/1.23, 0.49/1.17] =
+// [0.00625, 0.0325203, 0.4188034] / 0.4575737 = [0.013659, 0.071071,
+// 0.915270], kept at 0.9 though the teacher gave it 0.7; c becomes
+// [0.25/1.6, 0.01/1.23, 0.16/1.17] / 0.3011322 = [0.518875, 0.026998,
+// 0.454127], left out.
+func TestSoftPseudoLabels(t *testing.T) {
+	got, sel, err := PseudoLabels(pseudoCase, Pseudo{Labels: LabelsSoft, Threshold: 0.9})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkTargets(t, got, [][][]float64{
+		{{0.998100, 0.001295, 0.000605}, {0.002359, 0.994414, 0.003227}},
+		{},
+		{nil, {0.013659, 0.071071, 0.915270}},
+	})
+	if sel != (Selection{Tokens: 4, Kept: 3, Entities: 2}) {
+		t.Errorf("selection %+v, want 4 tokens, 3 kept, 2 entities", sel)
+	}
+	// Threshold 0 keeps every token: c too.
+	got, sel, err = PseudoLabels(pseudoCase, Pseudo{Labels: LabelsSoft, Threshold: 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkTargets(t, got[2:], [][][]float64{{{0.518875, 0.026998, 0.454127}, {0.013659, 0.071071, 0.915270}}})
+	if sel.Kept != 4 {
+		t.Errorf("threshold 0 kept %d of 4", sel.Kept)
+	}
+}
+
+func TestPseudoLabelsErrors(t *testing.T) {
+	for _, tc := range []struct {
+		probs [][][]float32
+		ps    Pseudo
+		want  string
+	}{
+		{pseudoCase, Pseudo{Labels: LabelsHard, Threshold: 1.5}, "threshold 1.5"},
+		{pseudoCase, Pseudo{Labels: "fuzzy", Threshold: 0.9}, `"fuzzy"`},
+		{[][][]float32{{{0.5, 0.5}}, {{0.2, 0.3, 0.5}}}, Pseudo{Labels: LabelsSoft, Threshold: 0.9}, "sentence 2, token 1: 3 probabilities, want 2"},
+		{[][][]float32{{{1}}}, Pseudo{Labels: LabelsHard, Threshold: 0.9}, "O and at least one entity tag"},
+	} {
+		if _, _, err := PseudoLabels(tc.probs, tc.ps); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: error %v, want one with %q", tc.ps, err, tc.want)
+		}
+	}
+}
+
+// The student replaces the teacher every Period steps: 6 sentences in
+// batches of 2 are 3 steps an epoch, so over 2 epochs with period 2 the
+// teachers are the model as given and the student after steps 2 and 4
+// (before steps 3 and 5). Each new teacher's selection is that of the
+// student's predictions at that step.
+func TestTeacherReplacedEveryPeriod(t *testing.T) {
+	m := tinyTagger(t)
+	c := fixtureCorpus()
+	cfg := DefaultTeacherConfig()
+	cfg.Run.Epochs, cfg.Run.BatchSize, cfg.Run.LearningRate, cfg.Run.EvalEvery = 2, 2, 0.01, 0
+	cfg.Period, cfg.Pseudo = 2, Pseudo{Labels: LabelsHard, Threshold: 0.6}
+	want := map[int]Selection{}
+	atStep := func(step int) {
+		preds, err := m.Predict(c, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, want[step], err = PseudoLabels(probsOf(preds), cfg.Pseudo)
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	atStep(0)
+	res, err := TrainStudent(context.Background(), m, c, nil, cfg, trainProgress(func(step int) {
+		if step == 2 || step == 4 {
+			atStep(step)
+		}
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Steps != 6 || len(res.Teachers) != 3 {
+		t.Fatalf("%d steps, %d teachers: want 6 steps and 3 teachers (the model, after steps 2 and 4)", res.Steps, len(res.Teachers))
+	}
+	for i, step := range []int{0, 2, 4} {
+		if res.Teachers[i] != want[step] {
+			t.Errorf("teacher %d: %+v, want the selection of the model at step %d, %+v", i+1, res.Teachers[i], step, want[step])
+		}
+	}
+	t.Logf("teachers %+v", res.Teachers)
+}
