@@ -43,9 +43,10 @@ type TrainConfig struct {
 	Seed            uint64  `json:"seed"`
 }
 
-// DefaultTrainConfig trains for 15 epochs of the labeled sentences.
+// DefaultTrainConfig trains for 30 epochs of the labeled sentences (on
+// CoNLL-2003's 10%, dev F1 still rose through the 15th).
 func DefaultTrainConfig() TrainConfig {
-	return TrainConfig{Epochs: 15, BatchSize: 32, LearningRate: 1e-3, Warmup: 0.05, MaxGradNorm: 5,
+	return TrainConfig{Epochs: 30, BatchSize: 32, LearningRate: 1e-3, Warmup: 0.05, MaxGradNorm: 5,
 		KLWeight: 1, KLWarmup: 300, ClassWeight: 10, UnlabeledWeight: 1, Seed: 1}
 }
 
