@@ -112,6 +112,20 @@ func ReadPredictionsInput(in *stages.Input, port string) (*Predictions, error) {
 	return p, nil
 }
 
+// WritePredictionsOutput writes predictions as the file of a stage's
+// output.
+func WritePredictionsOutput(out *stages.Output, p *Predictions) error {
+	w, err := out.Create(PredictionsFile)
+	if err != nil {
+		return err
+	}
+	if err := WritePredictions(w, p); err != nil {
+		w.Close()
+		return err
+	}
+	return w.Close()
+}
+
 // HardTags returns the best tags of every sentence.
 func (p *Predictions) HardTags() [][]string {
 	out := make([][]string, len(p.Sentences))

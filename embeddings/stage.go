@@ -122,3 +122,18 @@ func corpusWords(in *stages.Input, name string) ([]string, error) {
 	}
 	return words, nil
 }
+
+// ReadInput reads the table of an embeddings artifact connected to a
+// stage's input port; bad content is a permanent error naming the port.
+func ReadInput(in *stages.Input, port string) (*Table, error) {
+	rc, err := in.Open(FileName)
+	if err != nil {
+		return nil, stages.Permanent(fmt.Errorf("input %s: %w", port, err))
+	}
+	defer rc.Close()
+	t, err := Read(rc)
+	if err != nil {
+		return nil, stages.Permanent(fmt.Errorf("input %s: %w", port, err))
+	}
+	return t, nil
+}

@@ -46,15 +46,7 @@ func runAverage(c *stages.Context) error {
 	out := c.Output("predictions")
 	out.SetMeta("taggers", fmt.Sprint(len(preds)))
 	out.SetMeta("scheme", avg.Scheme)
-	w, err := out.Create(dataset.PredictionsFile)
-	if err != nil {
-		return err
-	}
-	if err := dataset.WritePredictions(w, avg); err != nil {
-		w.Close()
-		return err
-	}
-	return w.Close()
+	return dataset.WritePredictionsOutput(out, avg)
 }
 
 // artifactName names the k-th input in errors: its position and the node

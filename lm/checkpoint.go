@@ -75,37 +75,6 @@ func Load(dir string, device gotch.Device) (*Model, error) {
 	return m, nil
 }
 
-func (m *Model) named() []ts.NamedTensor {
-	names, params := m.parameters()
-	out := make([]ts.NamedTensor, len(names))
-	for i := range names {
-		out[i] = ts.NamedTensor{Name: names[i], Tensor: params[i]}
-	}
-	return out
-}
+func (m *Model) named() []ts.NamedTensor { return train.NamedParams(m.vs) }
 
-func (m *Model) loadWeights(path string) error {
-	saved, err := train.LoadTensors(path, m.device)
-	if err != nil {
-		return fmt.Errorf("%s: %w", filepath.Base(path), err)
-	}
-	defer train.DropTensors(saved)
-	byName := map[string]*ts.Tensor{}
-	for _, nt := range saved {
-		byName[nt.Name] = nt.Tensor
-	}
-	names, params := m.parameters()
-	if len(byName) != len(names) {
-		return fmt.Errorf("%s: %d weights, the model has %d", filepath.Base(path), len(byName), len(names))
-	}
-	for i, name := range names {
-		src, ok := byName[name]
-		if !ok {
-			return fmt.Errorf("%s: no weight %q", filepath.Base(path), name)
-		}
-		if err := train.CopyInto(params[i], src); err != nil {
-			return fmt.Errorf("%s: weight %q: %w", filepath.Base(path), name, err)
-		}
-	}
-	return nil
-}
+func (m *Model) loadWeights(path string) error { return train.LoadWeights(path, m.device, m.named()) }

@@ -13,10 +13,8 @@ package lm
 import (
 	"errors"
 	"fmt"
-	"maps"
 	"math"
 	"math/rand/v2"
-	"slices"
 
 	"github.com/sugarme/gotch"
 	"github.com/sugarme/gotch/nn"
@@ -211,10 +209,5 @@ func (m *Model) loss(g *train.Graph, b *batch, train bool, rng *rand.Rand) *ts.T
 
 // parameters returns the weights by name, sorted.
 func (m *Model) parameters() ([]string, []*ts.Tensor) {
-	names := slices.Sorted(maps.Keys(m.vs.Variables()))
-	params := make([]*ts.Tensor, len(names))
-	for i, name := range names {
-		params[i], _ = m.vs.Root().Get(name)
-	}
-	return names, params
+	return train.SplitNamed(train.NamedParams(m.vs))
 }

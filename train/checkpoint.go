@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 
 	"github.com/sugarme/gotch"
+	"github.com/sugarme/gotch/nn"
 	"github.com/sugarme/gotch/ts"
 
 	"github.com/nerflow/nerflow/corpus"
@@ -82,7 +84,7 @@ func Load(dir string, device gotch.Device) (*Tagger, error) {
 	if spec.Vocab == nil || len(spec.Vocab.Words) == 0 || len(spec.Vocab.Chars) < 2 {
 		return nil, fmt.Errorf("loading tagger: %s: no vocabulary", TaggerFile)
 	}
-	spec.Vocab.index()
+	var frozen *embeddings.Table
 	if spec.Vectors != "" {
 		if spec.Vectors != VectorsFile {
 			return nil, fmt.Errorf("loading tagger: %s: vectors file %q, want %q", TaggerFile, spec.Vectors, VectorsFile)
@@ -94,8 +96,9 @@ func Load(dir string, device gotch.Device) (*Tagger, error) {
 		if sum := tableChecksum(t); sum != spec.VectorsCRC {
 			return nil, fmt.Errorf("loading tagger: %s: checksum %08x, %s records %08x (saved by another training?)", VectorsFile, sum, TaggerFile, spec.VectorsCRC)
 		}
-		spec.Vocab.frozen = t
+		frozen = t
 	}
+	spec.Vocab.Restore(frozen)
 	scheme, err := corpus.ParseScheme(spec.Config.Scheme)
 	if err != nil {
 		return nil, fmt.Errorf("loading tagger: %s: %w", TaggerFile, err)
@@ -144,24 +147,7 @@ func saveVectors(dir string, t *embeddings.Table) error {
 	return os.Rename(tmp, path)
 }
 
-// paramNames returns the names of the tagger's weights, sorted.
-func (m *Tagger) paramNames() []string {
-	var names []string
-	for name := range m.vs.Variables() {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	return names
-}
-
-func (m *Tagger) namedWeights() []ts.NamedTensor {
-	var out []ts.NamedTensor
-	for _, name := range m.paramNames() {
-		p, _ := m.vs.Root().Get(name)
-		out = append(out, ts.NamedTensor{Name: name, Tensor: p})
-	}
-	return out
-}
+func (m *Tagger) namedWeights() []ts.NamedTensor { return namedParams(m.vs) }
 
 func (m *Tagger) saveWeights(path string) error {
 	if err := saveTensors(m.namedWeights(), path); err != nil {
@@ -170,8 +156,24 @@ func (m *Tagger) saveWeights(path string) error {
 	return nil
 }
 
-func (m *Tagger) loadWeights(path string) error {
-	saved, err := loadTensors(path, m.device)
+func (m *Tagger) loadWeights(path string) error { return loadWeights(path, m.device, m.namedWeights()) }
+
+// namedParams returns the weights of vs by name, sorted: the order of the
+// optimizer's state and of checkpoints.
+func namedParams(vs *nn.VarStore) []ts.NamedTensor {
+	names := slices.Sorted(maps.Keys(vs.Variables()))
+	out := make([]ts.NamedTensor, len(names))
+	for i, name := range names {
+		p, _ := vs.Root().Get(name)
+		out[i] = ts.NamedTensor{Name: name, Tensor: p}
+	}
+	return out
+}
+
+// loadWeights copies the tensors saved in path into the weights of the
+// same names, which must be exactly the saved ones, of the same shapes.
+func loadWeights(path string, device gotch.Device, weights []ts.NamedTensor) error {
+	saved, err := loadTensors(path, device)
 	if err != nil {
 		return fmt.Errorf("%s: %w", filepath.Base(path), err)
 	}
@@ -180,7 +182,10 @@ func (m *Tagger) loadWeights(path string) error {
 	for _, nt := range saved {
 		byName[nt.Name] = nt.Tensor
 	}
-	for _, w := range m.namedWeights() {
+	if len(saved) != len(byName) || len(byName) != len(weights) {
+		return fmt.Errorf("%s: %d weights, the model has %d", filepath.Base(path), len(saved), len(weights))
+	}
+	for _, w := range weights {
 		src, ok := byName[w.Name]
 		if !ok {
 			return fmt.Errorf("%s: no weight %q", filepath.Base(path), w.Name)
@@ -188,9 +193,6 @@ func (m *Tagger) loadWeights(path string) error {
 		if err := copyInto(w.Tensor, src); err != nil {
 			return fmt.Errorf("%s: weight %q: %w", filepath.Base(path), w.Name, err)
 		}
-	}
-	if len(saved) != len(byName) || len(byName) != len(m.paramNames()) {
-		return fmt.Errorf("%s: %d weights, the tagger has %d", filepath.Base(path), len(saved), len(m.paramNames()))
 	}
 	return nil
 }

@@ -46,17 +46,7 @@ func (m *Tagger) encodeSentence(s corpus.Sentence, labeled bool) (example, error
 	for j, tok := range s.Tokens {
 		e.words[j] = int64(m.Vocab.Word(tok))
 		e.casing[j] = int64(casing(tok))
-		var cs []int64
-		for _, r := range tok {
-			if len(cs) == m.Config.MaxWordLen {
-				break
-			}
-			cs = append(cs, int64(m.Vocab.Char(r)))
-		}
-		if len(cs) == 0 {
-			cs = []int64{unkChar}
-		}
-		e.chars[j] = cs
+		e.chars[j] = m.Vocab.CharIDs(tok, m.Config.MaxWordLen)
 	}
 	if !labeled {
 		return e, nil
@@ -119,31 +109,41 @@ func newBatch(exs []example, ids []int) *batch {
 		b.batchSizes = append(b.batchSizes, int64(k))
 		b.n += k
 	}
-	for _, id := range ids {
-		for _, cs := range exs[id].chars {
-			b.charLen = max(b.charLen, len(cs))
-		}
-	}
 	b.words = make([]int64, b.n)
 	b.casing = make([]int64, b.n)
-	b.chars = make([]int64, b.n*b.charLen)
-	b.charMask = make([]float32, b.n*b.charLen)
+	rows := make([][]int64, b.n)
 	for i, id := range ids {
 		e := &exs[id]
 		for t := range e.len() {
 			p := b.pos(i, t)
 			b.words[p] = e.words[t]
 			b.casing[p] = e.casing[t]
-			row := b.chars[p*b.charLen : (p+1)*b.charLen]
-			mask := b.charMask[p*b.charLen : (p+1)*b.charLen]
-			copy(row, e.chars[t])
-			for c := len(e.chars[t]); c < b.charLen; c++ {
-				row[c] = padChar
-				mask[c] = -1e4
-			}
+			rows[p] = e.chars[t]
 		}
 	}
+	b.chars, b.charMask, b.charLen = charRows(rows)
 	return b
+}
+
+// charRows lays out the character ids of n tokens as n rows of the longest
+// word's length, padded with padChar, and the mask the character CNN adds
+// to its feature maps: 0 on characters, -1e4 on padding.
+func charRows(rows [][]int64) (chars []int64, mask []float32, charLen int) {
+	for _, cs := range rows {
+		charLen = max(charLen, len(cs))
+	}
+	chars = make([]int64, len(rows)*charLen)
+	mask = make([]float32, len(rows)*charLen)
+	for p, cs := range rows {
+		row := chars[p*charLen : (p+1)*charLen]
+		m := mask[p*charLen : (p+1)*charLen]
+		copy(row, cs)
+		for c := len(cs); c < charLen; c++ {
+			row[c] = padChar
+			m[c] = -1e4
+		}
+	}
+	return chars, mask, charLen
 }
 
 // bucketBatches groups the non-empty examples into batches of similar

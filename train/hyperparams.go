@@ -26,26 +26,69 @@ func DefaultHyperparams() Hyperparams {
 	return Hyperparams{Model: DefaultConfig(), Run: DefaultTrainConfig(), MinWordCount: 2}
 }
 
-// hyperparam binds one declared parameter to its field.
-type hyperparam struct {
+// Hyperparam binds one declared parameter to the field holding its value:
+// a table of them declares a stage's parameters and reads them back
+// (DeclsOf, ReadInto), for the tagger here and the other models trained on
+// libtorch.
+type Hyperparam struct {
 	stages.Param
-	field any // *int, *float64, *string, *bool or *uint64
+	Field any // *int, *float64, *string, *bool or *uint64
+}
+
+// IntField declares an int parameter bound to *p, defaulting to its value.
+func IntField(p *int, name, doc string, opts ...stages.ParamOption) Hyperparam {
+	return Hyperparam{stages.IntParam(name, *p, doc, opts...), p}
+}
+
+// FloatField declares a float parameter bound to *p.
+func FloatField(p *float64, name, doc string, opts ...stages.ParamOption) Hyperparam {
+	return Hyperparam{stages.FloatParam(name, *p, doc, opts...), p}
+}
+
+// StringField declares a string parameter bound to *p.
+func StringField(p *string, name, doc string, opts ...stages.ParamOption) Hyperparam {
+	return Hyperparam{stages.StringParam(name, *p, doc, opts...), p}
+}
+
+// SeedField declares a seed, an int parameter bound to a *uint64.
+func SeedField(p *uint64, doc string) Hyperparam {
+	return Hyperparam{stages.IntParam("seed", int(*p), doc, stages.AtLeast(0)), p}
+}
+
+// DeclsOf returns the parameters a table declares.
+func DeclsOf(fields []Hyperparam) []stages.Param {
+	out := make([]stages.Param, len(fields))
+	for i, f := range fields {
+		out[i] = f.Param
+	}
+	return out
+}
+
+// ReadInto sets every field of a table from a stage's parameters (declared
+// with DeclsOf, so already checked).
+func ReadInto(fields []Hyperparam, p stages.Params) {
+	for _, f := range fields {
+		switch v := f.Field.(type) {
+		case *int:
+			*v = p.Int(f.Name)
+		case *float64:
+			*v = p.Float(f.Name)
+		case *string:
+			*v = p.String(f.Name)
+		case *bool:
+			*v = p.Bool(f.Name)
+		case *uint64:
+			*v = uint64(p.Int(f.Name))
+		}
+	}
 }
 
 // fields is the table: each parameter's name, doc and range, with its
 // default taken from h.
-func (h *Hyperparams) fields() []hyperparam {
+func (h *Hyperparams) fields() []Hyperparam {
 	m, r := &h.Model, &h.Run
-	intp := func(p *int, name, doc string, opts ...stages.ParamOption) hyperparam {
-		return hyperparam{stages.IntParam(name, *p, doc, opts...), p}
-	}
-	floatp := func(p *float64, name, doc string, opts ...stages.ParamOption) hyperparam {
-		return hyperparam{stages.FloatParam(name, *p, doc, opts...), p}
-	}
-	stringp := func(p *string, name, doc string, opts ...stages.ParamOption) hyperparam {
-		return hyperparam{stages.StringParam(name, *p, doc, opts...), p}
-	}
-	return []hyperparam{
+	intp, floatp, stringp := IntField, FloatField, StringField
+	return []Hyperparam{
 		// Architecture.
 		stringp(&m.Head, "head", "token (RoSTER's entity-vs-O and type classifier), crf (linear-chain CRF) or span (span classifier, for negative sampling)", stages.OneOf(HeadNames()...)),
 		stringp(&m.Scheme, "scheme", "tag scheme the tagger predicts", stages.OneOf("io", "bio", "bioes")),
@@ -77,7 +120,7 @@ func (h *Hyperparams) fields() []hyperparam {
 		floatp(&r.MaxGradNorm, "max_grad_norm", "gradient norm clipping (0: none)", stages.AtLeast(0)),
 		intp(&r.Patience, "patience", "stop after this many evaluations on the dev set without a better F1 (0: never)", stages.AtLeast(0)),
 		intp(&r.EvalEvery, "eval_every", "score on the dev set every this many steps too, not only after each epoch, keeping the best step's weights (0: per epoch)", stages.AtLeast(0)),
-		{stages.IntParam("seed", int(r.Seed), "seed of the initial weights, batches, dropout and dropped O tokens", stages.AtLeast(0)), &r.Seed},
+		SeedField(&r.Seed, "seed of the initial weights, batches, dropout and dropped O tokens"),
 	}
 }
 
@@ -85,31 +128,14 @@ func (h *Hyperparams) fields() []hyperparam {
 // the defaults of DefaultHyperparams.
 func HyperparamDecls() []stages.Param {
 	h := DefaultHyperparams()
-	var out []stages.Param
-	for _, f := range h.fields() {
-		out = append(out, f.Param)
-	}
-	return out
+	return DeclsOf(h.fields())
 }
 
 // HyperparamsOf reads the hyperparameters from a stage's parameters
 // (declared with HyperparamDecls, so already checked).
 func HyperparamsOf(p stages.Params) Hyperparams {
 	h := DefaultHyperparams()
-	for _, f := range h.fields() {
-		switch v := f.field.(type) {
-		case *int:
-			*v = p.Int(f.Name)
-		case *float64:
-			*v = p.Float(f.Name)
-		case *string:
-			*v = p.String(f.Name)
-		case *bool:
-			*v = p.Bool(f.Name)
-		case *uint64:
-			*v = uint64(p.Int(f.Name))
-		}
-	}
+	ReadInto(h.fields(), p)
 	return h
 }
 
@@ -121,7 +147,7 @@ func FlagName(param string) string { return strings.ReplaceAll(param, "_", "-") 
 func (h *Hyperparams) BindFlags(fs *pflag.FlagSet) {
 	for _, f := range h.fields() {
 		name, doc := FlagName(f.Name), f.Doc
-		switch v := f.field.(type) {
+		switch v := f.Field.(type) {
 		case *int:
 			fs.IntVar(v, name, *v, doc)
 		case *float64:
@@ -142,7 +168,7 @@ func (h *Hyperparams) Check() error {
 	var errs []error
 	for _, f := range h.fields() {
 		var v any
-		switch p := f.field.(type) {
+		switch p := f.Field.(type) {
 		case *int:
 			v = *p
 		case *float64:

@@ -66,6 +66,18 @@ func UniformParam(root *nn.Path, device gotch.Device, rng *rand.Rand, name strin
 	return p.uniform(name, bound, shape...)
 }
 
+// CharRows lays out the character ids of tokens (Vocab.CharIDs) for
+// CharCNN: rows of the longest word's length, and the mask of the padding.
+func CharRows(tokens [][]int64) (chars []int64, mask []float32, charLen int) { return charRows(tokens) }
+
+// CharCNN is the tagger's character CNN over tokens laid out by CharRows:
+// character vectors emb [chars, Ec], a same-padded convolution convW
+// [F, Ec, odd kernel] with bias convB [F], and a max over each word's
+// characters; returns [n, F]. Inside Guard.
+func CharCNN(g *Graph, emb, convW, convB *ts.Tensor, chars []int64, mask []float32, n, charLen int) *ts.Tensor {
+	return g.g.charCNN(emb, convW, convB, chars, mask, n, charLen)
+}
+
 // Adam is the tagger's optimizer (moments in tensors, so checkpoints hold
 // them; global-norm clipping) over any named parameters.
 type Adam struct{ a *adam }
@@ -114,6 +126,27 @@ func LoadTensors(path string, device gotch.Device) ([]ts.NamedTensor, error) {
 
 // DropTensors frees loaded tensors.
 func DropTensors(named []ts.NamedTensor) { dropAll(named) }
+
+// NamedParams returns the weights of vs by name, sorted (the order of an
+// optimizer's state and of checkpoints).
+func NamedParams(vs *nn.VarStore) []ts.NamedTensor { return namedParams(vs) }
+
+// SplitNamed returns the names and the tensors of named tensors, in order
+// (what NewAdam takes).
+func SplitNamed(named []ts.NamedTensor) ([]string, []*ts.Tensor) {
+	names, tensors := make([]string, len(named)), make([]*ts.Tensor, len(named))
+	for i, nt := range named {
+		names[i], tensors[i] = nt.Name, nt.Tensor
+	}
+	return names, tensors
+}
+
+// LoadWeights copies the tensors saved in path (SaveTensors) onto device
+// into the weights of the same names, which must be exactly the saved ones,
+// of the same shapes.
+func LoadWeights(path string, device gotch.Device, weights []ts.NamedTensor) error {
+	return loadWeights(path, device, weights)
+}
 
 // CopyInto copies src into dst after checking that their shapes agree.
 func CopyInto(dst, src *ts.Tensor) error { return copyInto(dst, src) }

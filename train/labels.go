@@ -90,6 +90,25 @@ func (l *Labels) encode(tags []string) ([]int32, error) {
 	return out, nil
 }
 
+// Classes reads a sentence's tags in any scheme (conlleval's rules),
+// converts them to the tag set's scheme and returns each token's class, or
+// -1 for a token of an entity of unknown type (corpus.UnknownType).
+func (l *Labels) Classes(tags []string) ([]int, error) {
+	conv, err := convertTags(tags, l.Scheme)
+	if err != nil {
+		return nil, err
+	}
+	targets, err := l.encode(conv)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]int, len(targets))
+	for i, y := range targets {
+		out[i] = int(max(y, -1))
+	}
+	return out, nil
+}
+
 // TypesOf returns the entity types a corpus uses, in order of first
 // appearance, without corpus.UnknownType.
 func TypesOf(c *corpus.Corpus) ([]string, error) {

@@ -249,14 +249,7 @@ func (m *Tagger) forward(g *graph, b *batch, train bool, rng *rand.Rand) *ts.Ten
 	n := int64(b.n)
 	words := m.embedWords(g, b.words)
 
-	chars := g.ints(b.chars, n*int64(b.charLen))
-	ce := g.t(ts.Embedding(m.charEmb, chars, -1, false, false))              // [n*L, Ec]
-	ce = g.t(ce.View([]int64{n, int64(b.charLen), int64(c.CharDim)}, false)) // [n, L, Ec]
-	ce = g.t(ce.Transpose(1, 2, false))                                      // [n, Ec, L]
-	pad := int64(c.CharKernel / 2)
-	conv := g.t(ts.Conv1d(ce, m.convW, m.convB, []int64{1}, []int64{pad}, []int64{1}, 1)) // [n, F, L]
-	conv = g.t(conv.Add(g.floats(b.charMask, n, 1, int64(b.charLen)), false))             // padding never wins the max
-	charFeat := g.t(conv.Amax([]int64{2}, false, false))                                  // [n, F]
+	charFeat := g.charCNN(m.charEmb, m.convW, m.convB, b.chars, b.charMask, b.n, b.charLen)
 
 	parts := []*ts.Tensor{words, charFeat}
 	if m.caseEmb != nil {
@@ -281,6 +274,23 @@ func (m *Tagger) forward(g *graph, b *batch, train bool, rng *rand.Rand) *ts.Ten
 		x = g.dropout(x, c.Dropout, rng)
 	}
 	return x
+}
+
+// charCNN computes the character features of n tokens, laid out by
+// charRows: character vectors (emb, [chars, Ec]), a convolution (convW,
+// [F, Ec, kernel], odd kernel, same padding) and a max over each word's
+// characters, [n, F].
+func (g *graph) charCNN(emb, convW, convB *ts.Tensor, chars []int64, mask []float32, n, charLen int) *ts.Tensor {
+	shape, err := convW.Size()
+	g.check(err)
+	dim, kernel := shape[1], shape[2]
+	ids := g.ints(chars, int64(n*charLen))
+	ce := g.t(ts.Embedding(emb, ids, -1, false, false))                                      // [n*L, Ec]
+	ce = g.t(ce.View([]int64{int64(n), int64(charLen), dim}, false))                         // [n, L, Ec]
+	ce = g.t(ce.Transpose(1, 2, false))                                                      // [n, Ec, L]
+	conv := g.t(ts.Conv1d(ce, convW, convB, []int64{1}, []int64{kernel / 2}, []int64{1}, 1)) // [n, F, L]
+	conv = g.t(conv.Add(g.floats(mask, int64(n), 1, int64(charLen)), false))                 // padding never wins the max
+	return g.t(conv.Amax([]int64{2}, false, false))                                          // [n, F]
 }
 
 // embedWords looks up the vectors of word ids: trained rows from the

@@ -132,6 +132,14 @@ func sortedByCount[K cmp.Ordered](counts map[K]int) []K {
 	return keys
 }
 
+// Restore prepares a vocabulary decoded from JSON for lookups, with its
+// frozen table (nil for none): what a model saved with a vocabulary calls
+// when it loads.
+func (v *Vocab) Restore(table *embeddings.Table) {
+	v.frozen = table
+	v.index()
+}
+
 // index rebuilds the lookup maps (after NewVocab or decoding).
 func (v *Vocab) index() {
 	v.words = make(map[string]int, len(v.Words))
@@ -172,6 +180,22 @@ func (v *Vocab) Char(r rune) int {
 		return i
 	}
 	return unkChar
+}
+
+// CharIDs returns the ids of a token's first maxLen characters (the
+// unknown character alone for an empty token).
+func (v *Vocab) CharIDs(token string, maxLen int) []int64 {
+	var cs []int64
+	for _, r := range token {
+		if len(cs) == maxLen {
+			break
+		}
+		cs = append(cs, int64(v.Char(r)))
+	}
+	if len(cs) == 0 {
+		cs = []int64{unkChar}
+	}
+	return cs
 }
 
 // Casing classes: what the lower-case word vectors cannot see.

@@ -8,11 +8,12 @@ import (
 	_ "github.com/nerflow/nerflow/distant"          // stage: distant.label
 	_ "github.com/nerflow/nerflow/embeddings"       // stage: embeddings.vectors
 	_ "github.com/nerflow/nerflow/ensemble"         // stage: ensemble.average
-	_ "github.com/nerflow/nerflow/methods"          // methods: distant, negsample, roster, supervised
+	_ "github.com/nerflow/nerflow/methods"          // methods: distant, negsample, roster, supervised, vsl
 	_ "github.com/nerflow/nerflow/predict"          // stage: predict.entities
 	_ "github.com/nerflow/nerflow/registry"         // stage: registry.register
 	_ "github.com/nerflow/nerflow/selftrain"        // stage: selftrain.tagger
 	_ "github.com/nerflow/nerflow/storage/all"      // stores: file, s3
 	_ "github.com/nerflow/nerflow/subset"           // stages: subset.mask, subset.split
 	_ "github.com/nerflow/nerflow/train/trainstage" // stages: train.tagger, train.predict, train.evaluate
+	_ "github.com/nerflow/nerflow/train/vsl"        // stages: train.vsl, vsl.predict
 )

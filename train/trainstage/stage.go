@@ -108,7 +108,7 @@ func runTrainStage(c *stages.Context) error {
 		}
 	}
 	if in := c.Input("embeddings"); in != nil {
-		if job.Table, err = readEmbeddings(in); err != nil {
+		if job.Table, err = embeddings.ReadInput(in, "embeddings"); err != nil {
 			return err
 		}
 	}
@@ -181,15 +181,7 @@ func runPredictStage(c *stages.Context) error {
 		return err
 	}
 	c.Progress(int64(len(text.Sentences)), int64(len(text.Sentences)), "tagged")
-	w, err := c.Output("predictions").Create(dataset.PredictionsFile)
-	if err != nil {
-		return err
-	}
-	if err := dataset.WritePredictions(w, &dataset.Predictions{Scheme: m.Labels.Scheme.String(), Tags: m.Labels.Tags, Sentences: preds}); err != nil {
-		w.Close()
-		return err
-	}
-	if err := w.Close(); err != nil {
+	if err := dataset.WritePredictionsOutput(c.Output("predictions"), &dataset.Predictions{Scheme: m.Labels.Scheme.String(), Tags: m.Labels.Tags, Sentences: preds}); err != nil {
 		return err
 	}
 	tagged := &corpus.Corpus{Sentences: make([]corpus.Sentence, len(preds))}
@@ -302,19 +294,6 @@ func typesOfTagSet(tags []string, scheme string) ([]string, error) {
 		return nil, fmt.Errorf("tag set %v is not that of a %s tagger (%v)", tags, scheme, labels.Tags)
 	}
 	return types, nil
-}
-
-func readEmbeddings(in *stages.Input) (*embeddings.Table, error) {
-	rc, err := in.Open(embeddings.FileName)
-	if err != nil {
-		return nil, stages.Permanent(fmt.Errorf("input embeddings: %w", err))
-	}
-	defer rc.Close()
-	t, err := embeddings.Read(rc)
-	if err != nil {
-		return nil, stages.Permanent(fmt.Errorf("input embeddings: %w", err))
-	}
-	return t, nil
 }
 
 // loadModelInput fetches a checkpoint artifact and loads the tagger on the

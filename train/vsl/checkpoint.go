@@ -1,0 +1,110 @@
+package vsl
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/sugarme/gotch"
+
+	"github.com/nerflow/nerflow/corpus"
+	"github.com/nerflow/nerflow/embeddings"
+	"github.com/nerflow/nerflow/train"
+)
+
+// Files of a saved model.
+const (
+	// ModelFile holds the architecture, tag set, vocabularies (JSON).
+	ModelFile = "vsl.json"
+	// WeightsFile holds the trained weights (libtorch's format).
+	WeightsFile = "weights.pt"
+	// VectorsFile holds the fixed word vectors (package embeddings' format).
+	VectorsFile = embeddings.FileName
+)
+
+const modelFormat = 1
+
+type modelSpec struct {
+	Format int          `json:"format"`
+	Config Config       `json:"config"`
+	Types  []string     `json:"types"`
+	Vocab  *train.Vocab `json:"vocab"`
+	Recon  []string     `json:"recon"`
+}
+
+// Save writes the model into dir (created if needed).
+func (m *Model) Save(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("saving vsl: %w", err)
+	}
+	b, err := json.Marshal(modelSpec{Format: modelFormat, Config: m.Config, Types: m.Labels.Types, Vocab: m.Vocab, Recon: m.Recon[1:]})
+	if err == nil {
+		err = os.WriteFile(filepath.Join(dir, ModelFile), b, 0o644)
+	}
+	if err == nil {
+		err = writeVectors(filepath.Join(dir, VectorsFile), m.Vocab.Frozen())
+	}
+	if err == nil {
+		err = train.SaveTensors(m.named(), filepath.Join(dir, WeightsFile))
+	}
+	if err != nil {
+		return fmt.Errorf("saving vsl: %w", err)
+	}
+	return nil
+}
+
+func writeVectors(path string, t *embeddings.Table) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := embeddings.Write(f, t); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// Load reads a model saved by Save onto device.
+func Load(dir string, device gotch.Device) (*Model, error) {
+	b, err := os.ReadFile(filepath.Join(dir, ModelFile))
+	if err != nil {
+		return nil, fmt.Errorf("loading vsl: %w", err)
+	}
+	var spec modelSpec
+	if err := json.Unmarshal(b, &spec); err != nil {
+		return nil, fmt.Errorf("loading vsl: %s: %w", ModelFile, err)
+	}
+	if spec.Format != modelFormat {
+		return nil, fmt.Errorf("loading vsl: %s: format %d, this build reads %d", ModelFile, spec.Format, modelFormat)
+	}
+	if spec.Vocab == nil || len(spec.Vocab.Chars) < 2 {
+		return nil, fmt.Errorf("loading vsl: %s: no vocabulary", ModelFile)
+	}
+	table, err := embeddings.ReadFile(filepath.Join(dir, VectorsFile))
+	if err != nil {
+		return nil, fmt.Errorf("loading vsl: %w", err)
+	}
+	spec.Vocab.Restore(table)
+	scheme, err := corpus.ParseScheme(spec.Config.Scheme)
+	if err != nil {
+		return nil, fmt.Errorf("loading vsl: %s: %w", ModelFile, err)
+	}
+	labels, err := train.NewLabels(scheme, spec.Types)
+	if err != nil {
+		return nil, fmt.Errorf("loading vsl: %s: %w", ModelFile, err)
+	}
+	m, err := New(spec.Config, labels, spec.Vocab, spec.Recon, 0, device)
+	if err != nil {
+		return nil, fmt.Errorf("loading vsl: %w", err)
+	}
+	if err := m.loadWeights(filepath.Join(dir, WeightsFile)); err != nil {
+		m.Close()
+		return nil, fmt.Errorf("loading vsl: %w", err)
+	}
+	return m, nil
+}
+
+// loadWeights copies the weights saved in path into the model's.
+func (m *Model) loadWeights(path string) error { return train.LoadWeights(path, m.device, m.named()) }

@@ -1,0 +1,76 @@
+package vsl
+
+import (
+	"fmt"
+	"runtime"
+
+	"github.com/sugarme/gotch"
+
+	"github.com/nerflow/nerflow/corpus"
+	"github.com/nerflow/nerflow/dataset"
+	"github.com/nerflow/nerflow/train"
+)
+
+// Predict tags every sentence of c (tags, if any, are ignored) with the
+// classifier on the mean of y, batchSize sentences at a time: per token
+// the softmax over the tag set and its most probable tag. It locks the
+// calling goroutine to its OS thread.
+func (m *Model) Predict(c *corpus.Corpus, batchSize int) ([]dataset.Prediction, error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	_, done := train.ComputeThreads()
+	defer done()
+	exs, err := m.encode(c, false)
+	if err != nil {
+		return nil, err
+	}
+	return m.predictExamples(exs, batchSize)
+}
+
+func (m *Model) predictExamples(exs []example, batchSize int) ([]dataset.Prediction, error) {
+	if batchSize < 1 {
+		return nil, fmt.Errorf("batch size %d", batchSize)
+	}
+	out := make([]dataset.Prediction, len(exs))
+	for i := range out {
+		out[i] = dataset.Prediction{Tags: []string{}, Probs: [][]float32{}} // empty sentences keep these
+	}
+	k := m.Labels.NumTags()
+	var err error
+	train.NoGrad(func() {
+		for _, ids := range batches(exs, batchSize, nil) {
+			b := newBatch(exs, ids)
+			g := train.NewGraph(m.device)
+			err = train.Guard(func() {
+				l := m.infer(g, b, false, nil)
+				probs := train.Float32s(g.T(m.cls.apply(g, l.y.mu).Softmax(1, gotch.Float, false)))
+				for i, id := range b.ids {
+					n := exs[id].len()
+					p := dataset.Prediction{Tags: make([]string, n), Probs: make([][]float32, n)}
+					for t := range n {
+						pos := b.pos(i, t)
+						row := append([]float32(nil), probs[pos*k:(pos+1)*k]...)
+						p.Probs[t], p.Tags[t] = row, m.Labels.Tags[argmax(row)]
+					}
+					out[id] = p
+				}
+			})
+			g.Free()
+			if err != nil {
+				err = fmt.Errorf("predicting: %w", err)
+				return
+			}
+		}
+	})
+	return out, err
+}
+
+func argmax(xs []float32) int {
+	arg := 0
+	for i, x := range xs {
+		if x > xs[arg] {
+			arg = i
+		}
+	}
+	return arg
+}
