@@ -10,10 +10,13 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/sugarme/gotch"
+
 	"github.com/nerflow/nerflow/corpus"
 	"github.com/nerflow/nerflow/dataset"
 	"github.com/nerflow/nerflow/embeddings"
 	"github.com/nerflow/nerflow/eval"
+	"github.com/nerflow/nerflow/lm"
 	"github.com/nerflow/nerflow/stages"
 	"github.com/nerflow/nerflow/train"
 )
@@ -34,9 +37,10 @@ func init() {
 			{Name: "dev", Kind: "corpus", Optional: true, Doc: "sentences with gold tags, for model selection"},
 			{Name: "embeddings", Kind: "embeddings", Optional: true, Doc: "pretrained word vectors (stage embeddings.vectors)"},
 			{Name: "soft", Kind: "predictions", Optional: true, Doc: "soft targets for loss kl, aligned with corpus (" + dataset.PredictionsFile + ", e.g. averaged predictions of several taggers)"},
+			{Name: "lm", Kind: "lm", Optional: true, Doc: "TagLM: language models from augment.lm, frozen, whose states join the tagger where lm_placement says"},
 		},
 		Outputs: []stages.Port{
-			{Name: "model", Kind: "checkpoint", Doc: train.TaggerFile + ", " + train.WeightsFile + " and, with pretrained vectors, " + train.VectorsFile},
+			{Name: "model", Kind: "checkpoint", Doc: train.TaggerFile + ", " + train.WeightsFile + ", with pretrained vectors " + train.VectorsFile + ", with a language model its files in lm/"},
 			{Name: "report", Kind: "report", Doc: "report.json: per-epoch loss, dev F1, throughput, removed tokens"},
 		},
 		Resumable: true,
@@ -138,6 +142,13 @@ func runTrainStage(c *stages.Context) error {
 	if resumed {
 		c.Log.Info("resuming training", "epochs_done", epoch)
 		opts = append(opts, train.Resume(state))
+	}
+	if in := c.Input("lm"); in != nil {
+		model, err := loadLM(c, in, device)
+		if err != nil {
+			return err
+		}
+		job.LM = model // Fit owns it from here
 	}
 	m, res, err := train.Fit(c, job, opts...)
 	if err != nil {
@@ -307,6 +318,22 @@ func readEmbeddings(in *stages.Input) (*embeddings.Table, error) {
 		return nil, stages.Permanent(fmt.Errorf("input embeddings: %w", err))
 	}
 	return t, nil
+}
+
+// loadLM fetches language models and loads them on device.
+func loadLM(c *stages.Context, in *stages.Input, device gotch.Device) (*lm.Model, error) {
+	dir, err := os.MkdirTemp(c.WorkDir(), "lm-")
+	if err != nil {
+		return nil, err
+	}
+	if err := in.Fetch(dir); err != nil {
+		return nil, err
+	}
+	m, err := lm.Load(dir, device)
+	if err != nil {
+		return nil, stages.Permanent(fmt.Errorf("input lm: %w", err))
+	}
+	return m, nil
 }
 
 // loadModelInput fetches a checkpoint artifact and loads the tagger on the
