@@ -322,18 +322,13 @@ func readEmbeddings(in *stages.Input) (*embeddings.Table, error) {
 
 // loadLM fetches language models and loads them on device.
 func loadLM(c *stages.Context, in *stages.Input, device gotch.Device) (*lm.Model, error) {
-	dir, err := os.MkdirTemp(c.WorkDir(), "lm-")
-	if err != nil {
-		return nil, err
-	}
-	if err := in.Fetch(dir); err != nil {
-		return nil, err
-	}
-	m, err := lm.Load(dir, device)
-	if err != nil {
-		return nil, stages.Permanent(fmt.Errorf("input lm: %w", err))
-	}
-	return m, nil
+	return fetchAndLoad(c, in, "lm-", func(dir string) (*lm.Model, error) {
+		m, err := lm.Load(dir, device)
+		if err != nil {
+			return nil, fmt.Errorf("input lm: %w", err)
+		}
+		return m, nil
+	})
 }
 
 // loadModelInput fetches a checkpoint artifact and loads the tagger on the
@@ -343,16 +338,24 @@ func loadModelInput(c *stages.Context, in *stages.Input) (*train.Tagger, error) 
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp(c.WorkDir(), "model-")
+	return fetchAndLoad(c, in, "model-", func(dir string) (*train.Tagger, error) { return train.Load(dir, device) })
+}
+
+// fetchAndLoad copies an input artifact into a directory of the work
+// directory and loads it from there; what load refuses is bad input, a
+// permanent error.
+func fetchAndLoad[T any](c *stages.Context, in *stages.Input, prefix string, load func(dir string) (T, error)) (T, error) {
+	var zero T
+	dir, err := os.MkdirTemp(c.WorkDir(), prefix)
 	if err != nil {
-		return nil, err
+		return zero, err
 	}
 	if err := in.Fetch(dir); err != nil {
-		return nil, err
+		return zero, err
 	}
-	m, err := train.Load(dir, device)
+	m, err := load(dir)
 	if err != nil {
-		return nil, stages.Permanent(err)
+		return zero, stages.Permanent(err)
 	}
 	return m, nil
 }
