@@ -33,9 +33,8 @@ const (
 // a tagger with a language model (TagLM), saved in its directory lm/; a
 // tagger without one is still written in format 2, which older builds read.
 const (
-	taggerFormat   = 3
-	taggerFormatLM = 3
-	taggerFormatV2 = 2
+	taggerFormat     = 3
+	taggerFormatNoLM = 2
 )
 
 type taggerSpec struct {
@@ -58,9 +57,9 @@ func (m *Tagger) Save(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("saving tagger: %w", err)
 	}
-	spec := taggerSpec{Format: taggerFormatV2, Config: m.Config, Types: m.Labels.Types, Vocab: m.Vocab}
+	spec := taggerSpec{Format: taggerFormatNoLM, Config: m.Config, Types: m.Labels.Types, Vocab: m.Vocab}
 	if m.lm != nil {
-		spec.Format, spec.LM = taggerFormatLM, &lmRef{Kind: m.lm.Kind(), Dir: lmDir}
+		spec.Format, spec.LM = taggerFormat, &lmRef{Kind: m.lm.Kind(), Dir: lmDir}
 		if err := m.lm.Save(filepath.Join(dir, lmDir)); err != nil {
 			return fmt.Errorf("saving tagger: %w", err)
 		}
