@@ -2,6 +2,7 @@ package methods
 
 import (
 	"fmt"
+	"path"
 	"slices"
 
 	"github.com/nerflow/nerflow/augment"
@@ -84,6 +85,11 @@ func buildTagLM(b *spec.Builder) error {
 		}
 	}
 	if b.Has("unlabeled") {
+		// One pattern and format read every unlabeled artifact: the split's
+		// text must pass them too.
+		if ok, _ := path.Match(p.String("unlabeled_files"), subset.UnlabeledFile); len(text) > 0 && (!ok || p.String("unlabeled_format") != "text") {
+			b.Errorf("params.unlabeled_files", "with a split, the language models read the split's %s and the unlabeled input alike: want a pattern that matches it and unlabeled_format text", subset.UnlabeledFile)
+		}
 		text = append(text, b.In("unlabeled"))
 	}
 	var models spec.Ref

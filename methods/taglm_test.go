@@ -101,6 +101,7 @@ func TestTagLMErrors(t *testing.T) {
 		{"method: taglm\ninputs: {train: ../../data/test.conll}\n", "m.yaml:2: inputs: the language models need unlabeled text"},
 		{"method: taglm\nparams:\n  layers: 1\ninputs: {train: ../../data/test.conll, unlabeled: ../../data/raw.txt}\n", "m.yaml:3: params.layers: variant layer1 feeds"},
 		{"method: taglm\nparams:\n  unlabeled: 0.3\ninputs: {train: ../../data/test.conll, unlabeled: ../../data/raw.txt}\n", "m.yaml:3: params.unlabeled: only matters with labeled < 1"},
+		{"method: taglm\nparams:\n  labeled: 0.1\n  unlabeled_format: brown\ninputs: {train: ../../data/test.conll, unlabeled: ../../data/raw.txt}\n", "params.unlabeled_files: with a split, the language models read the split's unlabeled.txt"},
 		{"method: taglm\nparams:\n  variants: [output]\ninputs: {train: ../../data/test.conll}\n", `params.variants: element 0: "output" is not one of none, input, layer1`},
 	} {
 		if _, err := expand(t, dir, c.text); err == nil || !strings.Contains(err.Error(), c.want) {
