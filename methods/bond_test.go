@@ -4,18 +4,9 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/nerflow/nerflow/pipeline/spec"
 	"github.com/nerflow/nerflow/selftrain"
 	"github.com/nerflow/nerflow/train"
 )
-
-// inputOf returns the node an input port of n reads ("" if none).
-func inputOf(n *spec.Node, port string) string {
-	if i := slices.IndexFunc(n.Inputs, func(in spec.Input) bool { return in.Port == port }); i >= 0 {
-		return n.Inputs[i].Node
-	}
-	return ""
-}
 
 // The example makes BOND's graph with its defaults: stage 1 cross entropy
 // on the distant labels scored every 50 steps and stopped early, stage 2
@@ -41,18 +32,18 @@ func TestBondGraph(t *testing.T) {
 		p["period"] != 225.0 || p["epochs"] != 4.0 || p["eval_every"] != 225.0 || p["patience"] != 3.0 || p["seed"] != 1.0 {
 		t.Errorf("selftrain: %s, params %v", st.Stage, p)
 	}
-	if inputOf(st, "model") != "early" || inputOf(st, "dev") != "" {
+	if portIn(st, "model").Node != "early" || portIn(st, "dev").Node != "" {
 		// The dev input is a dataset, not a node.
 		t.Errorf("selftrain reads %+v, want early's model", st.Inputs)
 	}
 	for node, model := range map[string]string{"eval-early": "early", "eval-selftrain": "selftrain", "register": "selftrain"} {
 		n, _ := g.Node(node)
-		if inputOf(n, "model") != model {
+		if portIn(n, "model").Node != model {
 			t.Errorf("%s reads %+v, want %s's model", node, n.Inputs, model)
 		}
 	}
 	reg, _ := g.Node("register")
-	if inputOf(reg, "reports") != "eval-selftrain" {
+	if portIn(reg, "reports").Node != "eval-selftrain" {
 		t.Errorf("register reads %+v, want the final model's dev report", reg.Inputs)
 	}
 }
@@ -86,7 +77,7 @@ func TestBondAblations(t *testing.T) {
 		t.Errorf("selftrain=false: nodes %v", got)
 	}
 	reg, _ := alone.Node("register")
-	if inputOf(reg, "model") != "early" || inputOf(reg, "reports") != "eval-early" {
+	if portIn(reg, "model").Node != "early" || portIn(reg, "reports").Node != "eval-early" {
 		t.Errorf("selftrain=false: register reads %+v, want early's model and report", reg.Inputs)
 	}
 	if c := shapes(alone); c["early"].Params != a["early"].Params {
@@ -113,7 +104,7 @@ inputs:
 		t.Errorf("nodes %v", got)
 	}
 	tst, _ := g.Node("test")
-	if inputOf(tst, "model") != "selftrain" {
+	if portIn(tst, "model").Node != "selftrain" {
 		t.Errorf("test reads %+v", tst.Inputs)
 	}
 }

@@ -304,3 +304,24 @@ func TestExpandedExamplesRoundTrip(t *testing.T) {
 		sameGraph(t, g2, g)
 	}
 }
+
+// portIn returns the input of a node at port (the zero Input when the port
+// is not connected); its first source, for a fan-in.
+func portIn(n *spec.Node, port string) spec.Input {
+	if i := slices.IndexFunc(n.Inputs, func(in spec.Input) bool { return in.Port == port }); i >= 0 {
+		return n.Inputs[i]
+	}
+	return spec.Input{}
+}
+
+// inputOf returns what a node's input port reads: NODE.OUTPUT, or a
+// dataset's base name ("" when the port is not connected).
+func inputOf(n *spec.Node, port string) string {
+	switch in := portIn(n, port); {
+	case in.Dataset != "":
+		return filepath.Base(in.Dataset)
+	case in.Node != "":
+		return in.Node + "." + in.Output
+	}
+	return ""
+}

@@ -18,11 +18,7 @@ func portInput(t *testing.T, g *spec.Graph, id, port string) spec.Input {
 	if !ok {
 		t.Fatalf("no node %s in %v", id, ids(g))
 	}
-	i := slices.IndexFunc(n.Inputs, func(in spec.Input) bool { return in.Port == port })
-	if i < 0 {
-		return spec.Input{}
-	}
-	return n.Inputs[i]
+	return portIn(n, port)
 }
 
 // The example splits the training set 10%/50%, trains the hierarchical

@@ -104,21 +104,18 @@ func (a *adam) grad(i int) *ts.Tensor {
 	return gr
 }
 
-// noGrad runs f with gradient tracking off, and turns it back on after.
-// libtorch's grad mode belongs to the OS thread, so noGrad holds the
-// goroutine on its thread meanwhile (else it could turn tracking off on one
-// thread and back on on another, and a later training on the first would
-// fail). It cannot restore "the previous state": gotch v0.8.0's
-// GradSetEnabled reads the C int it gets back as a Go int, 8 bytes, and
-// returns garbage for it. Nothing here computes with tracking off outside
-// noGrad, so on is always right.
+// noGrad runs f with gradient tracking off, and puts the previous mode
+// back after: a computation without gradient may run inside another (a
+// tagger's frozen language model inside its prediction, or inside a
+// training step). libtorch's grad mode belongs to the OS thread, so noGrad
+// holds the goroutine on its thread meanwhile (else it could turn tracking
+// off on one thread and back on on another, and a later training on the
+// first would fail).
 func noGrad(f func()) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	if _, err := ts.GradSetEnabled(false); err != nil {
-		panic(torchError{err})
-	}
-	defer ts.GradSetEnabled(true)
+	prev := setGradEnabled(false)
+	defer setGradEnabled(prev)
 	f()
 }
 

@@ -31,8 +31,13 @@ const (
 
 // taggerFormat is the version of TaggerFile. Format 2 keeps the pretrained
 // vectors outside the training vocabulary frozen in VectorsFile; format 1
-// (every pretrained row trained, no VectorsFile) still loads.
-const taggerFormat = 2
+// (every pretrained row trained, no VectorsFile) still loads. Format 3 is
+// a tagger with a language model (TagLM), saved in its directory lm/; a
+// tagger without one is still written in format 2, which older builds read.
+const (
+	taggerFormat     = 3
+	taggerFormatNoLM = 2
+)
 
 type taggerSpec struct {
 	Format int      `json:"format"`
@@ -43,15 +48,24 @@ type taggerSpec struct {
 	// VectorsCRC is its checksum (see tableChecksum).
 	Vectors    string `json:"vectors,omitempty"`
 	VectorsCRC uint32 `json:"vectors_crc,omitempty"`
+	// LM points at the language model saved with the tagger (format 3).
+	LM *lmRef `json:"lm,omitempty"`
 }
 
 // Save writes the tagger into dir (created if needed): TaggerFile and
-// WeightsFile.
+// WeightsFile, VectorsFile with a frozen table, and the language model's
+// files in lm/ with one, so that the checkpoint tags on its own.
 func (m *Tagger) Save(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("saving tagger: %w", err)
 	}
-	spec := taggerSpec{Format: taggerFormat, Config: m.Config, Types: m.Labels.Types, Vocab: m.Vocab}
+	spec := taggerSpec{Format: taggerFormatNoLM, Config: m.Config, Types: m.Labels.Types, Vocab: m.Vocab}
+	if m.lm != nil {
+		spec.Format, spec.LM = taggerFormat, &lmRef{Kind: m.lm.Kind(), Dir: lmDir}
+		if err := m.lm.Save(filepath.Join(dir, lmDir)); err != nil {
+			return fmt.Errorf("saving tagger: %w", err)
+		}
+	}
 	if t := m.Vocab.Frozen(); t != nil {
 		spec.Vectors, spec.VectorsCRC = VectorsFile, tableChecksum(t)
 		if err := saveVectors(dir, t); err != nil {
@@ -107,7 +121,15 @@ func Load(dir string, device gotch.Device) (*Tagger, error) {
 	if err != nil {
 		return nil, fmt.Errorf("loading tagger: %s: %w", TaggerFile, err)
 	}
-	m, err := NewTagger(spec.Config, spec.Vocab, labels, nil, 0, device)
+	var opts []TaggerOption
+	if spec.LM != nil {
+		lm, err := loadLanguageModel(dir, spec.LM, device)
+		if err != nil {
+			return nil, fmt.Errorf("loading tagger: %w", err)
+		}
+		opts = append(opts, WithLanguageModel(lm))
+	}
+	m, err := NewTagger(spec.Config, spec.Vocab, labels, nil, 0, device, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("loading tagger: %w", err)
 	}

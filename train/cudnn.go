@@ -23,22 +23,21 @@ func (m *Tagger) flattenLSTM() error {
 	}
 	return run(func() {
 		noGrad(func() {
-			in := int64(m.Config.WordDim + m.Config.CharFilters + m.Config.CasingDim)
+			ins := m.Config.layerInputs()
 			hidden := int64(m.Config.Hidden)
-			for _, ws := range m.lstm {
+			for l, ws := range m.lstm {
 				cws := make([]lib.Ctensor, len(ws))
 				for i, w := range ws {
 					cws[i] = lib.Ctensor(w.Ctensor())
 				}
 				out := new(lib.Ctensor)
 				// 4 weights per direction; no projection; one layer, time-major, both directions.
-				lib.Atg_CudnnRnnFlattenWeight(out, cws, len(cws), 4, in, cudnnLSTM, hidden, 0, 1, 0, 1)
+				lib.Atg_CudnnRnnFlattenWeight(out, cws, len(cws), 4, int64(ins[l]), cudnnLSTM, hidden, 0, 1, 0, 1)
 				if err := ts.TorchErr(); err != nil {
 					panic(torchError{err})
 				}
 				// The parameters now hold the buffer's storage; its own handle can go.
 				_ = ts.New(*out).Drop()
-				in = 2 * hidden
 			}
 		})
 	})

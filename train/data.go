@@ -10,6 +10,7 @@ import (
 
 // example is one sentence encoded for the tagger.
 type example struct {
+	tokens  []string // for a language model's states (TagLM)
 	words   []int64
 	chars   [][]int64 // per token, at most Config.MaxWordLen
 	casing  []int64
@@ -42,7 +43,7 @@ func (m *Tagger) encodeCorpus(c *corpus.Corpus, labeled bool) ([]example, error)
 
 func (m *Tagger) encodeSentence(s corpus.Sentence, labeled bool) (example, error) {
 	n := len(s.Tokens)
-	e := example{words: make([]int64, n), chars: make([][]int64, n), casing: make([]int64, n)}
+	e := example{tokens: s.Tokens, words: make([]int64, n), chars: make([][]int64, n), casing: make([]int64, n)}
 	for j, tok := range s.Tokens {
 		e.words[j] = int64(m.Vocab.Word(tok))
 		e.casing[j] = int64(casing(tok))
@@ -89,6 +90,7 @@ type batch struct {
 	chars         []int64   // n rows of charLen character ids
 	charMask      []float32 // n rows of charLen: 0 on characters, -1e4 on padding
 	charLen       int
+	tokens        [][]string // per sentence, in ids order
 }
 
 // pos is the packed index of token t of the batch's b-th sentence.
@@ -114,6 +116,7 @@ func newBatch(exs []example, ids []int) *batch {
 	rows := make([][]int64, b.n)
 	for i, id := range ids {
 		e := &exs[id]
+		b.tokens = append(b.tokens, e.tokens)
 		for t := range e.len() {
 			p := b.pos(i, t)
 			b.words[p] = e.words[t]

@@ -28,11 +28,22 @@ type Job struct {
 	// Complete is the complete annotation of Train (optional, see
 	// WithCompleteAnnotation).
 	Complete *corpus.Corpus
+	// LM is TagLM's frozen language model, read where Model.LMPlacement
+	// says; the tagger owns it (closed with it, or when Fit fails).
+	LM LanguageModel
 }
 
 // Fit builds a tagger for the job and trains it. The tagger's initial
-// weights come from the run's seed.
-func Fit(ctx context.Context, job Job, opts ...TrainerOption) (*Tagger, *Result, error) {
+// weights come from the run's seed. The job's language model belongs to
+// the tagger, or is closed when Fit fails.
+func Fit(ctx context.Context, job Job, opts ...TrainerOption) (m *Tagger, res *Result, err error) {
+	if job.LM != nil {
+		defer func() {
+			if m == nil {
+				job.LM.Close() // closing twice (after the tagger's Close) is harmless
+			}
+		}()
+	}
 	scheme, err := corpus.ParseScheme(job.Model.Scheme)
 	if err != nil {
 		return nil, nil, err
@@ -51,7 +62,11 @@ func Fit(ctx context.Context, job Job, opts ...TrainerOption) (*Tagger, *Result,
 	if job.MinWordCount > 0 {
 		vopts = append(vopts, MinWordCount(job.MinWordCount))
 	}
-	m, err := NewTagger(job.Model, NewVocab(job.Train, job.Table, vopts...), labels, job.Table, job.Run.Seed, job.Device)
+	var topts []TaggerOption
+	if job.LM != nil {
+		topts = append(topts, WithLanguageModel(job.LM))
+	}
+	m, err = NewTagger(job.Model, NewVocab(job.Train, job.Table, vopts...), labels, job.Table, job.Run.Seed, job.Device, topts...)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -66,7 +81,7 @@ func Fit(ctx context.Context, job Job, opts ...TrainerOption) (*Tagger, *Result,
 		m.Close()
 		return nil, nil, err
 	}
-	res, err := tr.Run(ctx, job.Train, job.Dev)
+	res, err = tr.Run(ctx, job.Train, job.Dev)
 	if err != nil {
 		m.Close()
 		return nil, nil, err

@@ -101,6 +101,7 @@ func (h *Hyperparams) fields() []Hyperparam {
 		intp(&m.CasingDim, "casing_dim", "casing feature size (0: none)", stages.Range(0, 256)),
 		intp(&m.MaxSpan, "max_span", "span head: longest span scored and predicted, in tokens", stages.Range(1, 64)),
 		floatp(&m.Dropout, "dropout", "dropout on the word representations and the BiLSTM output", stages.Range(0, 0.95)),
+		stringp(&m.LMPlacement, "lm_placement", "TagLM: where a language model's states join the tagger: none, input (with the word representation) or layer1 (with the first BiLSTM layer's output; needs layers >= 2)", stages.OneOf(LMPlacements()...)),
 		intp(&h.MinWordCount, "min_word_count", "occurrences a training word without a pretrained vector needs to get its own", stages.AtLeast(1)),
 		// Loss and noise handling.
 		stringp(&r.Loss, "loss", lossDoc(), stages.OneOf(LossNames()...)),

@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 
 	"github.com/sugarme/gotch"
 	"github.com/sugarme/gotch/nn"
@@ -19,6 +20,10 @@ import (
 //
 //	word vector ⊕ character CNN ⊕ casing vector -> dropout -> BiLSTM
 //	(Layers, Hidden per direction) -> dropout -> head
+//
+// with, for TagLM, a frozen language model's states concatenated with the
+// input of the first or the second BiLSTM layer (LMPlacement, see
+// lmstates.go).
 type Config struct {
 	Scheme      string  `json:"scheme"` // io, bio or bioes
 	Head        string  `json:"head"`   // a registered head: TokenHead, CRFHead
@@ -34,6 +39,11 @@ type Config struct {
 	// MaxSpan is the longest span, in tokens, that the span head scores
 	// (and so can predict); other heads ignore it.
 	MaxSpan int `json:"max_span,omitempty"`
+	// LMPlacement is where a language model's states enter (LMNone,
+	// LMInput, LMLayer1; empty: none); LMDim is their size, set from the
+	// language model.
+	LMPlacement string `json:"lm_placement,omitempty"`
+	LMDim       int    `json:"lm_dim,omitempty"`
 }
 
 // DefaultConfig is a BiLSTM-CNN tagger in the spirit of Ma and Hovy (2016)
@@ -42,7 +52,7 @@ func DefaultConfig() Config {
 	return Config{
 		Scheme: "io", Head: TokenHead,
 		WordDim: 100, CharDim: 30, CharFilters: 50, CharKernel: 3, MaxWordLen: 25, CasingDim: 8,
-		Hidden: 200, Layers: 1, Dropout: 0.5, MaxSpan: 10,
+		Hidden: 200, Layers: 1, Dropout: 0.5, MaxSpan: 10, LMPlacement: LMNone,
 	}
 }
 
@@ -68,6 +78,15 @@ func (c Config) validate() error {
 	if c.Dropout < 0 || c.Dropout >= 1 {
 		errs = append(errs, fmt.Errorf("dropout is %v, want [0, 1)", c.Dropout))
 	}
+	switch c.LMPlacement {
+	case "", LMNone, LMInput:
+	case LMLayer1:
+		if c.Layers < 2 {
+			errs = append(errs, fmt.Errorf("lm_placement %s feeds the language model's states to the second BiLSTM layer: layers is %d, want at least 2", LMLayer1, c.Layers))
+		}
+	default:
+		errs = append(errs, fmt.Errorf("lm_placement %q: want one of %s", c.LMPlacement, strings.Join(LMPlacements(), ", ")))
+	}
 	return errors.Join(errs...)
 }
 
@@ -92,25 +111,41 @@ type Tagger struct {
 	lstm         [][]*ts.Tensor // per layer: the 8 weights of a bidirectional LSTM, as libtorch orders them
 
 	head headWeights // of the head Config.Head
+	// lm is the frozen language model of TagLM (nil: none).
+	lm LanguageModel
 }
 
 // NewTagger builds a tagger with freshly initialized weights, drawn from
 // seed: the same seed gives the same weights on every machine. Word vectors
-// with a pretrained counterpart in table start from it.
-func NewTagger(cfg Config, vocab *Vocab, labels *Labels, table *embeddings.Table, seed uint64, device gotch.Device) (*Tagger, error) {
+// with a pretrained counterpart in table start from it. A language model
+// given with WithLanguageModel is owned by the tagger, even when NewTagger
+// fails.
+func NewTagger(cfg Config, vocab *Vocab, labels *Labels, table *embeddings.Table, seed uint64, device gotch.Device, opts ...TaggerOption) (*Tagger, error) {
 	if table != nil {
 		cfg.WordDim = table.Dim
 	}
-	if err := cfg.validate(); err != nil {
-		return nil, fmt.Errorf("tagger config: %w", err)
+	m := &Tagger{Config: cfg, Vocab: vocab, Labels: labels, device: device}
+	for _, o := range opts {
+		o(m)
 	}
+	fail := func(err error) (*Tagger, error) {
+		m.Close()
+		return nil, err
+	}
+	if err := m.Config.validate(); err != nil {
+		return fail(fmt.Errorf("tagger config: %w", err))
+	}
+	if err := m.checkLanguageModel(); err != nil {
+		return fail(fmt.Errorf("tagger config: %w", err))
+	}
+	cfg = m.Config
 	if t := vocab.Frozen(); t != nil && t.Dim != cfg.WordDim {
-		return nil, fmt.Errorf("frozen vectors have dimension %d, the tagger's words %d", t.Dim, cfg.WordDim)
+		return fail(fmt.Errorf("frozen vectors have dimension %d, the tagger's words %d", t.Dim, cfg.WordDim))
 	}
 	if table != nil && vocab.Pretrained > table.Len() {
-		return nil, fmt.Errorf("vocabulary has %d pretrained words, the table %d", vocab.Pretrained, table.Len())
+		return fail(fmt.Errorf("vocabulary has %d pretrained words, the table %d", vocab.Pretrained, table.Len()))
 	}
-	m := &Tagger{Config: cfg, Vocab: vocab, Labels: labels, device: device, vs: nn.NewVarStore(device)}
+	m.vs = nn.NewVarStore(device)
 	init := &initializer{rng: rand.New(rand.NewPCG(seed, 0x5eed)), root: m.vs.Root(), device: device}
 	err := run(func() { m.build(init, table) })
 	if err == nil {
@@ -135,6 +170,10 @@ func (m *Tagger) Close() {
 	if m.frozenEmb != nil {
 		_ = m.frozenEmb.Drop()
 		m.frozenEmb = nil
+	}
+	if m.lm != nil {
+		m.lm.Close()
+		m.lm = nil
 	}
 }
 
@@ -179,10 +218,9 @@ func (m *Tagger) build(p *initializer, table *embeddings.Table) {
 	m.convW = p.uniform("char_conv_w", 1/math.Sqrt(fanIn), c.CharFilters, c.CharDim, c.CharKernel)
 	m.convB = p.uniform("char_conv_b", 1/math.Sqrt(fanIn), c.CharFilters)
 
-	in := c.WordDim + c.CharFilters + c.CasingDim
 	bound := 1 / math.Sqrt(float64(c.Hidden))
 	gates := 4 * c.Hidden
-	for l := range c.Layers {
+	for l, in := range c.layerInputs() {
 		var ws []*ts.Tensor
 		for _, dir := range []string{"", "_reverse"} {
 			ws = append(ws,
@@ -192,11 +230,10 @@ func (m *Tagger) build(p *initializer, table *embeddings.Table) {
 				p.uniform(fmt.Sprintf("lstm_b_hh_l%d%s", l, dir), bound, gates))
 		}
 		m.lstm = append(m.lstm, ws)
-		in = 2 * c.Hidden
 	}
 
 	head, _ := lookupHead(c.Head) // checked by validate
-	m.head = head.newWeights(p, in, m.Labels, c)
+	m.head = head.newWeights(p, 2*c.Hidden, m.Labels, c)
 }
 
 // initializer creates parameters from a seeded Go generator, so that
@@ -255,6 +292,13 @@ func (m *Tagger) forward(g *graph, b *batch, train bool, rng *rand.Rand) *ts.Ten
 	if m.caseEmb != nil {
 		parts = append(parts, g.t(ts.Embedding(m.caseEmb, g.ints(b.casing, n), -1, false, false)))
 	}
+	var lmStates *ts.Tensor
+	if m.lm != nil {
+		lmStates = m.lmStates(g, b)
+	}
+	if c.lmLayer() == 0 {
+		parts = append(parts, lmStates)
+	}
 	x := g.t(ts.Cat(parts, 1))
 	if train {
 		x = g.dropout(x, c.Dropout, rng)
@@ -263,6 +307,9 @@ func (m *Tagger) forward(g *graph, b *batch, train bool, rng *rand.Rand) *ts.Ten
 	batchSizes := g.cpuInts(b.batchSizes)
 	bsz := b.batchSizes[0]
 	for l, ws := range m.lstm {
+		if l == 1 && c.lmLayer() == 1 {
+			x = g.t(ts.Cat([]*ts.Tensor{x, lmStates}, 1))
+		}
 		if l > 0 && train {
 			x = g.dropout(x, c.Dropout, rng)
 		}

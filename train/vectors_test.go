@@ -3,6 +3,7 @@ package train
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -209,8 +210,8 @@ func TestCheckpointVectorsFile(t *testing.T) {
 	if _, err := Load(dir, gotch.CPU); err == nil || !strings.Contains(err.Error(), "checksum") {
 		t.Fatalf("vectors of another training: %v", err)
 	}
-	edit(dir, func(s map[string]any) { s["format"] = 3 })
-	if _, err := Load(dir, gotch.CPU); err == nil || !strings.Contains(err.Error(), "format 3") {
+	edit(dir, func(s map[string]any) { s["format"] = taggerFormat + 1 })
+	if _, err := Load(dir, gotch.CPU); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("format %d", taggerFormat+1)) {
 		t.Fatalf("unknown format: %v", err)
 	}
 

@@ -16,6 +16,7 @@ import (
 	"github.com/nerflow/nerflow/dataset"
 	"github.com/nerflow/nerflow/embeddings"
 	"github.com/nerflow/nerflow/eval"
+	"github.com/nerflow/nerflow/lm"
 	"github.com/nerflow/nerflow/train"
 )
 
@@ -31,6 +32,7 @@ type trainFlags struct {
 	device                 string
 	logEvery               int
 	threads                int
+	lm                     string
 	hp                     train.Hyperparams
 }
 
@@ -75,6 +77,7 @@ stages train.tagger), with dashes for underscores, checked the same way.`,
 		fl.StringVar(&f.out, "out", "", "directory for the trained tagger and its report (required)")
 		fl.StringVar(&f.device, "device", "cpu", "cpu or cuda:N")
 		fl.IntVar(&f.logEvery, "log-every", 100, "log progress every this many batches")
+		fl.StringVar(&f.lm, "lm", "", "TagLM: directory of language models from augment.lm (lm.json, weights.pt), frozen, read where --lm-placement says")
 		fl.IntVar(&f.threads, "threads", 0, "libtorch and OpenBLAS threads per operation (0: the cores, shared among concurrent trainings)")
 		f.hp.BindFlags(fl)
 		// The names these flags had before they were derived from the stage's
@@ -133,7 +136,15 @@ func runTrain(cmd *cobra.Command, log *slog.Logger, f trainFlags) error {
 			log.Info("training", "epoch", p.Epoch, "step", p.Step, "of", p.Steps, "loss", fmt.Sprintf("%.4f", p.Loss), "tokens_per_sec", int(p.TokensPerSec))
 		}
 	}
-	m, res, err := train.Fit(cmd.Context(), train.Job{Train: trainSet, Dev: dev, Table: table, Model: f.hp.Model, Run: f.hp.Run, Device: device, MinWordCount: f.hp.MinWordCount, Complete: complete},
+	job := train.Job{Train: trainSet, Dev: dev, Table: table, Model: f.hp.Model, Run: f.hp.Run, Device: device, MinWordCount: f.hp.MinWordCount, Complete: complete}
+	if f.lm != "" {
+		models, err := lm.Load(f.lm, device)
+		if err != nil {
+			return err
+		}
+		job.LM = models // Fit owns it from here
+	}
+	m, res, err := train.Fit(cmd.Context(), job,
 		train.WithLogger(log), train.WithProgress(progress))
 	if err != nil {
 		return err

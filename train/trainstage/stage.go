@@ -10,10 +10,13 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/sugarme/gotch"
+
 	"github.com/nerflow/nerflow/corpus"
 	"github.com/nerflow/nerflow/dataset"
 	"github.com/nerflow/nerflow/embeddings"
 	"github.com/nerflow/nerflow/eval"
+	"github.com/nerflow/nerflow/lm"
 	"github.com/nerflow/nerflow/stages"
 	"github.com/nerflow/nerflow/train"
 )
@@ -37,9 +40,10 @@ func init() {
 			{Name: "embeddings", Kind: "embeddings", Optional: true, Doc: "pretrained word vectors (stage embeddings.vectors)"},
 			{Name: "complete", Kind: "corpus", Optional: true, Doc: "the training sentences completely annotated (the gold before masking, the true labels of distant ones): each epoch reports the share of negative spans drawn by loss negsample that are entities there (missampling)"},
 			{Name: "soft", Kind: "predictions", Optional: true, Doc: "soft targets for loss kl, aligned with corpus (" + dataset.PredictionsFile + ", e.g. averaged predictions of several taggers)"},
+			{Name: "lm", Kind: "lm", Optional: true, Doc: "TagLM: language models from augment.lm, frozen, whose states join the tagger where lm_placement says"},
 		},
 		Outputs: []stages.Port{
-			{Name: "model", Kind: "checkpoint", Doc: train.TaggerFile + ", " + train.WeightsFile + " and, with pretrained vectors, " + train.VectorsFile},
+			{Name: "model", Kind: "checkpoint", Doc: train.TaggerFile + ", " + train.WeightsFile + ", with pretrained vectors " + train.VectorsFile + ", with a language model its files in lm/"},
 			{Name: "report", Kind: "report", Doc: "report.json: per-epoch loss, dev F1, throughput, removed tokens, negatives drawn and missampling"},
 		},
 		Resumable: true,
@@ -146,6 +150,13 @@ func runTrainStage(c *stages.Context) error {
 	if resumed {
 		c.Log.Info("resuming training", "epochs_done", epoch)
 		opts = append(opts, train.Resume(state))
+	}
+	if in := c.Input("lm"); in != nil {
+		model, err := loadLM(c, in, device)
+		if err != nil {
+			return err
+		}
+		job.LM = model // Fit owns it from here
 	}
 	m, res, err := train.Fit(c, job, opts...)
 	if err != nil {
@@ -296,6 +307,17 @@ func typesOfTagSet(tags []string, scheme string) ([]string, error) {
 	return types, nil
 }
 
+// loadLM fetches language models and loads them on device.
+func loadLM(c *stages.Context, in *stages.Input, device gotch.Device) (*lm.Model, error) {
+	return fetchAndLoad(c, in, "lm-", func(dir string) (*lm.Model, error) {
+		m, err := lm.Load(dir, device)
+		if err != nil {
+			return nil, fmt.Errorf("input lm: %w", err)
+		}
+		return m, nil
+	})
+}
+
 // loadModelInput fetches a checkpoint artifact and loads the tagger on the
 // stage's device.
 func loadModelInput(c *stages.Context, in *stages.Input) (*train.Tagger, error) {
@@ -303,16 +325,24 @@ func loadModelInput(c *stages.Context, in *stages.Input) (*train.Tagger, error) 
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp(c.WorkDir(), "model-")
+	return fetchAndLoad(c, in, "model-", func(dir string) (*train.Tagger, error) { return train.Load(dir, device) })
+}
+
+// fetchAndLoad copies an input artifact into a directory of the work
+// directory and loads it from there; what load refuses is bad input, a
+// permanent error.
+func fetchAndLoad[T any](c *stages.Context, in *stages.Input, prefix string, load func(dir string) (T, error)) (T, error) {
+	var zero T
+	dir, err := os.MkdirTemp(c.WorkDir(), prefix)
 	if err != nil {
-		return nil, err
+		return zero, err
 	}
 	if err := in.Fetch(dir); err != nil {
-		return nil, err
+		return zero, err
 	}
-	m, err := train.Load(dir, device)
+	m, err := load(dir)
 	if err != nil {
-		return nil, stages.Permanent(err)
+		return zero, stages.Permanent(err)
 	}
 	return m, nil
 }
