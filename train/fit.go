@@ -3,6 +3,7 @@ package train
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/sugarme/gotch"
 
@@ -25,6 +26,9 @@ type Job struct {
 	Device gotch.Device
 	// MinWordCount: see the VocabOption of that name (0: its default).
 	MinWordCount int
+	// Unlabeled are sentences without tags (for WithUnlabeled) whose words
+	// join the vocabulary with the training set's.
+	Unlabeled *corpus.Corpus
 }
 
 // Fit builds a tagger for the job and trains it. The tagger's initial
@@ -48,7 +52,11 @@ func Fit(ctx context.Context, job Job, opts ...TrainerOption) (*Tagger, *Result,
 	if job.MinWordCount > 0 {
 		vopts = append(vopts, MinWordCount(job.MinWordCount))
 	}
-	m, err := NewTagger(job.Model, NewVocab(job.Train, job.Table, vopts...), labels, job.Table, job.Run.Seed, job.Device)
+	words := job.Train
+	if job.Unlabeled != nil {
+		words = &corpus.Corpus{Sentences: append(slices.Clip(job.Train.Sentences), job.Unlabeled.Sentences...)}
+	}
+	m, err := NewTagger(job.Model, NewVocab(words, job.Table, vopts...), labels, job.Table, job.Run.Seed, job.Device)
 	if err != nil {
 		return nil, nil, err
 	}

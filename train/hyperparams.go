@@ -63,7 +63,7 @@ func (h *Hyperparams) fields() []hyperparam {
 		floatp(&r.Q, "q", "exponent of generalized cross entropy", stages.Range(0, 1)),
 		floatp(&r.Tau, "tau", "noisy-label removal: a distant label the model gives at most this probability is noise", stages.Range(0, 1)),
 		intp(&r.UpdateInterval, "update_interval", "batches between noisy-label removals (0: no removal)", stages.AtLeast(0)),
-		floatp(&r.DropO, "drop_o", "fraction of O tokens left out of the loss", stages.Range(0, 0.99)),
+		floatp(&r.DropO, "drop_o", "fraction of O tokens left out of the loss (1 with the crf head: partial annotation, the tags of O tokens marginalized)", stages.Range(0, 1)),
 		{stages.BoolParam("unknown_as_entity", r.UnknownAsEntity, "tokens of the unknown type \"?\" count as entities of some type (else the loss ignores them)"), &r.UnknownAsEntity},
 		// Optimization.
 		intp(&r.Epochs, "epochs", "training epochs", stages.Range(1, 1000)),
@@ -78,8 +78,11 @@ func (h *Hyperparams) fields() []hyperparam {
 
 // HyperparamDecls declares the hyperparameters as stage parameters, with
 // the defaults of DefaultHyperparams.
-func HyperparamDecls() []stages.Param {
-	h := DefaultHyperparams()
+func HyperparamDecls() []stages.Param { return DefaultHyperparams().Decls() }
+
+// Decls declares the hyperparameters as stage parameters, with h's values
+// as defaults (for a stage that trains the tagger with other defaults).
+func (h Hyperparams) Decls() []stages.Param {
 	var out []stages.Param
 	for _, f := range h.fields() {
 		out = append(out, f.Param)

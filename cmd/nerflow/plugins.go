@@ -8,7 +8,7 @@ import (
 	_ "github.com/nerflow/nerflow/distant"          // stage: distant.label
 	_ "github.com/nerflow/nerflow/embeddings"       // stage: embeddings.vectors
 	_ "github.com/nerflow/nerflow/ensemble"         // stage: ensemble.average
-	_ "github.com/nerflow/nerflow/methods"          // methods: distant, roster, supervised
+	_ "github.com/nerflow/nerflow/methods"          // methods: crfvae, distant, roster, supervised
 	_ "github.com/nerflow/nerflow/predict"          // stage: predict.entities
 	_ "github.com/nerflow/nerflow/registry"         // stage: registry.register
 	_ "github.com/nerflow/nerflow/selftrain"        // stage: selftrain.tagger
