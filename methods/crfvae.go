@@ -13,6 +13,7 @@ import (
 //
 //	vectors -> train (train.crfvae: labeled + unlabeled) -> evaluate (dev), evaluate-test (test) -> register
 func init() {
+	d := crfvae.DefaultConfig()
 	spec.RegisterMethod(spec.Method{
 		Name: "crfvae",
 		Doc: "Trains a BiLSTM-CNN-CRF tagger semi-supervised as the posterior of a CRF-VAE: CRF loss on the " +
@@ -21,10 +22,10 @@ func init() {
 			"with partial, the train input is partially annotated (missing entities tagged O): its O tags are " +
 			"marginalized and its sentences are also the unlabeled ones.",
 		Params: append([]stages.Param{
-			stages.StringParam("generator", crfvae.Factored, "generative model of the tokens given the tags", stages.OneOf(crfvae.Generators...)),
-			stages.FloatParam("beta", 1, "weight of the prior term of the ELBO", stages.Range(0, 100)),
-			stages.FloatParam("relax_tau", 0.5, "temperature of the relaxed perturb-and-MAP samples", stages.Range(0.01, 10)),
-			stages.FloatParam("unlabeled_weight", 1, "weight of the negative ELBO against the CRF loss", stages.Range(0.0001, 100)),
+			stages.StringParam("generator", d.Generator, "generative model of the tokens given the tags", stages.OneOf(crfvae.Generators...)),
+			stages.FloatParam("beta", d.Beta, "weight of the prior term of the ELBO", stages.Range(0, 100)),
+			stages.FloatParam("relax_tau", d.Tau, "temperature of the relaxed perturb-and-MAP samples", stages.Range(0.01, 10)),
+			stages.FloatParam("unlabeled_weight", d.Weight, "weight of the negative ELBO against the CRF loss", stages.Range(0.0001, 100)),
 			stages.BoolParam("partial", false, "the train input is partially annotated: O tags are not observed (marginalized), and its sentences serve as the unlabeled ones"),
 			stages.StringParam("scheme", "bio", "tag scheme the tagger predicts", stages.OneOf("io", "bio", "bioes")),
 			stages.IntParam("epochs", 15, "training epochs", stages.Range(1, 1000)),
