@@ -67,7 +67,7 @@ func TestCRFVAEGraph(t *testing.T) {
 
 	for text, want := range map[string]string{
 		base: "inputs.unlabeled: connect the unlabeled sentences",
-		strings.Replace(base, "generator: transformer", "partial: true", 1) + "  unlabeled: ../../data/raw.txt\n": "with partial",
+		strings.Replace(base, "generator: transformer", "partial: true", 1) + "  unlabeled: ../../data/raw.txt\n":   "with partial",
 		strings.Replace(base, "generator: transformer", "generator: lstm", 1) + "  unlabeled: ../../data/raw.txt\n": `"lstm" is not one of factored, transformer`,
 	} {
 		if _, err := expand(t, dir, text); err == nil || !strings.Contains(err.Error(), want) {
