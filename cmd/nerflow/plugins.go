@@ -13,5 +13,6 @@ import (
 	_ "github.com/nerflow/nerflow/registry"         // stage: registry.register
 	_ "github.com/nerflow/nerflow/selftrain"        // stage: selftrain.tagger
 	_ "github.com/nerflow/nerflow/storage/all"      // stores: file, s3
+	_ "github.com/nerflow/nerflow/subset"           // stages: subset.mask, subset.split
 	_ "github.com/nerflow/nerflow/train/trainstage" // stages: train.tagger, train.predict, train.evaluate
 )
