@@ -27,13 +27,13 @@ func paramsOf(t *testing.T, n *spec.Node) map[string]any {
 	return p
 }
 
-// The CRF-VAE trains on the labeled train input with the unlabeled input
-// as the ELBO's sentences; with partial, the train input is both, its O
-// tags unobserved.
+// The CRF-VAE trains on a labeled split of the train input with the rest
+// as unlabeled text (or the unlabeled input); with partial, on the masked
+// train input, which is also the unlabeled text, its O tags unobserved.
 func TestCRFVAEGraph(t *testing.T) {
 	dir := fixture(t)
 	base := "method: crfvae\nparams:\n  generator: transformer\ninputs:\n  train: ../../data/test.conll\n  dev: ../../data/test.conll\n"
-	g, err := expand(t, dir, base+"  unlabeled: ../../data/raw.txt\n")
+	g, err := expand(t, dir, base)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,11 +41,15 @@ func TestCRFVAEGraph(t *testing.T) {
 	if !ok || tr.Stage != crfvae.StageName {
 		t.Fatalf("train node %+v", tr)
 	}
-	if ins := inputsOf(tr); !strings.HasSuffix(ins["unlabeled"], "raw.txt") || ins["embeddings"] != "" {
-		t.Errorf("train reads %v, want the unlabeled input", ins)
+	if ins := inputsOf(tr); ins["corpus"] != "split.labeled" || ins["unlabeled"] != "split.unlabeled" {
+		t.Errorf("train reads %v, want the split's parts", ins)
 	}
-	if p := paramsOf(t, tr); p["generator"] != "transformer" || p["drop_o"] != 0.0 || p["head"] != "crf" {
+	if p := paramsOf(t, tr); p["generator"] != "transformer" || p["drop_o"] != 0.0 || p["head"] != "crf" || p["corpus_unlabeled"] != false {
 		t.Errorf("train params %v", p)
+	}
+	split, _ := g.Node("split")
+	if p := paramsOf(t, split); p["labeled"] != 0.1 || p["unlabeled_rest"] != true {
+		t.Errorf("split params %v", p)
 	}
 	for _, n := range []string{"evaluate", "register"} {
 		if _, ok := g.Node(n); !ok {
@@ -53,22 +57,42 @@ func TestCRFVAEGraph(t *testing.T) {
 		}
 	}
 
-	g, err = expand(t, dir, strings.Replace(base, "generator: transformer", "partial: true", 1))
+	g, err = expand(t, dir, base+"  unlabeled: ../../data/raw.txt\n")
 	if err != nil {
 		t.Fatal(err)
 	}
 	tr, _ = g.Node("train")
-	if p := paramsOf(t, tr); p["drop_o"] != 1.0 {
-		t.Errorf("partial: drop_o %v, want 1", p["drop_o"])
+	split, _ = g.Node("split")
+	if ins := inputsOf(tr); ins["corpus"] != "split.labeled" || !strings.HasSuffix(ins["unlabeled"], "raw.txt") {
+		t.Errorf("with unlabeled text, train reads %v", ins)
 	}
-	if ins := inputsOf(tr); !strings.HasSuffix(ins["corpus"], "test.conll") || ins["corpus"] != ins["unlabeled"] {
-		t.Errorf("partial: train reads %v, want the train input as corpus and unlabeled", ins)
+	if p := paramsOf(t, split); p["unlabeled"] != 0.0 || p["unlabeled_rest"] != false {
+		t.Errorf("with unlabeled text, split params %v", p)
+	}
+
+	g, err = expand(t, dir, strings.Replace(base, "generator: transformer", "partial: 0.9", 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, _ = g.Node("train")
+	if p := paramsOf(t, tr); p["drop_o"] != 1.0 || p["corpus_unlabeled"] != true {
+		t.Errorf("partial: train params %v", p)
+	}
+	if ins := inputsOf(tr); ins["corpus"] != "mask.masked" || ins["unlabeled"] != "" {
+		t.Errorf("partial: train reads %v, want the masked corpus alone", ins)
+	}
+	mask, _ := g.Node("mask")
+	if p := paramsOf(t, mask); p["p"] != 0.9 {
+		t.Errorf("mask params %v", p)
+	}
+	if _, ok := g.Node("split"); ok {
+		t.Error("partial: a split node")
 	}
 
 	for text, want := range map[string]string{
-		base: "inputs.unlabeled: connect the unlabeled sentences",
-		strings.Replace(base, "generator: transformer", "partial: true", 1) + "  unlabeled: ../../data/raw.txt\n":   "with partial",
-		strings.Replace(base, "generator: transformer", "generator: lstm", 1) + "  unlabeled: ../../data/raw.txt\n": `"lstm" is not one of factored, transformer`,
+		strings.Replace(base, "generator: transformer", "partial: 0.9", 1) + "  unlabeled: ../../data/raw.txt\n": "with partial",
+		strings.Replace(base, "generator: transformer", "labeled: 1", 1):                                         "connect unlabeled sentences",
+		strings.Replace(base, "generator: transformer", "generator: lstm", 1):                                    `"lstm" is not one of factored, transformer`,
 	} {
 		if _, err := expand(t, dir, text); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("spec:\n%s\nerror %v, want %s", text, err, want)

@@ -1,6 +1,10 @@
 package crfvae
 
 import (
+	"errors"
+	"slices"
+
+	"github.com/nerflow/nerflow/corpus"
 	"github.com/nerflow/nerflow/dataset"
 	"github.com/nerflow/nerflow/stages"
 	"github.com/nerflow/nerflow/train"
@@ -25,6 +29,8 @@ func init() {
 	params = append(params, dataset.SourceParams("corpus", "labeled training sentences")...)
 	params = append(params, dataset.SourceParams("dev", "dev sentences")...)
 	params = append(params, dataset.SourceParams("unlabeled", "unlabeled sentences")...)
+	params = append(params, stages.BoolParam("corpus_unlabeled", false,
+		"the corpus's sentences are unlabeled sentences too (a partially annotated corpus, with drop_o 1)"))
 	stages.Register(stages.Stage{
 		Name:    StageName,
 		Version: 1,
@@ -35,7 +41,7 @@ func init() {
 		Params: params,
 		Inputs: []stages.Port{
 			{Name: "corpus", Kind: "corpus", Doc: "labeled (or partially annotated) training sentences, tags in any scheme"},
-			{Name: "unlabeled", Kind: "corpus", Doc: "sentences whose tags, if any, are not used"},
+			{Name: "unlabeled", Kind: "text", Optional: true, Doc: "unlabeled sentences (e.g. subset.split's), one a line or in any corpus format; tags, if any, are not used"},
 			{Name: "dev", Kind: "corpus", Optional: true, Doc: "sentences with gold tags, for model selection"},
 			{Name: "embeddings", Kind: "embeddings", Optional: true, Doc: "pretrained word vectors (stage embeddings.vectors)"},
 		},
@@ -51,9 +57,16 @@ func init() {
 func run(c *stages.Context) error {
 	h := train.HyperparamsOf(c.Params)
 	cfg := ConfigOf(c.Params)
-	unlabeled, err := dataset.ReadInput(c.Input("unlabeled"), c.Params, "unlabeled")
-	if err != nil {
-		return err
+	unlabeled := &corpus.Corpus{}
+	if in := c.Input("unlabeled"); in != nil {
+		var err error
+		if unlabeled, err = dataset.ReadInput(in, c.Params, "unlabeled"); err != nil {
+			return err
+		}
+	}
+	corpusToo := c.Params.Bool("corpus_unlabeled")
+	if !corpusToo && len(unlabeled.Sentences) == 0 {
+		return stages.Permanent(errors.New("no unlabeled sentences: connect the input unlabeled, or set corpus_unlabeled"))
 	}
 	var obj *Objective
 	defer func() {
@@ -62,6 +75,9 @@ func run(c *stages.Context) error {
 		}
 	}()
 	return trainstage.Train(c, h, func(job *train.Job) ([]train.TrainerOption, map[string]any, error) {
+		if corpusToo {
+			unlabeled = &corpus.Corpus{Sentences: append(slices.Clip(job.Train.Sentences), unlabeled.Sentences...)}
+		}
 		var err error
 		if obj, err = NewObjective(cfg, unlabeled, h.Run.Seed); err != nil {
 			return nil, nil, stages.Permanent(err)
