@@ -8,6 +8,8 @@ import (
 
 	"github.com/sugarme/gotch"
 	"github.com/sugarme/gotch/ts"
+
+	"github.com/nerflow/nerflow/train/internal/traintest"
 )
 
 // crfFixture is a batch of three sentences of lengths 2, 4 and 1 with K = 3
@@ -58,19 +60,8 @@ func (f *crfFixture) packed() []float32 {
 	return out
 }
 
-// paths enumerates every tag path of length n.
-func paths(n, k int) [][]int {
-	if n == 0 {
-		return [][]int{nil}
-	}
-	var out [][]int
-	for _, p := range paths(n-1, k) {
-		for j := range k {
-			out = append(out, append(slices.Clone(p), j))
-		}
-	}
-	return out
-}
+// paths enumerates every tag path of length n over k tags.
+var paths = traintest.Paths
 
 func (f *crfFixture) score(em [][]float32, path []int) float64 {
 	s := float64(f.start[path[0]] + f.end[path[len(path)-1]])

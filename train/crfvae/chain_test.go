@@ -8,6 +8,7 @@ import (
 	"github.com/sugarme/gotch"
 
 	"github.com/nerflow/nerflow/train"
+	"github.com/nerflow/nerflow/train/internal/traintest"
 )
 
 // tinyChain is a batch of two sentences (3 and 2 tokens) over 3 tags,
@@ -39,20 +40,6 @@ func newTinyChain(seed uint64, spread float64) *tinyChain {
 	return c
 }
 
-// paths enumerates every tag path of length n over k tags.
-func paths(n, k int) [][]int {
-	if n == 0 {
-		return [][]int{nil}
-	}
-	var out [][]int
-	for _, p := range paths(n-1, k) {
-		for j := range k {
-			out = append(out, append(append([]int(nil), p...), j))
-		}
-	}
-	return out
-}
-
 func (c *tinyChain) score(i int, p []int) float64 {
 	s := float64(c.start[p[0]] + c.end[p[len(p)-1]])
 	for t, y := range p {
@@ -68,7 +55,7 @@ func (c *tinyChain) score(i int, p []int) float64 {
 // sum_y exp(score(y)/tau), the marginals of exp(score(y)/tau)/Z and the
 // entropy of that distribution.
 func (c *tinyChain) enumerate(i int, tau float64) (logZ float64, marg [][]float64, entropy float64) {
-	ps := paths(c.lengths[i], c.k)
+	ps := traintest.Paths(c.lengths[i], c.k)
 	scores := make([]float64, len(ps))
 	m := math.Inf(-1)
 	for j, p := range ps {
@@ -154,7 +141,7 @@ func TestLowTemperatureGivesViterbi(t *testing.T) {
 			path := train.Viterbi(c.em[i], c.trans, c.start, c.end)
 			// The margin of the best path over the second best decides
 			// how close to one-hot tau = 0.01 gets; skip near-ties.
-			ps := paths(c.lengths[i], c.k)
+			ps := traintest.Paths(c.lengths[i], c.k)
 			best, second := math.Inf(-1), math.Inf(-1)
 			for _, p := range ps {
 				s := c.score(i, p)
