@@ -24,7 +24,8 @@ func tinyJob(labeled, unlabeled *corpus.Corpus, epochs int) train.Job {
 
 func tinyConfig(generator string) Config {
 	cfg := DefaultConfig()
-	cfg.Generator, cfg.GenDim, cfg.GenVocab = generator, 8, 30
+	// Weight 1: the ELBO weighs as much as the CRF loss in the total.
+	cfg.Generator, cfg.GenDim, cfg.GenVocab, cfg.Weight = generator, 8, 30, 1
 	return cfg
 }
 
