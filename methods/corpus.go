@@ -78,15 +78,16 @@ func scoreOn(b *spec.Builder, split, name string, model spec.Ref) *spec.NodeBuil
 }
 
 // vectors adds the node that restricts the word vectors to the words of the
-// corpus inputs, and returns its output; without a vectors input it adds
-// nothing and returns the empty reference.
-func vectors(b *spec.Builder) spec.Ref {
+// corpus inputs (and of more corpora, such as unlabeled sentences), and
+// returns its output; without a vectors input it adds nothing and returns
+// the empty reference.
+func vectors(b *spec.Builder, more ...spec.Ref) spec.Ref {
 	if !b.Has("vectors") {
 		return spec.Ref{}
 	}
 	return b.Node("vectors", embeddings.StageName).PassAs("files", "vocab_files").
 		Input("vectors", b.In("vectors")).
-		Input("corpora", b.In("train"), b.In("dev"), b.In("test")).
+		Input("corpora", append([]spec.Ref{b.In("train"), b.In("dev"), b.In("test")}, more...)...).
 		Out("embeddings")
 }
 

@@ -2,7 +2,6 @@ package methods
 
 import (
 	"github.com/nerflow/nerflow/pipeline/spec"
-	"github.com/nerflow/nerflow/registry"
 	"github.com/nerflow/nerflow/stages"
 	"github.com/nerflow/nerflow/train"
 )
@@ -40,14 +39,6 @@ func buildSupervised(b *spec.Builder) error {
 		Input("embeddings", vec)
 	readSplit(b, t, "train", "corpus")
 	readSplit(b, t, "dev", "dev")
-	var reports []spec.Ref
-	for _, e := range []struct{ node, split string }{{"evaluate", "dev"}, {"evaluate-test", "test"}} {
-		if b.Has(e.split) {
-			ev := b.Node(e.node, train.StageEvaluate).Input("model", t.Out("model"))
-			readSplit(b, ev, e.split, "gold")
-			reports = append(reports, ev.Out("report"))
-		}
-	}
-	b.Node("register", registry.StageName).Input("model", t.Out("model")).Input("reports", reports...)
+	evaluateAndRegister(b, t.Out("model"))
 	return nil
 }

@@ -140,6 +140,13 @@ type crfWeights struct {
 	trans, start, end []float32 // trans[i*k+j]: from tag i to tag j
 }
 
+// Viterbi returns the highest-scoring tag path of a linear-chain CRF for
+// emissions em (one row of k scores per token), transitions trans
+// (trans[i*k+j]: from tag i to tag j), start and end scores.
+func Viterbi(em [][]float32, trans, start, end []float32) []int {
+	return (&crfWeights{k: len(start), trans: trans, start: start, end: end}).viterbi(em)
+}
+
 // viterbi returns the highest-scoring tag path for emissions em (one row of
 // k scores per token).
 func (c *crfWeights) viterbi(em [][]float32) []int {

@@ -8,6 +8,8 @@ import (
 
 	"github.com/sugarme/gotch"
 	"github.com/sugarme/gotch/ts"
+
+	"github.com/nerflow/nerflow/train/internal/traintest"
 )
 
 // crfFixture is a batch of three sentences of lengths 2, 4 and 1 with K = 3
@@ -58,19 +60,8 @@ func (f *crfFixture) packed() []float32 {
 	return out
 }
 
-// paths enumerates every tag path of length n.
-func paths(n, k int) [][]int {
-	if n == 0 {
-		return [][]int{nil}
-	}
-	var out [][]int
-	for _, p := range paths(n-1, k) {
-		for j := range k {
-			out = append(out, append(slices.Clone(p), j))
-		}
-	}
-	return out
-}
+// paths enumerates every tag path of length n over k tags.
+var paths = traintest.Paths
 
 func (f *crfFixture) score(em [][]float32, path []int) float64 {
 	s := float64(f.start[path[0]] + f.end[path[len(path)-1]])
@@ -235,5 +226,35 @@ func TestPackedLayout(t *testing.T) {
 	}
 	if rows := sentenceRows(f.packed(), b, 1, f.k); len(rows) != 2 || !slices.Equal(rows[1], f.em[0][1]) {
 		t.Errorf("sentenceRows of the second sentence: %v", rows)
+	}
+}
+
+// A partially annotated sentence (missing entities tagged O) trained with
+// drop_o 1: every O becomes unobserved, and the loss is -log of the
+// marginal likelihood of the entity tags, the paths through the O tokens
+// summed over (by enumeration here).
+func TestCRFPartialAnnotationMarginalLikelihood(t *testing.T) {
+	lockThread(t)
+	f := newCRFFixture(5)
+	f.exs[0].targets = []int32{0, 2}
+	f.exs[1].targets = []int32{1, 0, 0, 2}
+	f.exs[2].targets = []int32{0}
+	observed := make([][]int32, len(f.exs))
+	for i := range f.exs {
+		observed[i] = slices.Clone(f.exs[i].targets)
+	}
+	dropOutside(f.exs, 1, rand.New(rand.NewPCG(1, 2)))
+	g := newGraph(gotch.CPU)
+	defer g.free()
+	nll := f.nll(g)
+	want := 0.0
+	for id, rows := range f.em {
+		y := observed[id]
+		gold := f.bruteLogZ(rows, func(tt, j int) bool { return y[tt] == 0 || j == int(y[tt]) })
+		want += f.bruteLogZ(rows, allTags) - gold
+	}
+	near(t, "nll", scalar(nll), want, 1e-5)
+	if err := (TrainConfig{Loss: LossCRF, DropO: 1, Epochs: 1, BatchSize: 1, LearningRate: 1}).validate(CRFHead); err != nil {
+		t.Errorf("drop_o 1 with the CRF: %v", err)
 	}
 }

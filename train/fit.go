@@ -3,6 +3,7 @@ package train
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/sugarme/gotch"
 
@@ -31,6 +32,9 @@ type Job struct {
 	// LM is TagLM's frozen language model, read where Model.LMPlacement
 	// says; the tagger owns it (closed with it, or when Fit fails).
 	LM LanguageModel
+	// Unlabeled are sentences without tags (for WithUnlabeled) whose words
+	// join the vocabulary with the training set's.
+	Unlabeled *corpus.Corpus
 }
 
 // Fit builds a tagger for the job and trains it. The tagger's initial
@@ -62,11 +66,15 @@ func Fit(ctx context.Context, job Job, opts ...TrainerOption) (m *Tagger, res *R
 	if job.MinWordCount > 0 {
 		vopts = append(vopts, MinWordCount(job.MinWordCount))
 	}
+	words := job.Train
+	if job.Unlabeled != nil {
+		words = &corpus.Corpus{Sentences: append(slices.Clip(job.Train.Sentences), job.Unlabeled.Sentences...)}
+	}
 	var topts []TaggerOption
 	if job.LM != nil {
 		topts = append(topts, WithLanguageModel(job.LM))
 	}
-	m, err = NewTagger(job.Model, NewVocab(job.Train, job.Table, vopts...), labels, job.Table, job.Run.Seed, job.Device, topts...)
+	m, err = NewTagger(job.Model, NewVocab(words, job.Table, vopts...), labels, job.Table, job.Run.Seed, job.Device, topts...)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -108,7 +108,7 @@ func (h *Hyperparams) fields() []Hyperparam {
 		floatp(&r.Q, "q", "exponent of generalized cross entropy", stages.Range(0, 1)),
 		floatp(&r.Tau, "tau", "noisy-label removal: a distant label the model gives at most this probability is noise", stages.Range(0, 1)),
 		intp(&r.UpdateInterval, "update_interval", "batches between noisy-label removals (0: no removal)", stages.AtLeast(0)),
-		floatp(&r.DropO, "drop_o", "fraction of O tokens left out of the loss", stages.Range(0, 0.99)),
+		floatp(&r.DropO, "drop_o", "fraction of O tokens left out of the loss (1 with the crf head: partial annotation, the tags of O tokens marginalized)", stages.Range(0, 1)),
 		stringp(&r.Sampling, "sampling", "loss negsample: how negatives are drawn from the unannotated spans, uniform (Li et al. 2021) or weighted (by the model's uncertainty and O margin)", stages.OneOf(samplings...)),
 		floatp(&r.NegRatio, "neg_ratio", "loss negsample: negatives per sentence, ceil(neg_ratio * sentence length) (lambda)", stages.Range(0.01, 10)),
 		floatp(&r.Mu, "mu", "loss negsample, weighted: exponent of the O margin in the weights, u * (1 + v)^mu", stages.Range(0, 64)),
@@ -127,10 +127,11 @@ func (h *Hyperparams) fields() []Hyperparam {
 
 // HyperparamDecls declares the hyperparameters as stage parameters, with
 // the defaults of DefaultHyperparams.
-func HyperparamDecls() []stages.Param {
-	h := DefaultHyperparams()
-	return DeclsOf(h.fields())
-}
+func HyperparamDecls() []stages.Param { return DefaultHyperparams().Decls() }
+
+// Decls declares the hyperparameters as stage parameters, with h's values
+// as defaults (for a stage that trains the tagger with other defaults).
+func (h Hyperparams) Decls() []stages.Param { return DeclsOf(h.fields()) }
 
 // HyperparamsOf reads the hyperparameters from a stage's parameters
 // (declared with HyperparamDecls, so already checked).

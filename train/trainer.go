@@ -32,6 +32,9 @@ type TrainConfig struct {
 	Tau            float64 `json:"tau"`
 	// DropO is the fraction of O tokens left out of the loss, drawn once
 	// per run (distant labels miss many entities, so an O is weak evidence).
+	// 1 leaves every O out: with the CRF, a partially annotated corpus
+	// (missing entities tagged O) then trains on the marginal likelihood of
+	// its entity tags, the other tokens' tags summed over.
 	DropO float64 `json:"drop_o"`
 	// UnknownAsEntity keeps tokens of the unknown type "?" in the
 	// entity-vs-O loss as entities (and, for the CRF, restricts them to
@@ -88,8 +91,8 @@ func (c TrainConfig) validate(head string) error {
 	if l, err := lookupLoss(c.Loss); err == nil && l.Soft() && (c.UpdateInterval > 0 || c.DropO > 0) {
 		errs = append(errs, fmt.Errorf("noisy-label removal and drop_o apply to hard labels, not to the soft targets of loss %s", c.Loss))
 	}
-	if c.DropO < 0 || c.DropO >= 1 {
-		errs = append(errs, fmt.Errorf("drop_o %v, want [0, 1)", c.DropO))
+	if c.DropO < 0 || c.DropO > 1 {
+		errs = append(errs, fmt.Errorf("drop_o %v, want [0, 1]", c.DropO))
 	}
 	if c.Epochs < 1 || c.BatchSize < 1 || c.LearningRate <= 0 {
 		errs = append(errs, fmt.Errorf("epochs %d, batch size %d, learning rate %v: all must be positive", c.Epochs, c.BatchSize, c.LearningRate))
@@ -175,8 +178,14 @@ type Trainer struct {
 	// complete is the training set's complete annotation
 	// (WithCompleteAnnotation).
 	complete *corpus.Corpus
-	workDir  string
-	tempDir  bool // workDir was made by the trainer, removed after Run
+	// objective, if set, adds its loss on the unlabeled sentences, times
+	// unlabeledWeight, to every step (WithUnlabeled).
+	unlabeled       *corpus.Corpus
+	objective       UnlabeledObjective
+	unlabeledWeight float64
+
+	workDir string
+	tempDir bool // workDir was made by the trainer, removed after Run
 }
 
 // TrainerOption configures a Trainer.
@@ -243,6 +252,9 @@ func NewTrainer(model *Tagger, cfg TrainConfig, opts ...TrainerOption) (*Trainer
 	}
 	if t.augment != nil && cfg.Loss != LossKL {
 		return nil, fmt.Errorf("training config: augmented sentences need loss %s, not %s", LossKL, cfg.Loss)
+	}
+	if err := t.checkUnlabeled(); err != nil {
+		return nil, err
 	}
 	if t.refresh != nil && (t.soft == nil || t.refreshEvery < 1) {
 		return nil, fmt.Errorf("training config: refreshing soft targets every %d steps needs soft targets to start from and an interval of at least 1", t.refreshEvery)
@@ -312,6 +324,10 @@ func (t *Trainer) Run(ctx context.Context, trainSet, dev *corpus.Corpus) (*Resul
 		return nil, err
 	}
 	defer opt.close()
+	if d.unlabeled, err = t.startUnlabeled(); err != nil {
+		return nil, err
+	}
+	defer d.unlabeled.close()
 	st, res, err := t.startState(opt, d.weights)
 	if err != nil {
 		return nil, err
@@ -365,6 +381,9 @@ type runData struct {
 	dev     []example
 	devGold [][]string // nil without a dev set
 	weights *noiseWeights
+	// unlabeled is the unlabeled objective's state (WithUnlabeled), nil
+	// without one.
+	unlabeled *unlabeledRun
 }
 
 // prepareData encodes the training and dev sets, attaches soft targets,
@@ -519,8 +538,14 @@ func (t *Trainer) restoreBest(st *runState, hasDev bool) error {
 // dev set every EvalEvery steps stop it.
 func (t *Trainer) epoch(ctx context.Context, epoch int, d *runData, opt *adam, st *runState, sched schedule) (EpochReport, error) {
 	cfg, exs, weights := t.cfg, d.train, d.weights
+	u := d.unlabeled
 	batches := bucketBatches(exs, cfg.BatchSize, t.rng(streamBatches+uint64(epoch)))
 	dropout := t.rng(streamDropout + uint64(epoch))
+	var unlabeled [][]int
+	noise := t.rng(streamUnlabeled + uint64(epoch))
+	if u != nil {
+		unlabeled = u.epochBatches(len(batches), cfg.BatchSize, noise)
+	}
 	rep := EpochReport{Epoch: epoch}
 	var aug []example
 	if t.augment != nil {
@@ -533,7 +558,7 @@ func (t *Trainer) epoch(ctx context.Context, epoch int, d *runData, opt *adam, s
 	start := time.Now()
 	var tokens, losses int
 	var lossSum float64
-	for _, ids := range batches {
+	for i, ids := range batches {
 		if err := ctx.Err(); err != nil {
 			return rep, err
 		}
@@ -553,7 +578,11 @@ func (t *Trainer) epoch(ctx context.Context, epoch int, d *runData, opt *adam, s
 			withTargetsOf(aug, exs, ids)
 			ab = newBatch(aug, ids)
 		}
-		lossVal, learned, err := t.step(b, ab, exs, aug, weights.of(), opt, sched.at(st.Step), dropout, sampled)
+		us := unlabeledStep{run: u, noise: noise}
+		if unlabeled != nil {
+			us.ids = unlabeled[i]
+		}
+		lossVal, learned, err := t.step(b, ab, exs, aug, weights.of(), us, opt, sched.at(st.Step), dropout, sampled)
 		if err != nil {
 			return rep, fmt.Errorf("epoch %d, step %d: %w", epoch, st.Step+1, err)
 		}
@@ -595,8 +624,9 @@ func (t *Trainer) epoch(ctx context.Context, epoch int, d *runData, opt *adam, s
 
 // step trains on one batch: forward, loss, backward, update. learned is
 // false when the batch had nothing to learn from. ab, if not nil, is the
-// batch's augmented copy, drawn from aug (WithAugmented).
-func (t *Trainer) step(b, ab *batch, exs, aug []example, weights []tokenWeights, opt *adam, lr float64, dropout *rand.Rand, sampled *sampling) (loss float64, learned bool, err error) {
+// batch's augmented copy, drawn from aug (WithAugmented); u holds the
+// step's unlabeled sentences, if any (WithUnlabeled).
+func (t *Trainer) step(b, ab *batch, exs, aug []example, weights []tokenWeights, u unlabeledStep, opt *adam, lr float64, dropout *rand.Rand, sampled *sampling) (loss float64, learned bool, err error) {
 	m := t.model
 	g := newGraph(m.device)
 	defer g.free()
@@ -605,12 +635,21 @@ func (t *Trainer) step(b, ab *batch, exs, aug []example, weights []tokenWeights,
 		if ab != nil {
 			l = addLosses(g, l, augmentedLoss(&lossBatch{g: g, head: m.head, h: m.forward(g, ab, true, dropout), b: ab, exs: aug, k: m.Labels.NumTags(), cfg: t.cfg}))
 		}
+		if u.ids != nil {
+			l = addLosses(g, l, t.unlabeledLoss(g, u.run, u.ids, dropout, u.noise))
+		}
 		if l == nil {
 			return // every token ignored or removed
 		}
 		opt.zeroGrad(g)
+		if u.ids != nil && u.run.opt != nil {
+			u.run.opt.zeroGrad(g)
+		}
 		g.check(l.Backward())
 		opt.update(g, lr)
+		if u.ids != nil && u.run.opt != nil {
+			u.run.opt.update(g, lr)
+		}
 		loss, learned = scalar(l), true
 	})
 	return loss, learned, err

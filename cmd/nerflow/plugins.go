@@ -8,7 +8,7 @@ import (
 	_ "github.com/nerflow/nerflow/distant"          // stage: distant.label
 	_ "github.com/nerflow/nerflow/embeddings"       // stage: embeddings.vectors
 	_ "github.com/nerflow/nerflow/ensemble"         // stage: ensemble.average
-	_ "github.com/nerflow/nerflow/methods"          // methods: distant, negsample, roster, supervised, taglm, vsl
+	_ "github.com/nerflow/nerflow/methods"          // methods: bond, crfvae, distant, negsample, roster, supervised, taglm, vsl
 	_ "github.com/nerflow/nerflow/predict"          // stage: predict.entities
 	_ "github.com/nerflow/nerflow/registry"         // stage: registry.register
 	_ "github.com/nerflow/nerflow/selftrain"        // stage: selftrain.tagger

@@ -91,11 +91,41 @@ func init() {
 }
 
 func runTrainStage(c *stages.Context) error {
+	h := train.HyperparamsOf(c.Params)
+	return Train(c, h, func(job *train.Job) ([]train.TrainerOption, map[string]any, error) {
+		var err error
+		if in := c.Input("soft"); in != nil {
+			if job.Soft, job.Types, err = readSoftTargets(in, h.Model.Scheme); err != nil {
+				return nil, nil, err
+			}
+		}
+		if in := c.Input("complete"); in != nil {
+			if job.Complete, err = dataset.ReadInput(in, c.Params, "complete"); err != nil {
+				return nil, nil, err
+			}
+		}
+		if in := c.Input("lm"); in != nil {
+			// Loaded last: Fit owns the language model from here, and
+			// nothing before it can fail and leak it.
+			if job.LM, err = loadLM(c, in, job.Device); err != nil {
+				return nil, nil, err
+			}
+		}
+		return nil, nil, nil
+	})
+}
+
+// Train is the body of a stage that trains a tagger with h: it reads the
+// inputs corpus, dev and embeddings (those connected), trains with
+// checkpoints and progress, and writes the outputs model and report, as
+// train.tagger does. extend, if not nil, completes the job before training
+// and returns more trainer options (a stage's own objective); the report
+// then also holds extra.
+func Train(c *stages.Context, h train.Hyperparams, extend func(job *train.Job) (opts []train.TrainerOption, extra map[string]any, err error)) error {
 	device, err := train.ParseDevice(c.Device)
 	if err != nil {
 		return err
 	}
-	h := train.HyperparamsOf(c.Params)
 	modelCfg, runCfg := h.Model, h.Run
 	job := train.Job{Model: modelCfg, Run: runCfg, Device: device, MinWordCount: h.MinWordCount}
 	if job.Train, err = dataset.ReadInput(c.Input("corpus"), c.Params, "corpus"); err != nil {
@@ -106,18 +136,8 @@ func runTrainStage(c *stages.Context) error {
 			return err
 		}
 	}
-	if in := c.Input("complete"); in != nil {
-		if job.Complete, err = dataset.ReadInput(in, c.Params, "complete"); err != nil {
-			return err
-		}
-	}
 	if in := c.Input("embeddings"); in != nil {
 		if job.Table, err = embeddings.ReadInput(in, "embeddings"); err != nil {
-			return err
-		}
-	}
-	if in := c.Input("soft"); in != nil {
-		if job.Soft, job.Types, err = readSoftTargets(in, modelCfg.Scheme); err != nil {
 			return err
 		}
 	}
@@ -151,12 +171,13 @@ func runTrainStage(c *stages.Context) error {
 		c.Log.Info("resuming training", "epochs_done", epoch)
 		opts = append(opts, train.Resume(state))
 	}
-	if in := c.Input("lm"); in != nil {
-		model, err := loadLM(c, in, device)
+	var extra map[string]any
+	if extend != nil {
+		more, ex, err := extend(&job)
 		if err != nil {
 			return err
 		}
-		job.LM = model // Fit owns it from here
+		opts, extra = append(opts, more...), ex
 	}
 	m, res, err := train.Fit(c, job, opts...)
 	if err != nil {
@@ -173,7 +194,11 @@ func runTrainStage(c *stages.Context) error {
 	if err := out.AddDir(dir); err != nil {
 		return err
 	}
-	return c.Output("report").WriteJSON("report.json", map[string]any{"model": m.Config, "run": runCfg, "types": m.Labels.Types, "vocabulary": len(m.Vocab.Words), "pretrained": m.Vocab.Pretrained, "result": res})
+	report := map[string]any{"model": m.Config, "run": runCfg, "types": m.Labels.Types, "vocabulary": len(m.Vocab.Words), "pretrained": m.Vocab.Pretrained, "result": res}
+	for k, v := range extra {
+		report[k] = v
+	}
+	return c.Output("report").WriteJSON("report.json", report)
 }
 
 func runPredictStage(c *stages.Context) error {

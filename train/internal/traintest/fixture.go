@@ -40,3 +40,18 @@ func Corpus(lines []string) *corpus.Corpus {
 	}
 	return c
 }
+
+// Paths enumerates every tag path of length n over k tags, for checking a
+// CRF's dynamic programs against brute force.
+func Paths(n, k int) [][]int {
+	if n == 0 {
+		return [][]int{nil}
+	}
+	var out [][]int
+	for _, p := range Paths(n-1, k) {
+		for j := range k {
+			out = append(out, append(append([]int(nil), p...), j))
+		}
+	}
+	return out
+}
