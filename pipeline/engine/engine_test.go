@@ -77,7 +77,7 @@ func fastWorker() engine.WorkerOptions {
 
 func embedded(t *testing.T) *cluster {
 	t.Helper()
-	st, err := fsstore.Open(t.TempDir())
+	st, err := fsstore.Open(storeDir(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,6 +87,34 @@ func embedded(t *testing.T) *cluster {
 	}
 	t.Cleanup(func() { em.Close() })
 	return &cluster{submit: em.Engine, store: st}
+}
+
+// storeDir is a temporary directory for a file store, removed after the
+// test. Not t.TempDir: a node cancelled at the end of a test may still be
+// unwinding (and writing its attempt's files) when the workers' shutdown
+// timeout has passed on a loaded machine, and t.TempDir's single RemoveAll
+// then fails the test with "directory not empty". This one retries.
+func storeDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "nerflow-engine-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			err := os.RemoveAll(dir)
+			if err == nil {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("removing the store: %v", err)
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	})
+	return dir
 }
 
 func randomName(prefix string) string {
