@@ -182,10 +182,11 @@ func (a *adam) update(g *graph, lr float64) {
 			}
 			m, v, d := a.m[i], a.v[i], a.scratch[i]
 			g.check(m.Lerp_(gr, f(1-a.beta1))) // m + (1-b1)(g-m)
-			// v = (1-b2) (v b2/(1-b2) + g²), in place
-			g.check(v.MulScalar_(f(a.beta2 / (1 - a.beta2))))
-			g.check(v.Addcmul_(gr, gr))
-			g.check(v.MulScalar_(f(1 - a.beta2)))
+			// v = v + (1-b2)(g² - v): g² into the scratch, then one lerp —
+			// two passes over v's size instead of the three of
+			// mul, addcmul, mul (gotch's addcmul has no scale).
+			g.t(gr.MulOut(d, gr, false))
+			g.check(v.Lerp_(d, f(1-a.beta2)))
 			if lr == 0 {
 				continue
 			}
