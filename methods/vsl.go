@@ -83,7 +83,7 @@ func buildVSL(b *spec.Builder) error {
 		if !b.Has(e.split) {
 			continue
 		}
-		pr := b.Node("predict"+e.suffix, vsl.StagePredict).Input("model", t.Out("model"))
+		pr := b.Node("predict"+e.suffix, train.StagePredict).Input("model", t.Out("model"))
 		readSplit(b, pr, e.split, "corpus")
 		ev := b.Node("evaluate"+e.suffix, train.StageEvaluate).Input("predictions", pr.Out("predictions"))
 		readSplit(b, ev, e.split, "gold")

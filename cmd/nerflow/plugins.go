@@ -15,5 +15,5 @@ import (
 	_ "github.com/nerflow/nerflow/storage/all"      // stores: file, s3
 	_ "github.com/nerflow/nerflow/subset"           // stages: subset.mask, subset.split
 	_ "github.com/nerflow/nerflow/train/trainstage" // stages: train.tagger, train.predict, train.evaluate
-	_ "github.com/nerflow/nerflow/train/vsl"        // stages: train.vsl, vsl.predict
+	_ "github.com/nerflow/nerflow/train/vsl"        // stage: train.vsl
 )

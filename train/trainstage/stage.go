@@ -217,7 +217,7 @@ func runPredictStage(c *stages.Context) error {
 		return err
 	}
 	c.Progress(int64(len(text.Sentences)), int64(len(text.Sentences)), "tagged")
-	if err := dataset.WritePredictionsOutput(c.Output("predictions"), &dataset.Predictions{Scheme: m.Labels.Scheme.String(), Tags: m.Labels.Tags, Sentences: preds}); err != nil {
+	if err := dataset.WritePredictionsOutput(c.Output("predictions"), &dataset.Predictions{Scheme: m.TagSet().Scheme.String(), Tags: m.TagSet().Tags, Sentences: preds}); err != nil {
 		return err
 	}
 	tagged := &corpus.Corpus{Sentences: make([]corpus.Sentence, len(preds))}
@@ -226,7 +226,7 @@ func runPredictStage(c *stages.Context) error {
 		tagged.Sentences[i] = corpus.Sentence{Tokens: s.Tokens, Tags: p.Tags, DocStart: s.DocStart}
 	}
 	out := c.Output("tagged")
-	dataset.Describe(out, corpus.FormatCoNLL, m.Labels.Scheme)
+	dataset.Describe(out, corpus.FormatCoNLL, m.TagSet().Scheme)
 	tw, err := out.Create("tagged.conll")
 	if err != nil {
 		return err
@@ -343,14 +343,14 @@ func loadLM(c *stages.Context, in *stages.Input, device gotch.Device) (*lm.Model
 	})
 }
 
-// loadModelInput fetches a checkpoint artifact and loads the tagger on the
-// stage's device.
-func loadModelInput(c *stages.Context, in *stages.Input) (*train.Tagger, error) {
+// loadModelInput fetches a checkpoint artifact and loads the model, of
+// any registered kind (train.LoadModel), on the stage's device.
+func loadModelInput(c *stages.Context, in *stages.Input) (train.Predictor, error) {
 	device, err := train.ParseDevice(c.Device)
 	if err != nil {
 		return nil, err
 	}
-	return fetchAndLoad(c, in, "model-", func(dir string) (*train.Tagger, error) { return train.Load(dir, device) })
+	return fetchAndLoad(c, in, "model-", func(dir string) (train.Predictor, error) { return train.LoadModel(dir, device) })
 }
 
 // fetchAndLoad copies an input artifact into a directory of the work

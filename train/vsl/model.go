@@ -28,7 +28,7 @@
 // ReconWords most frequent lower-cased words of the training text (labeled
 // and unlabeled), every other word being one "unknown" class.
 //
-// The stages train.vsl and vsl.predict (stage.go) train a model and tag a
+// The stage train.vsl (stage.go) trains a model; train.predict tags a
 // corpus with it.
 package vsl
 
@@ -246,3 +246,7 @@ func (m *Model) parameters() ([]string, []*ts.Tensor) {
 }
 
 func (m *Model) named() []ts.NamedTensor { return train.NamedParams(m.vs) }
+
+// TagSet is the scheme and tags of the model's predictions
+// (train.Predictor).
+func (m *Model) TagSet() *train.Labels { return m.Labels }

@@ -2,8 +2,9 @@ package vsl
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
+
+	"github.com/sugarme/gotch"
 
 	"github.com/nerflow/nerflow/dataset"
 	"github.com/nerflow/nerflow/embeddings"
@@ -11,11 +12,9 @@ import (
 	"github.com/nerflow/nerflow/train"
 )
 
-// Stage names.
-const (
-	StageTrain   = "train.vsl"
-	StagePredict = "vsl.predict"
-)
+// StageTrain is the stage that trains a model; train.predict and
+// train.evaluate run it (its kind is registered with train.RegisterModelKind).
+const StageTrain = "train.vsl"
 
 func init() {
 	params := HyperparamDecls()
@@ -37,28 +36,18 @@ func init() {
 			{Name: "embeddings", Kind: "embeddings", Doc: "pretrained word vectors (stage " + embeddings.StageName + "), fixed in training"},
 		},
 		Outputs: []stages.Port{
-			{Name: "model", Kind: "vsl", Doc: ModelFile + ", " + WeightsFile + " and " + VectorsFile},
+			{Name: "model", Kind: "checkpoint", Doc: ModelFile + ", " + WeightsFile + " and " + VectorsFile},
 			{Name: "report", Kind: "report", Doc: "report.json: per-epoch loss and its parts (reconstruction, KL, classification), KL weight, dev F1, seconds"},
 		},
 		Run: runTrain,
 	})
 
-	predictParams := append([]stages.Param{
-		stages.IntParam("batch_size", 64, "sentences per batch", stages.Range(1, 4096)),
-	}, dataset.SourceParams("corpus", "sentences to tag")...)
-	stages.Register(stages.Stage{
-		Name:    StagePredict,
-		Version: 1,
-		Doc:     "Tags a corpus with a trained variational sequential labeler: the classifier on the mean of y, per-token probabilities over the tag set and the best tags.",
-		Params:  predictParams,
-		Inputs: []stages.Port{
-			{Name: "model", Kind: "vsl", Doc: "a model from " + StageTrain},
-			{Name: "corpus", Kind: "corpus", Doc: "sentences to tag (tags, if any, are ignored)"},
-		},
-		Outputs: []stages.Port{
-			{Name: "predictions", Kind: "predictions", Doc: dataset.PredictionsFile + " (docs/predictions.md), for " + train.StageEvaluate},
-		},
-		Run: runPredict,
+	train.RegisterModelKind(ModelFile, func(dir string, device gotch.Device) (train.Predictor, error) {
+		m, err := Load(dir, device)
+		if err != nil {
+			return nil, err
+		}
+		return m, nil
 	})
 }
 
@@ -111,34 +100,4 @@ func runTrain(c *stages.Context) error {
 	}
 	return rep.WriteJSON("report.json", map[string]any{"model": m.Config, "run": job.Hyper.Run, "types": m.Labels.Types,
 		"labeled": len(job.Labeled.Sentences), "unlabeled": unlabeled, "recon_words": len(m.Recon), "result": res})
-}
-
-func runPredict(c *stages.Context) error {
-	device, err := train.ParseDevice(c.Device)
-	if err != nil {
-		return err
-	}
-	dir, err := os.MkdirTemp(c.WorkDir(), "model-")
-	if err != nil {
-		return err
-	}
-	if err := c.Input("model").Fetch(dir); err != nil {
-		return err
-	}
-	m, err := Load(dir, device)
-	if err != nil {
-		return stages.Permanent(fmt.Errorf("input model: %w", err))
-	}
-	defer m.Close()
-	text, err := dataset.ReadInput(c.Input("corpus"), c.Params, "corpus")
-	if err != nil {
-		return err
-	}
-	c.Progress(0, int64(len(text.Sentences)), "tagging")
-	preds, err := m.Predict(text, c.Params.Int("batch_size"))
-	if err != nil {
-		return err
-	}
-	c.Progress(int64(len(text.Sentences)), int64(len(text.Sentences)), "tagged")
-	return dataset.WritePredictionsOutput(c.Output("predictions"), &dataset.Predictions{Scheme: m.Labels.Scheme.String(), Tags: m.Labels.Tags, Sentences: preds})
 }

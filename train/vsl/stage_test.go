@@ -17,12 +17,12 @@ import (
 	"github.com/nerflow/nerflow/storage/fsstore"
 	"github.com/nerflow/nerflow/train"
 	"github.com/nerflow/nerflow/train/internal/traintest"
-	_ "github.com/nerflow/nerflow/train/trainstage" // train.evaluate scores the predictions
+	_ "github.com/nerflow/nerflow/train/trainstage" // train.predict and train.evaluate
 )
 
 // TestStagesTrainPredictEvaluate runs the stages as the engine does, on a
 // file store: train.vsl on the fixture's first sentences labeled and the
-// rest as unlabeled text, vsl.predict on the fixture, and train.evaluate on
+// rest as unlabeled text, train.predict on the fixture (the model kind vsl registers), and train.evaluate on
 // the predictions, which scores what the model predicts.
 func TestStagesTrainPredictEvaluate(t *testing.T) {
 	ctx := context.Background()
@@ -98,7 +98,7 @@ func TestStagesTrainPredictEvaluate(t *testing.T) {
 		t.Errorf("model meta variant %q", v)
 	}
 
-	preds, err := exec(StagePredict, map[string]any{"corpus_file": "text.txt"}, map[string][]stages.Artifact{"model": {outs["model"]}, "corpus": {data}})
+	preds, err := exec(train.StagePredict, map[string]any{"corpus_file": "text.txt"}, map[string][]stages.Artifact{"model": {outs["model"]}, "corpus": {data}})
 	if err != nil {
 		t.Fatal(err)
 	}
