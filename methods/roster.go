@@ -49,7 +49,7 @@ func init() {
 			stages.IntParam("selftrain_epochs", d.Run.Epochs, "self-training epochs", stages.Range(1, 1000)),
 			stages.IntParam("selftrain_update_interval", d.UpdateInterval, "steps between two computations of the self-training targets", stages.AtLeast(1)),
 			stages.FloatParam("entity_threshold", d.Targets.Threshold, "self-training: p(entity) under which a token's types are left out", stages.Range(0, 1)),
-			stages.StringParam("entity_target", d.Targets.Entity, "self-training's entity-vs-O target: hard (the model's decision) or model (its p(entity))", stages.OneOf(selftrain.EntityHard, selftrain.EntityModel)),
+			stages.StringParam("entity_target", d.Targets.Entity, "self-training's entity-vs-O target: hard (the model's decision), model (its p(entity)) or ensemble (the averaged predictions' p(entity), fixed)", stages.OneOf(selftrain.EntityTargets...)),
 			stages.BoolParam("augment", true, "self-training on contextual augmentations too, from language models trained on the gpu queue (false: originals only; ablation)"),
 		}, fileParams()...),
 		Inputs: append(distantInputs(), stages.Port{Name: "unlabeled", Kind: "text", Many: true, Optional: true,
@@ -68,12 +68,16 @@ func buildRoster(b *spec.Builder) error {
 	case !p.Bool("ensemble") && len(seeds) > 1:
 		b.Errorf("params.seeds", "without the ensemble one tagger is trained: give one seed")
 	}
+	if p.String("entity_target") == selftrain.EntityEnsemble && p.Bool("selftrain") && !p.Bool("ensemble") {
+		b.Errorf("params.entity_target", "%s fits the averaged predictions of the seeds, which ensemble=false leaves out", selftrain.EntityEnsemble)
+	}
 	if b.Has("unlabeled") && (!p.Bool("augment") || !p.Bool("selftrain")) {
 		b.Errorf("inputs.unlabeled", "the unlabeled text trains the language models of the augmentation, which augment=false or selftrain=false leave out")
 	}
 	vec := vectors(b)
 	corpus := trainingCorpus(b)
 	var reports []spec.Ref // of the final model
+	var average spec.Ref   // the seeds' averaged predictions
 	if len(seeds) == 0 {
 		return nil // reported above
 	}
@@ -116,6 +120,7 @@ func buildRoster(b *spec.Builder) error {
 		corpus(distil) // its tags are not used: the targets are the average
 		readSplit(b, distil, "dev", "dev")
 		model, report = distil.Out("model"), evaluate("eval-distil", distil.Out("model"), false)
+		average = avg.Out("predictions")
 	}
 
 	// Step 3: self-training.
@@ -124,6 +129,9 @@ func buildRoster(b *spec.Builder) error {
 			PassAs("epochs", "selftrain_epochs").PassAs("update_interval", "selftrain_update_interval").Pass("entity_threshold", "entity_target")
 		corpus(st) // its tags are not used
 		readSplit(b, st, "dev", "dev")
+		if p.String("entity_target") == selftrain.EntityEnsemble {
+			st.Input("soft", average)
+		}
 		if p.Bool("augment") {
 			lm := b.Node("lm", augment.StageLM).Queue("gpu").Input("unlabeled", b.In("unlabeled"))
 			corpus(lm) // its tokens only

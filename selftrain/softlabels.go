@@ -1,6 +1,10 @@
 package selftrain
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
 
 // Entity-vs-O targets of self-training (Targets.Entity).
 const (
@@ -12,14 +16,28 @@ const (
 	// near that model (dropout is the only noise), and lets the types
 	// self-train.
 	EntityModel = "model"
+	// EntityEnsemble fits, on every token, the p(entity) of the averaged
+	// predictions of the seeds (Targets.Ensemble), the same all through
+	// self-training. It is what RoSTER's released code does (its binary
+	// head's target is the ensemble's soft label, while the types follow
+	// the model), where its paper says only "binary cross entropy": the
+	// entity-vs-O decision stays the ensemble's, which is better than any
+	// seed's, and cannot drift towards the model's own mistakes.
+	EntityEnsemble = "ensemble"
 )
+
+// EntityTargets are the values of Targets.Entity.
+var EntityTargets = []string{EntityHard, EntityModel, EntityEnsemble}
 
 // Targets says how SoftLabels makes the targets.
 type Targets struct {
 	// Threshold is the p(entity) under which a token's types are left out.
 	Threshold float64
-	// Entity is EntityHard or EntityModel.
+	// Entity is one of EntityTargets.
 	Entity string
+	// Ensemble are the averaged predictions (in the layout of probs) whose
+	// p(O) EntityEnsemble fits; unused otherwise.
+	Ensemble [][][]float32
 }
 
 // SoftLabels turns a token-head tagger's predictions of a corpus into
@@ -30,7 +48,8 @@ type Targets struct {
 //
 //   - Entity vs O (fitted with binary cross entropy): with EntityHard the
 //     model's decision, p(O) = 0 where p(entity) >= 0.5 and 1 elsewhere;
-//     with EntityModel the model's own p(O).
+//     with EntityModel the model's own p(O); with EntityEnsemble the p(O)
+//     of tg.Ensemble.
 //   - Types: with f_ij = p(type j | entity) of token i, zeroed on the tokens
 //     whose p(entity) is below tg.Threshold (their types are left out of the
 //     loss), y_ij ∝ f_ij^2 / g_j with g_j = sum_i f_ij, the frequency of
@@ -42,8 +61,13 @@ func SoftLabels(probs [][][]float32, tg Targets) ([][][]float32, error) {
 	if threshold < 0 || threshold > 1 {
 		return nil, fmt.Errorf("entity threshold %v, want [0, 1]", threshold)
 	}
-	if tg.Entity != EntityHard && tg.Entity != EntityModel {
-		return nil, fmt.Errorf("entity target %q, want %s or %s", tg.Entity, EntityHard, EntityModel)
+	if !slices.Contains(EntityTargets, tg.Entity) {
+		return nil, fmt.Errorf("entity target %q, want one of %s", tg.Entity, strings.Join(EntityTargets, ", "))
+	}
+	if tg.Entity == EntityEnsemble {
+		if err := alignedWith(tg.Ensemble, probs); err != nil {
+			return nil, fmt.Errorf("entity target %s: %w", EntityEnsemble, err)
+		}
 	}
 	k := 0
 	for _, s := range probs {
@@ -87,6 +111,8 @@ func SoftLabels(probs [][][]float32, tg Targets) ([][][]float32, error) {
 			switch {
 			case tg.Entity == EntityModel:
 				target[0] = row[0]
+			case tg.Entity == EntityEnsemble:
+				target[0] = tg.Ensemble[i][t][0]
 			case 1-float64(row[0]) < 0.5:
 				target[0] = 1
 			}
@@ -99,4 +125,23 @@ func SoftLabels(probs [][][]float32, tg Targets) ([][][]float32, error) {
 		}
 	}
 	return out, nil
+}
+
+// alignedWith checks that the averaged predictions avg cover the corpus of
+// probs: as many sentences, tokens and tags.
+func alignedWith(avg, probs [][][]float32) error {
+	if len(avg) != len(probs) {
+		return fmt.Errorf("the averaged predictions have %d sentences, the corpus %d", len(avg), len(probs))
+	}
+	for i, s := range probs {
+		if len(avg[i]) != len(s) {
+			return fmt.Errorf("sentence %d: the averaged predictions have %d tokens, the corpus %d", i+1, len(avg[i]), len(s))
+		}
+		for t, row := range s {
+			if len(avg[i][t]) != len(row) {
+				return fmt.Errorf("sentence %d, token %d: the averaged predictions have %d tags, the model %d", i+1, t+1, len(avg[i][t]), len(row))
+			}
+		}
+	}
+	return nil
 }

@@ -97,3 +97,34 @@ func TestSoftLabelsModelEntityTarget(t *testing.T) {
 		t.Errorf("unknown entity target: %v", err)
 	}
 }
+
+// TestSoftLabelsEnsembleEntityTarget: with EntityEnsemble the entity-vs-O
+// target is the averaged predictions' p(O), whatever the model says (token
+// 2: the model's p(O) 0.3, the ensemble's 0.6; token 3: 0.9 against 0.2);
+// the types are still the model's, by eq. 8.
+func TestSoftLabelsEnsembleEntityTarget(t *testing.T) {
+	probs := [][][]float32{{{0.1, 0.72, 0.18}, {0.3, 0.35, 0.35}, {0.9, 0.05, 0.05}}}
+	avg := [][][]float32{{{0.25, 0.5, 0.25}, {0.6, 0.2, 0.2}, {0.2, 0.1, 0.7}}}
+	got, err := SoftLabels(probs, Targets{Threshold: 0.8, Entity: EntityEnsemble, Ensemble: avg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for c, x := range []float64{0.25, 0.8, 0.2, 0.6, 0, 0, 0.2, 0, 0} {
+		if d := math.Abs(float64(got[0][c/3][c%3]) - x); d > 1e-5 {
+			t.Errorf("token %d value %d: %v, want %v", c/3+1, c%3, got[0][c/3][c%3], x)
+		}
+	}
+	for name, tc := range map[string]struct {
+		avg  [][][]float32
+		want string
+	}{
+		"missing":   {nil, "the averaged predictions have 0 sentences, the corpus 1"},
+		"tokens":    {[][][]float32{{{1, 0, 0}}}, "sentence 1: the averaged predictions have 1 tokens, the corpus 3"},
+		"tag count": {[][][]float32{{{1, 0, 0}, {1, 0}, {1, 0, 0}}}, "sentence 1, token 2: the averaged predictions have 2 tags, the model 3"},
+	} {
+		_, err := SoftLabels(probs, Targets{Threshold: 0.8, Entity: EntityEnsemble, Ensemble: tc.avg})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want one containing %q", name, err, tc.want)
+		}
+	}
+}

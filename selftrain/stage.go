@@ -3,6 +3,7 @@ package selftrain
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 
 	"github.com/sugarme/gotch"
 
@@ -23,19 +24,20 @@ func init() {
 		stages.IntParam("epochs", d.Run.Epochs, "self-training epochs", stages.Range(1, 1000)),
 		stages.IntParam("update_interval", d.UpdateInterval, "steps between two computations of the targets from the current model", stages.AtLeast(1)),
 		stages.FloatParam("entity_threshold", d.Targets.Threshold, "p(entity) under which a token's types are left out of the type loss", stages.Range(0, 1)),
-		stages.StringParam("entity_target", d.Targets.Entity, "entity-vs-O target: hard (the model's decision) or model (its p(entity))", stages.OneOf(EntityHard, EntityModel)),
+		stages.StringParam("entity_target", d.Targets.Entity, "entity-vs-O target: hard (the model's decision), model (its p(entity)) or ensemble (the p(entity) of the input soft, fixed)", stages.OneOf(EntityTargets...)),
 	}
 	params = append(params, runParams(d.Run)...)
 	stages.Register(stages.Stage{
 		Name:    StageTagger,
-		Version: 1,
+		Version: 2, // 2: the augmented term keeps the tokens whose type decision the augmentation leaves unchanged
 		Doc: "Self-trains a token-head tagger (RoSTER's distilled model) on its own predictions: every update_interval " +
 			"steps, types of confident entity tokens squared and divided by their frequency (KL), entity-vs-O " +
 			"decisions (binary cross entropy). With language models (input lm), every epoch also fits the types of a new " +
 			"contextual augmentation of each sentence to the targets of its original, as RoSTER does.",
 		Params: params,
 		Inputs: append(inputPorts("the tagger to start from (token head), e.g. the distilled ensemble"),
-			stages.Port{Name: "lm", Kind: "lm", Optional: true, Doc: "language models from augment.lm: augmented sentences every epoch (RoSTER's rate 15%, top 5, seeded by seed)"}),
+			stages.Port{Name: "lm", Kind: "lm", Optional: true, Doc: "language models from augment.lm: augmented sentences every epoch (RoSTER's rate 15%, top 5, seeded by seed)"},
+			stages.Port{Name: "soft", Kind: "predictions", Optional: true, Doc: "the averaged predictions of the seeds on corpus (" + dataset.PredictionsFile + "), whose p(entity) entity_target=ensemble fits"}),
 		Outputs:   outputPorts("report.json: per-epoch loss, dev F1, throughput"),
 		Resumable: true,
 		Run:       runStage,
@@ -94,6 +96,9 @@ func runStage(c *stages.Context) error {
 	cfg := configOf(c.Params)
 	return runSelfTraining(c, func(r *round) (any, error) {
 		opts := r.opts
+		if err := readEnsemble(c, r.model, &cfg.Targets); err != nil {
+			return nil, err
+		}
 		if c.Input("lm") != nil {
 			model, err := loadLM(c, r.device)
 			if err != nil {
@@ -110,6 +115,29 @@ func runStage(c *stages.Context) error {
 		}
 		return map[string]any{"self_training": cfg, "types": r.model.Labels.Types, "result": res}, nil
 	})
+}
+
+// readEnsemble reads the input soft into tg.Ensemble for entity target
+// ensemble, which needs it (and only it does).
+func readEnsemble(c *stages.Context, m *train.Tagger, tg *Targets) error {
+	in := c.Input("soft")
+	switch {
+	case tg.Entity == EntityEnsemble && in == nil:
+		return stages.Permanent(fmt.Errorf("entity_target %s needs the input soft (the averaged predictions)", EntityEnsemble))
+	case tg.Entity != EntityEnsemble && in != nil:
+		return stages.Permanent(fmt.Errorf("input soft is only read with entity_target %s, not %s", EntityEnsemble, tg.Entity))
+	case in == nil:
+		return nil
+	}
+	p, err := dataset.ReadPredictionsInput(in, "soft")
+	if err != nil {
+		return err
+	}
+	if !slices.Equal(p.Tags, m.Labels.Tags) {
+		return stages.Permanent(fmt.Errorf("input soft: tag set %v, the model's is %v", p.Tags, m.Labels.Tags))
+	}
+	tg.Ensemble = p.Soft()
+	return nil
 }
 
 // round is what a self-training stage trains: the model of the input model

@@ -3,6 +3,7 @@ package train
 import (
 	"fmt"
 
+	"github.com/sugarme/gotch"
 	"github.com/sugarme/gotch/ts"
 
 	"github.com/nerflow/nerflow/corpus"
@@ -47,9 +48,24 @@ func withTargetsOf(aug, exs []example, ids []int) {
 	}
 }
 
-// augmentedLoss is the type term of loss kl on the augmented batch.
-func augmentedLoss(lb *lossBatch) *ts.Tensor {
+// augmentedLoss is the type term of loss kl on the augmented batch lb, on
+// the tokens whose most probable type is the same as in the original
+// sentence, whose encoder states are orig (RoSTER's released code keeps
+// only those: a replacement that changes the type the model sees likely
+// changed the word's type, and its target would then be wrong).
+func augmentedLoss(lb *lossBatch, orig *ts.Tensor) *ts.Tensor {
 	_, _, types, typeW := klTargets(lb)
-	typLogits, _ := lb.head.(*tokenWeightsOf).outputs(lb.g, lb.h)
-	return klDivergence(lb.g, typLogits, types, typeW)
+	head := lb.head.(*tokenWeightsOf)
+	typLogits, _ := head.outputs(lb.g, lb.h)
+	origLogits, _ := head.outputs(lb.g, orig)
+	return klDivergenceWhere(lb.g, typLogits, types, typeW, sameArgmax(lb.g, typLogits, origLogits))
+}
+
+// sameArgmax is 1 on the rows of a and b ([n, C]) whose largest value is
+// in the same column, 0 elsewhere, as a float [n]. No gradient flows
+// through it.
+func sameArgmax(g *graph, a, b *ts.Tensor) *ts.Tensor {
+	ia := g.t(a.Argmax([]int64{1}, false, false))
+	ib := g.t(b.Argmax([]int64{1}, false, false))
+	return g.t(g.t(ia.EqTensor(ib, false)).Totype(gotch.Float, false))
 }

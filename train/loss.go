@@ -76,6 +76,37 @@ func klDivergence(g *graph, logits *ts.Tensor, soft []float32, weights []float32
 	return g.t(kl.AddScalar(g.scalar(entropy/total), false))
 }
 
+// klDivergenceWhere is klDivergence over the rows where keep, a [n] tensor
+// of 0s and 1s computed on the device, is 1: sum_i k_i w_i l_i / sum_i k_i
+// w_i, or 0 when no kept row has a weight. It serves terms whose rows are
+// chosen by the model's own outputs in the same step, which Go cannot see
+// without a copy from the device.
+func klDivergenceWhere(g *graph, logits *ts.Tensor, soft []float32, weights []float32, keep *ts.Tensor) *ts.Tensor {
+	if sum(weights) == 0 {
+		return nil
+	}
+	n := int64(len(weights))
+	classes := int64(len(soft) / len(weights))
+	if len(soft) != int(n*classes) {
+		panic(torchError{fmt.Errorf("klDivergenceWhere: %d soft target values for %d rows", len(soft), n)})
+	}
+	ws := make([]float32, len(soft))
+	entropy := make([]float32, n) // w_i sum_c s_ic log s_ic, per row
+	for i, x := range soft {
+		w := weights[i/int(classes)]
+		ws[i] = w * x
+		if x > 0 {
+			entropy[i/int(classes)] += w * x * float32(math.Log(float64(x)))
+		}
+	}
+	logp := g.t(logits.LogSoftmax(1, gotch.Float, false))
+	cross := g.t(g.t(logp.Mul(g.floats(ws, n, classes), false)).SumDimIntlist([]int64{1}, false, gotch.Float, false)) // [n]
+	rows := g.t(g.floats(entropy, n).Sub(cross, false))                                                               // w_i l_i
+	num := g.t(rows.Dot(keep, false))
+	den := g.t(g.t(g.floats(weights, n).Dot(keep, false)).ClampMin(g.scalar(1e-12), false))
+	return g.t(num.Div(den, false))
+}
+
 // binaryLogits turns one logit per row, z ([n, 1]), into the two-class
 // logits [0, z], whose softmax is [1 - sigmoid(z), sigmoid(z)]: the
 // entity-vs-O head then uses the same losses as the type head.

@@ -1,8 +1,10 @@
 package train
 
 import (
+	"fmt"
 	"math"
 	"runtime"
+	"slices"
 	"testing"
 
 	"github.com/sugarme/gotch"
@@ -163,5 +165,48 @@ func TestTorchErrorBecomesError(t *testing.T) {
 	})
 	if err == nil {
 		t.Fatal("adding tensors of shapes [3] and [2] did not fail")
+	}
+}
+
+// TestKLDivergenceWhere: keeping every row is klDivergence (value and
+// gradient); keeping row 1 alone is its own KL, l_1 = 0.2 (log 0.2 - log
+// 0.231224) + 0.5 (log 0.5 - log 0.628532) + 0.3 (log 0.3 - log 0.140244)
+// = 0.084716, with gradient on row 1 only; keeping none is 0.
+func TestKLDivergenceWhere(t *testing.T) {
+	lockThread(t)
+	soft := []float32{0.2, 0.5, 0.3, 0, 0.25, 0.75}
+	for _, tc := range []struct {
+		keep []float32
+		want float64
+	}{{[]float32{1, 1}, 0.22432676640845448}, {[]float32{1, 0}, 0.08471577004337158}, {[]float32{0, 0}, 0}} {
+		g := newGraph(gotch.CPU)
+		z := leaf(t, g, lossLogits, 2, 3)
+		loss := klDivergenceWhere(g, z, soft, lossWeights, g.floats(tc.keep, 2))
+		near(t, fmt.Sprint("kl keeping ", tc.keep), scalar(loss), tc.want, 1e-6)
+		grad := gradOf(t, g, loss, z)
+		if tc.keep[1] == 1 {
+			checkGrad(t, grad, wantGrad(func(int) float64 { return 1 }, func(i, c int) float64 { return float64(soft[i*3+c]) }))
+		} else {
+			for i, x := range grad {
+				want := 0.0
+				if i < 3 && tc.keep[0] == 1 {
+					want = lossProbs[0][i] - float64(soft[i]) // w_1 (p - s) / w_1
+				}
+				near(t, fmt.Sprint("gradient ", i, " keeping ", tc.keep), float64(x), want, 1e-6)
+			}
+		}
+		g.free()
+	}
+}
+
+// TestSameArgmax: rows whose largest value is in the same column.
+func TestSameArgmax(t *testing.T) {
+	lockThread(t)
+	g := newGraph(gotch.CPU)
+	defer g.free()
+	a := g.floats([]float32{1, 2, 0.5, 0, -1, 3, 5, 0, 1}, 3, 3)
+	b := g.floats([]float32{3, 0, 0, 0, 0, 1, 2, 1, 0}, 3, 3)
+	if got := float32s(sameArgmax(g, a, b)); !slices.Equal(got, []float32{0, 1, 1}) {
+		t.Errorf("same argmax %v, want [0 1 1]", got)
 	}
 }
