@@ -163,3 +163,34 @@ func TestRosterUnlabeledText(t *testing.T) {
 		t.Errorf("unlabeled text with augment=false: error %v", err)
 	}
 }
+
+// entity_target=ensemble gives self-training the averaged predictions (and
+// nothing else changes); without the ensemble it is an error.
+func TestRosterEnsembleEntityTarget(t *testing.T) {
+	dir := fixture(t)
+	g, err := expand(t, dir, example(t, "conll03-roster.yaml"), "entity_target=ensemble")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, _ := g.Node("selftrain")
+	if i := slices.IndexFunc(st.Inputs, func(in spec.Input) bool { return in.Port == "soft" }); i < 0 || st.Inputs[i].Node != "average" {
+		t.Errorf("selftrain reads %+v, want average's predictions as soft", st.Inputs)
+	}
+	if p := nodeParams(t, g, "selftrain"); p["entity_target"] != selftrain.EntityEnsemble {
+		t.Errorf("selftrain params %v", p)
+	}
+	for _, target := range []string{selftrain.EntityHard, selftrain.EntityModel} {
+		g, err := expand(t, dir, example(t, "conll03-roster.yaml"), "entity_target="+target)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, _ := g.Node("selftrain")
+		if slices.ContainsFunc(st.Inputs, func(in spec.Input) bool { return in.Port == "soft" }) {
+			t.Errorf("entity_target=%s: selftrain reads %+v", target, st.Inputs)
+		}
+	}
+	_, err = expand(t, dir, example(t, "conll03-roster.yaml"), "entity_target=ensemble", "seeds=1", "ensemble=false")
+	if err == nil || !strings.Contains(err.Error(), "entity_target") {
+		t.Errorf("entity_target=ensemble without the ensemble: %v", err)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/nerflow/nerflow/corpus"
+	"github.com/nerflow/nerflow/dataset"
 	"github.com/nerflow/nerflow/stages"
 	"github.com/nerflow/nerflow/storage/fsstore"
 	"github.com/nerflow/nerflow/train"
@@ -153,5 +155,66 @@ func TestTeacherStage(t *testing.T) {
 	}
 	if n := strings.Count(logs.String(), "msg=teacher"); n != 3 {
 		t.Errorf("%d teachers logged, want 3:\n%s", n, logs.String())
+	}
+}
+
+// TestStageEnsembleEntityTarget: entity_target=ensemble reads the averaged
+// predictions from input soft (here the tagger's own predictions of the
+// corpus); without them, with them for another target, or with another tag
+// set, the stage fails before training, saying why.
+func TestStageEnsembleEntityTarget(t *testing.T) {
+	ctx := context.Background()
+	st, model, text := stageInputs(t)
+	m := tinyTagger(t)
+	defer m.Close()
+	preds, err := m.Predict(fixtureCorpus(), 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	importPreds := func(tags []string) stages.Artifact {
+		dir := t.TempDir()
+		var b bytes.Buffer
+		if err := dataset.WritePredictions(&b, &dataset.Predictions{Scheme: m.TagSet().Scheme.String(), Tags: tags, Sentences: preds}); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, dataset.PredictionsFile), b.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		a, err := stages.Import(ctx, st, "datasets", dir, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	soft := importPreds(m.TagSet().Tags)
+	params := map[string]any{"epochs": 1, "update_interval": 2, "entity_threshold": 0.6, "batch_size": 2, "learning_rate": 0.01, "entity_target": EntityEnsemble}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	execStage(t, st, StageTagger, params, map[string][]stages.Artifact{"model": {model}, "corpus": {text}, "soft": {soft}}, log)
+
+	wrongTags := slices.Clone(m.TagSet().Tags)
+	slices.Reverse(wrongTags)
+	s, _ := stages.Lookup(StageTagger)
+	for name, tc := range map[string]struct {
+		target string
+		soft   []stages.Artifact
+		want   string
+	}{
+		"no soft":       {EntityEnsemble, nil, "needs the input soft"},
+		"soft for hard": {EntityHard, []stages.Artifact{soft}, "only read with entity_target ensemble"},
+		"tag set":       {EntityEnsemble, []stages.Artifact{importPreds(wrongTags)}, "input soft: tag set"},
+	} {
+		params["entity_target"] = tc.target
+		p, err := s.ResolveParams(params)
+		if err != nil {
+			t.Fatal(err)
+		}
+		inputs := map[string][]stages.Artifact{"model": {model}, "corpus": {text}}
+		if tc.soft != nil {
+			inputs["soft"] = tc.soft
+		}
+		_, err = stages.Exec(ctx, s, stages.Env{Store: st, Params: p, Inputs: inputs, Log: log, OutputPrefix: "runs/selftrain/" + stages.NewAttemptID()})
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !stages.IsPermanent(err) {
+			t.Errorf("%s: error %v, want a permanent one containing %q", name, err, tc.want)
+		}
 	}
 }
