@@ -49,7 +49,7 @@ func init() {
 			stages.IntParam("selftrain_epochs", d.Run.Epochs, "self-training epochs", stages.Range(1, 1000)),
 			stages.IntParam("selftrain_update_interval", d.UpdateInterval, "steps between two computations of the self-training targets", stages.AtLeast(1)),
 			stages.FloatParam("entity_threshold", d.Targets.Threshold, "self-training: p(entity) under which a token's types are left out", stages.Range(0, 1)),
-			stages.StringParam("entity_target", d.Targets.Entity, "self-training's entity-vs-O target: hard (the model's decision), model (its p(entity)) or ensemble (the averaged predictions' p(entity), fixed)", stages.OneOf(selftrain.EntityTargets...)),
+			stages.StringParam("entity_target", d.Targets.Entity, "self-training's entity-vs-O target: hard (the model's decision), model (its p(entity)), ensemble (the averaged predictions' p(entity), fixed) or sharpen (the model's [p(O), p(entity)] squared and divided by their frequencies, as BOND)", stages.OneOf(selftrain.EntityTargets...)),
 			stages.BoolParam("augment", true, "self-training on contextual augmentations too, from language models trained on the gpu queue (false: originals only; ablation)"),
 		}, fileParams()...),
 		Inputs: append(distantInputs(), stages.Port{Name: "unlabeled", Kind: "text", Many: true, Optional: true,

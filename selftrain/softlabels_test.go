@@ -128,3 +128,21 @@ func TestSoftLabelsEnsembleEntityTarget(t *testing.T) {
 		}
 	}
 }
+
+// TestSoftLabelsSharpenEntityTarget: with EntitySharpen the entity-vs-O
+// target is [p(O), p(entity)] squared, divided by their sums over every
+// token (G = [0.1 + 0.3 + 0.9, 0.9 + 0.7 + 0.1] = [1.3, 1.7]) and
+// renormalized: token 1 p(O) = (0.01/1.3) / (0.01/1.3 + 0.81/1.7) =
+// 0.015888, token 2 (0.09/1.3) / (0.09/1.3 + 0.49/1.7) = 0.193671, token 3
+// (0.81/1.3) / (0.81/1.3 + 0.01/1.7) = 0.990648. The types are eq. 8's.
+func TestSoftLabelsSharpenEntityTarget(t *testing.T) {
+	got, err := SoftLabels([][][]float32{{{0.1, 0.72, 0.18}, {0.3, 0.35, 0.35}, {0.9, 0.05, 0.05}}}, Targets{Threshold: 0.8, Entity: EntitySharpen})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for c, x := range []float64{0.015887850467289724, 0.8, 0.2, 0.19367088607594937, 0, 0, 0.9906474820143885, 0, 0} {
+		if d := math.Abs(float64(got[0][c/3][c%3]) - x); d > 1e-5 {
+			t.Errorf("token %d value %d: %v, want %v", c/3+1, c%3, got[0][c/3][c%3], x)
+		}
+	}
+}

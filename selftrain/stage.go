@@ -24,7 +24,7 @@ func init() {
 		stages.IntParam("epochs", d.Run.Epochs, "self-training epochs", stages.Range(1, 1000)),
 		stages.IntParam("update_interval", d.UpdateInterval, "steps between two computations of the targets from the current model", stages.AtLeast(1)),
 		stages.FloatParam("entity_threshold", d.Targets.Threshold, "p(entity) under which a token's types are left out of the type loss", stages.Range(0, 1)),
-		stages.StringParam("entity_target", d.Targets.Entity, "entity-vs-O target: hard (the model's decision), model (its p(entity)) or ensemble (the p(entity) of the input soft, fixed)", stages.OneOf(EntityTargets...)),
+		stages.StringParam("entity_target", d.Targets.Entity, "entity-vs-O target: hard (the model's decision), model (its p(entity)), ensemble (the p(entity) of the input soft, fixed) or sharpen (the model's [p(O), p(entity)] squared and divided by their frequencies, as BOND)", stages.OneOf(EntityTargets...)),
 	}
 	params = append(params, runParams(d.Run)...)
 	stages.Register(stages.Stage{
