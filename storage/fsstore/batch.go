@@ -80,18 +80,32 @@ func (b *batch) addDirs(dirs ...string) {
 // maxParallelSyncs bounds the files a Flush holds open at once.
 const maxParallelSyncs = 32
 
-// Flush implements storage.Batch. The store's committer syncs the batch
-// together with those of the other batches flushing meanwhile (commit.go).
+// Flush implements storage.Batch.
 func (b *batch) Flush(ctx context.Context) error {
 	b.mu.Lock()
 	files, dirs := b.files, b.dirs
 	b.files, b.dirs, b.open = map[string]*os.File{}, map[string]bool{}, 0
 	b.mu.Unlock()
-	if err := b.s.commits.flush(ctx, files, dirs); err != nil {
-		// Flush may be retried: everything is synced again, by path
-		// (the group closed the files it synced).
+	err := syncAll(files, func(p string, f *os.File) error {
+		if f == nil {
+			return syncPath(p)
+		}
+		err := syncFile(f)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		return err
+	})
+	if err == nil {
+		err = syncAll(dirs, func(p string, _ bool) error { return syncPath(p) })
+	}
+	if err != nil {
+		// Flush may be retried: everything is synced again, by path.
 		b.mu.Lock()
-		for p := range files {
+		for p, f := range files {
+			if f != nil {
+				f.Close() // a no-op error if closed already
+			}
 			if _, ok := b.files[p]; !ok {
 				b.files[p] = nil
 			}

@@ -90,11 +90,6 @@ type record struct {
 // use, also by several processes sharing the directory.
 type Store struct {
 	root string
-	// commits syncs the flushes of concurrent batches together, where
-	// one syncfs can stand for their fsyncs (syncfs_linux.go); nil
-	// elsewhere: each batch fsyncs its own files.
-	commits *committer
-	syncer  *fsSyncer
 }
 
 var (
@@ -111,11 +106,7 @@ func Open(dir string) (*Store, error) {
 	if err := os.MkdirAll(root, 0o755); err != nil {
 		return nil, fmt.Errorf("fsstore: creating the store directory: %w", err)
 	}
-	s := &Store{root: root}
-	if s.syncer = newFSSyncer(root); s.syncer != nil {
-		s.commits = newCommitter(s.syncer.sync)
-	}
-	return s, nil
+	return &Store{root: root}, nil
 }
 
 // Root is the absolute path of the store's directory.
@@ -513,14 +504,8 @@ func (s *Store) RemoveStale(ctx context.Context, age time.Duration) (int, error)
 	return removed, nil
 }
 
-// Close implements storage.Store. A filesystem store holds at most the
-// descriptor of its root that syncfs reports errors through.
-func (s *Store) Close() error {
-	if s.syncer != nil {
-		return s.syncer.close()
-	}
-	return nil
-}
+// Close implements storage.Store; a filesystem store holds no resources.
+func (s *Store) Close() error { return nil }
 
 // isMissing reports whether err says a path does not exist, including the
 // case where one of its parents is a file.
