@@ -285,10 +285,17 @@ type Env struct {
 	// OutputPrefix is where this attempt writes its outputs; output name is
 	// written under OutputPrefix/name/. It must be unique to the attempt.
 	OutputPrefix string
+	// OutputPrefixOf, when set, gives each output its own prefix instead:
+	// output name is written under OutputPrefixOf(name)/, unique to the
+	// attempt too. The engine puts attempt and output in one key segment
+	// (layout.AttemptOutputs), a directory fewer per node in a filesystem
+	// store.
+	OutputPrefixOf func(name string) string
 	// RecordsManifests says that the caller stores the manifests Exec
 	// returns where it finds the outputs again (the engine: in the node
 	// record), so Exec stores none beside the files. Otherwise output name's
-	// manifest is OutputPrefix/name.manifest.json.
+	// manifest is OutputPrefix/name.manifest.json (or beside the prefix
+	// OutputPrefixOf gives).
 	RecordsManifests bool
 	// CheckpointPrefix is where checkpoints of the node live; empty disables
 	// them.
@@ -344,7 +351,11 @@ func Exec(ctx context.Context, s *Stage, env Env) (outs map[string]Artifact, err
 		}
 	}
 	for _, p := range s.Outputs {
-		c.outputs[p.Name] = newOutput(ctx, env.Store, p, env.OutputPrefix+"/"+p.Name, c.describe())
+		prefix := env.OutputPrefix + "/" + p.Name
+		if env.OutputPrefixOf != nil {
+			prefix = env.OutputPrefixOf(p.Name)
+		}
+		c.outputs[p.Name] = newOutput(ctx, env.Store, p, prefix, c.describe())
 	}
 	defer func() {
 		c.workOnce.Do(func() {}) // no directory to remove if none was made

@@ -215,10 +215,21 @@ func TestExec(t *testing.T) {
 	if len(reports) != 1 || reports[0].Done != 1 {
 		t.Errorf("progress reports = %v", reports)
 	}
-	// The same content under another prefix has the same digest.
-	outs2, err := stages.Exec(ctx, upper, stages.Env{Store: st, Inputs: map[string][]stages.Artifact{"text": {in}}, OutputPrefix: "artifacts/k1/b"})
-	if err != nil || outs2["loud"].Digest != outs["loud"].Digest || outs2["loud"].Prefix == outs["loud"].Prefix {
-		t.Errorf("second execution: %v, digests %s %s", err, outs2["loud"].Digest, outs["loud"].Digest)
+	if p := outs["loud"].Prefix; p != "artifacts/k1/a/loud" {
+		t.Errorf("prefix of loud = %q, want OutputPrefix/loud", p)
+	}
+	// The same content under another prefix has the same digest; a
+	// prefix per output replaces OutputPrefix/<output>.
+	outs2, err := stages.Exec(ctx, upper, stages.Env{Store: st, Inputs: map[string][]stages.Artifact{"text": {in}}, OutputPrefix: "unused",
+		OutputPrefixOf: func(name string) string { return "artifacts/k1-b-" + name }})
+	if err != nil || outs2["loud"].Digest != outs["loud"].Digest || outs2["loud"].Prefix != "artifacts/k1-b-loud" {
+		t.Errorf("second execution: %v, digests %s %s, prefix %q", err, outs2["loud"].Digest, outs["loud"].Digest, outs2["loud"].Prefix)
+	}
+	if stored, err := artifact.Read(ctx, st, outs2["dir"].Prefix); err != nil || stored.Digest != d.Digest {
+		t.Errorf("stored manifest of %s: %+v, %v", outs2["dir"].Prefix, stored, err)
+	}
+	if b, err := stages.NewInput(ctx, st, outs2["loud"]).ReadFile("out.txt"); err != nil || string(b) != "HELLO" {
+		t.Errorf("loud, second execution = %q, %v", b, err)
 	}
 }
 

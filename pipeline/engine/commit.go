@@ -27,12 +27,14 @@ import (
 // those were durable before the record was written.
 
 // outputStore is the store a stage writes through: objects under the
-// attempt's output prefix go into a batch, flushed before the node record;
-// everything else (checkpoints, which must survive the attempt on their
-// own) is durable as it is written.
+// attempt's output prefixes go into a batch, flushed before the node
+// record; everything else (checkpoints, which must survive the attempt on
+// their own) is durable as it is written.
 type outputStore struct {
 	storage.Store
-	batch  storage.Batch
+	batch storage.Batch
+	// prefix starts the prefix of every output of the attempt
+	// (layout.AttemptOutputs).
 	prefix string
 }
 
@@ -40,8 +42,11 @@ func newOutputStore(s storage.Store, prefix string) *outputStore {
 	return &outputStore{Store: s, batch: storage.NewBatch(s), prefix: prefix}
 }
 
+// outputPrefix is the prefix of output name (stages.Env.OutputPrefixOf).
+func (o *outputStore) outputPrefix(name string) string { return o.prefix + name }
+
 func (o *outputStore) Put(ctx context.Context, key string, r io.Reader, opts ...storage.PutOption) (storage.ObjectInfo, error) {
-	if strings.HasPrefix(key, o.prefix+"/") {
+	if strings.HasPrefix(key, o.prefix) {
 		return o.batch.Put(ctx, key, r, opts...)
 	}
 	return o.Store.Put(ctx, key, r, opts...)

@@ -304,6 +304,11 @@ nodes:
 			t.Fatal(err)
 		}
 		stored := rec.Outputs["out"]
+		// Attempt and output make one key segment: one directory per
+		// output in a filesystem store.
+		if p := stored.Prefix; !strings.HasPrefix(p, "artifacts/"+b2.Key+"-") || !strings.HasSuffix(p, "-out") || strings.Count(p, "/") != 1 {
+			t.Errorf("b's output is at %q, want artifacts/<key>-<attempt>-out", p)
+		}
 		if ok, err := artifact.Stored(context.Background(), c.store, stored); !ok || err != nil {
 			t.Errorf("the files of b's output are not stored as recorded: %v", err)
 		}

@@ -459,13 +459,13 @@ func (w *Worker) run(ctx context.Context, log *slog.Logger, run string, n *spec.
 	if err != nil {
 		return nil, "", stages.Permanent(err)
 	}
-	out := newOutputStore(e.store, layout.Attempt(key, stages.NewAttemptID()))
+	out := newOutputStore(e.store, layout.AttemptOutputs(key, stages.NewAttemptID()))
 	defer out.batch.Close()
 	// The node record holds the outputs' manifests: each is stored once,
 	// there, and not beside its files too.
 	outputs, err := stages.Exec(ctx, st, stages.Env{
 		Store: out, Run: run, Node: n.ID, Key: key, Params: params, Inputs: inputs,
-		OutputPrefix: out.prefix, RecordsManifests: true,
+		OutputPrefixOf: out.outputPrefix, RecordsManifests: true,
 		CheckpointPrefix: layout.Checkpoints(key),
 		Device:           w.opts.Device, Attempt: attempt, Log: log, TempDir: w.opts.TempDir,
 		Progress: w.progressWriter(run, n.ID),

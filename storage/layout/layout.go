@@ -6,7 +6,7 @@
 // is this file.
 //
 //	nodes/<key>.json                       committed node record (the cache)
-//	artifacts/<key>-<attempt>/<output>/…   an attempt's output files
+//	artifacts/<key>-<attempt>-<output>/…   an attempt's output files
 //	checkpoints/<key>/…                    latest checkpoint of a resumable node
 //	datasets/<digest>/…                    imported external datasets
 //	runs/<run>/manifest.json               a run's manifest
@@ -28,14 +28,17 @@ const nodesPrefix = "nodes/"
 // NodeRecord is the key of the record of node key.
 func NodeRecord(key string) string { return nodesPrefix + key + ".json" }
 
-// Attempt is the prefix under which one attempt of node key writes its
-// outputs ("<prefix>/<output>/<file>"; their manifests are in the node
-// record). Each attempt has its own, so that two attempts of one node (a
-// worker presumed dead but alive, a resubmission racing a run) never
-// overwrite each other's files; the record names the attempt that won. Key
-// and attempt make one segment, not two: on a filesystem store every
-// segment is a directory, created and synced for each node.
-func Attempt(key, attempt string) string { return "artifacts/" + key + "-" + attempt }
+// AttemptOutputs starts the prefixes of the outputs of one attempt of
+// node key: output o is at AttemptOutputs(key, attempt)+o, its files at
+// "artifacts/<key>-<attempt>-<output>/<file>" (their manifests are in the
+// node record). Each attempt has its own, so that two attempts of one node
+// (a worker presumed dead but alive, a resubmission racing a run) never
+// overwrite each other's files; the record names the attempt that won.
+// Key, attempt and output make one segment, not three: on a filesystem
+// store every segment is a directory, and each costs a node a mkdir, an
+// inode and an fsync (a no-op node with one output now costs three fsyncs,
+// where it cost four).
+func AttemptOutputs(key, attempt string) string { return "artifacts/" + key + "-" + attempt + "-" }
 
 // Checkpoints is the prefix of the checkpoints of node key, shared by its
 // attempts so that a retry resumes where the last one stopped.

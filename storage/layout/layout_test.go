@@ -8,7 +8,7 @@ import (
 
 func TestKeysAreValidAndParseBack(t *testing.T) {
 	const key, run = "ab12cd", "20261126-070000-abcdef"
-	for _, k := range []string{NodeRecord(key), Attempt(key, "x1") + "/out/i", Checkpoints(key) + "/latest.json",
+	for _, k := range []string{NodeRecord(key), AttemptOutputs(key, "x1") + "out/i", Checkpoints(key) + "/latest.json",
 		Datasets + "/ff00/train.txt", RunManifest(run), LiveMarker(run), ModelVersion("ner", 3), ModelTags("ner"), RegistrySynced} {
 		if err := storage.ValidateKey(k); err != nil {
 			t.Errorf("%s: %v", k, err)
