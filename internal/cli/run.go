@@ -29,6 +29,7 @@ func init() {
 			device      string
 			noProgress  bool
 			export      string
+			threads     int
 		)
 		cmd := &cobra.Command{
 			Use:   "run SPEC.yaml",
@@ -57,6 +58,7 @@ The spec syntax is described in docs/spec.md; ` + "`nerflow stages`" + ` lists t
 				if err != nil {
 					return err
 				}
+				applyThreads(threads)
 				ctx := cmd.Context()
 				st, err := storage.Open(ctx, a.cfg.Store)
 				if err != nil {
@@ -120,6 +122,7 @@ The spec syntax is described in docs/spec.md; ` + "`nerflow stages`" + ` lists t
 			},
 		}
 		addSetFlag(cmd, &sets)
+		threadsFlag(cmd, &threads)
 		cmd.Flags().IntVar(&concurrency, "concurrency", runtime.NumCPU(), "nodes executed at once")
 		cmd.Flags().StringVar(&device, "device", "cpu", "device given to stages: cpu or cuda:N")
 		cmd.Flags().BoolVar(&noProgress, "no-progress", false, "print one line per node instead of progress bars")
