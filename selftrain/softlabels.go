@@ -21,8 +21,8 @@ const (
 	// self-training. It is what RoSTER's released code does (its binary
 	// head's target is the ensemble's soft label, while the types follow
 	// the model), where its paper says only "binary cross entropy": the
-	// entity-vs-O decision stays the ensemble's, which is better than any
-	// seed's, and cannot drift towards the model's own mistakes.
+	// entity-vs-O decision stays the ensemble's, in which the seeds' own
+	// mistakes partly cancel, and cannot drift towards the model's.
 	EntityEnsemble = "ensemble"
 	// EntitySharpen fits the model's [p(O), p(entity)] sharpened as the
 	// types are (squared, divided by the frequency over the corpus,
@@ -30,8 +30,11 @@ const (
 	// so a token the model gives a fair p(entity) (about 0.3 when a sixth of
 	// the tokens are entities) becomes an entity target: recall grows
 	// round after round, where the other targets keep the entity decisions
-	// where they are. Not in RoSTER; tried because RoSTER's targets left
-	// the distilled BiLSTM's recall, its weak point, unchanged.
+	// where they are. Not in RoSTER: tried because RoSTER's targets left
+	// the distilled BiLSTM's recall unchanged. It helps where recall is the
+	// weak point (the shipped sample: 53.0 -> 67.4 dev F1) and hurts where
+	// precision and recall are even (CoNLL-2003: 73.0 -> 70.9): let the dev
+	// set decide (docs/roster.md).
 	EntitySharpen = "sharpen"
 )
 
