@@ -49,7 +49,7 @@ func init() {
 			stages.IntParam("selftrain_epochs", d.Run.Epochs, "self-training epochs", stages.Range(1, 1000)),
 			stages.IntParam("selftrain_update_interval", d.UpdateInterval, "steps between two computations of the self-training targets", stages.AtLeast(1)),
 			stages.FloatParam("entity_threshold", d.Targets.Threshold, "self-training: p(entity) under which a token's types are left out", stages.Range(0, 1)),
-			stages.StringParam("entity_target", d.Targets.Entity, "self-training's entity-vs-O target: hard (the model's decision), model (its p(entity)), ensemble (the averaged predictions' p(entity), fixed) or sharpen (the model's [p(O), p(entity)] squared and divided by their frequencies, as BOND)", stages.OneOf(selftrain.EntityTargets...)),
+			stages.StringParam("entity_target", selftrain.EntityEnsemble, "self-training's entity-vs-O target: ensemble (the averaged predictions' p(entity), fixed, as RoSTER's code; hard when ensemble=false leaves no average), hard (the model's decision), model (its p(entity)) or sharpen (the model's [p(O), p(entity)] squared and divided by their frequencies, as BOND)", stages.OneOf(selftrain.EntityTargets...)),
 			stages.BoolParam("augment", true, "self-training on contextual augmentations too, from language models trained on the gpu queue (false: originals only; ablation)"),
 		}, fileParams()...),
 		Inputs: append(distantInputs(), stages.Port{Name: "unlabeled", Kind: "text", Many: true, Optional: true,
@@ -68,8 +68,15 @@ func buildRoster(b *spec.Builder) error {
 	case !p.Bool("ensemble") && len(seeds) > 1:
 		b.Errorf("params.seeds", "without the ensemble one tagger is trained: give one seed")
 	}
-	if p.String("entity_target") == selftrain.EntityEnsemble && p.Bool("selftrain") && !p.Bool("ensemble") {
-		b.Errorf("params.entity_target", "%s fits the averaged predictions of the seeds, which ensemble=false leaves out", selftrain.EntityEnsemble)
+	// RoSTER's self-training fits the ensemble's p(entity); without the
+	// ensemble (an ablation, one flag) the default falls back to the
+	// model's decisions, and only an explicit ensemble is an error.
+	entityTarget := p.String("entity_target")
+	if entityTarget == selftrain.EntityEnsemble && p.Bool("selftrain") && !p.Bool("ensemble") {
+		if b.IsSet("entity_target") {
+			b.Errorf("params.entity_target", "%s fits the averaged predictions of the seeds, which ensemble=false leaves out", selftrain.EntityEnsemble)
+		}
+		entityTarget = selftrain.EntityHard
 	}
 	if b.Has("unlabeled") && (!p.Bool("augment") || !p.Bool("selftrain")) {
 		b.Errorf("inputs.unlabeled", "the unlabeled text trains the language models of the augmentation, which augment=false or selftrain=false leave out")
@@ -126,10 +133,10 @@ func buildRoster(b *spec.Builder) error {
 	// Step 3: self-training.
 	if p.Bool("selftrain") {
 		st := b.Node("selftrain", selftrain.StageTagger).Queue("gpu").Input("model", model).
-			PassAs("epochs", "selftrain_epochs").PassAs("update_interval", "selftrain_update_interval").Pass("entity_threshold", "entity_target")
+			PassAs("epochs", "selftrain_epochs").PassAs("update_interval", "selftrain_update_interval").Pass("entity_threshold").Set("entity_target", entityTarget)
 		corpus(st) // its tags are not used
 		readSplit(b, st, "dev", "dev")
-		if p.String("entity_target") == selftrain.EntityEnsemble {
+		if entityTarget == selftrain.EntityEnsemble {
 			st.Input("soft", average)
 		}
 		if p.Bool("augment") {

@@ -164,11 +164,12 @@ func TestRosterUnlabeledText(t *testing.T) {
 	}
 }
 
-// entity_target=ensemble gives self-training the averaged predictions (and
-// nothing else changes); without the ensemble it is an error.
+// entity_target=ensemble, the default, gives self-training the averaged
+// predictions; the other targets do not read them. Without the ensemble the
+// default falls back to hard, and an explicit ensemble is an error.
 func TestRosterEnsembleEntityTarget(t *testing.T) {
 	dir := fixture(t)
-	g, err := expand(t, dir, example(t, "conll03-roster.yaml"), "entity_target=ensemble")
+	g, err := expand(t, dir, example(t, "conll03-roster.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,5 +193,13 @@ func TestRosterEnsembleEntityTarget(t *testing.T) {
 	_, err = expand(t, dir, example(t, "conll03-roster.yaml"), "entity_target=ensemble", "seeds=1", "ensemble=false")
 	if err == nil || !strings.Contains(err.Error(), "entity_target") {
 		t.Errorf("entity_target=ensemble without the ensemble: %v", err)
+	}
+	single, err := expand(t, dir, example(t, "conll03-roster.yaml"), "seeds=1", "ensemble=false")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, _ = single.Node("selftrain")
+	if p := nodeParams(t, single, "selftrain"); p["entity_target"] != selftrain.EntityHard || slices.ContainsFunc(st.Inputs, func(in spec.Input) bool { return in.Port == "soft" }) {
+		t.Errorf("ensemble=false with the default target: selftrain params %v, inputs %+v; want hard, no soft", p, st.Inputs)
 	}
 }
