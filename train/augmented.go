@@ -49,15 +49,14 @@ func withTargetsOf(aug, exs []example, ids []int) {
 }
 
 // augmentedLoss is the type term of loss kl on the augmented batch lb, on
-// the tokens whose most probable type is the same as in the original
-// sentence, whose encoder states are orig (RoSTER's released code keeps
-// only those: a replacement that changes the type the model sees likely
-// changed the word's type, and its target would then be wrong).
-func augmentedLoss(lb *lossBatch, orig *ts.Tensor) *ts.Tensor {
+// the tokens whose most probable type is the same as in the original batch
+// orig (RoSTER's released code keeps only those: a replacement that
+// changes the type the model sees likely changed the word's type, and its
+// target would then be wrong).
+func augmentedLoss(lb, orig *lossBatch) *ts.Tensor {
 	_, _, types, typeW := klTargets(lb)
-	head := lb.head.(*tokenWeightsOf)
-	typLogits, _ := head.outputs(lb.g, lb.h)
-	origLogits, _ := head.outputs(lb.g, orig)
+	typLogits, _ := lb.tokenOutputs()
+	origLogits, _ := orig.tokenOutputs()
 	return klDivergenceWhere(lb.g, typLogits, types, typeW, sameArgmax(lb.g, typLogits, origLogits))
 }
 

@@ -21,7 +21,7 @@ func (klLoss) Check(TrainConfig) error { return nil }
 
 func (klLoss) compute(lb *lossBatch) *ts.Tensor {
 	entity, entityW, types, typeW := klTargets(lb)
-	typLogits, entityLogits := lb.head.(*tokenWeightsOf).outputs(lb.g, lb.h)
+	typLogits, entityLogits := lb.tokenOutputs()
 	return addLosses(lb.g, klDivergence(lb.g, entityLogits, entity, entityW), klDivergence(lb.g, typLogits, types, typeW))
 }
 

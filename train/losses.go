@@ -37,6 +37,19 @@ type lossBatch struct {
 	cfg     TrainConfig
 	// sampling is the epoch's negative sampling (LossNegSample).
 	sampling *sampling
+	// typ and entity are the token head's outputs on h, once computed
+	// (tokenOutputs).
+	typ, entity *ts.Tensor
+}
+
+// tokenOutputs returns the token head's type and entity-vs-O logits on the
+// batch, computed once: the augmented term reads the originals' type
+// logits after the loss has.
+func (lb *lossBatch) tokenOutputs() (typ, entity *ts.Tensor) {
+	if lb.typ == nil {
+		lb.typ, lb.entity = lb.head.(*tokenWeightsOf).outputs(lb.g, lb.h)
+	}
+	return lb.typ, lb.entity
 }
 
 var losses = newNamed[Loss]("loss")
@@ -115,7 +128,7 @@ func hardTokenLoss(lb *lossBatch, rowLoss func(g *graph, logits *ts.Tensor, targ
 			}
 		}
 	}
-	typLogits, entityLogits := lb.head.(*tokenWeightsOf).outputs(lb.g, lb.h)
+	typLogits, entityLogits := lb.tokenOutputs()
 	return addLosses(lb.g, rowLoss(lb.g, entityLogits, entity, entityW), rowLoss(lb.g, typLogits, typ, typW))
 }
 

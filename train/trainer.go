@@ -631,10 +631,10 @@ func (t *Trainer) step(b, ab *batch, exs, aug []example, weights []tokenWeights,
 	g := newGraph(m.device)
 	defer g.free()
 	err = run(func() {
-		h := m.forward(g, b, true, dropout)
-		l := t.loss.compute(&lossBatch{g: g, head: m.head, h: h, b: b, exs: exs, weights: weights, k: m.Labels.NumTags(), cfg: t.cfg, sampling: sampled})
+		lb := &lossBatch{g: g, head: m.head, h: m.forward(g, b, true, dropout), b: b, exs: exs, weights: weights, k: m.Labels.NumTags(), cfg: t.cfg, sampling: sampled}
+		l := t.loss.compute(lb)
 		if ab != nil {
-			l = addLosses(g, l, augmentedLoss(&lossBatch{g: g, head: m.head, h: m.forward(g, ab, true, dropout), b: ab, exs: aug, k: m.Labels.NumTags(), cfg: t.cfg}, h))
+			l = addLosses(g, l, augmentedLoss(&lossBatch{g: g, head: m.head, h: m.forward(g, ab, true, dropout), b: ab, exs: aug, k: m.Labels.NumTags(), cfg: t.cfg}, lb))
 		}
 		if u.ids != nil {
 			l = addLosses(g, l, t.unlabeledLoss(g, u.run, u.ids, dropout, u.noise))
