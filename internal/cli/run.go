@@ -19,6 +19,7 @@ import (
 	"github.com/nerflow/nerflow/registry"
 	"github.com/nerflow/nerflow/stages"
 	"github.com/nerflow/nerflow/storage"
+	"github.com/nerflow/nerflow/train"
 )
 
 func init() {
@@ -58,7 +59,7 @@ The spec syntax is described in docs/spec.md; ` + "`nerflow stages`" + ` lists t
 				if err != nil {
 					return err
 				}
-				applyThreads(threads)
+				train.SetThreads(threads)
 				ctx := cmd.Context()
 				st, err := storage.Open(ctx, a.cfg.Store)
 				if err != nil {
@@ -122,7 +123,7 @@ The spec syntax is described in docs/spec.md; ` + "`nerflow stages`" + ` lists t
 			},
 		}
 		addSetFlag(cmd, &sets)
-		threadsFlag(cmd, &threads)
+		threadsFlag(cmd.Flags(), &threads)
 		cmd.Flags().IntVar(&concurrency, "concurrency", runtime.NumCPU(), "nodes executed at once")
 		cmd.Flags().StringVar(&device, "device", "cpu", "device given to stages: cpu or cuda:N")
 		cmd.Flags().BoolVar(&noProgress, "no-progress", false, "print one line per node instead of progress bars")

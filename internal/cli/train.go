@@ -78,7 +78,7 @@ stages train.tagger), with dashes for underscores, checked the same way.`,
 		fl.StringVar(&f.device, "device", "cpu", "cpu or cuda:N")
 		fl.IntVar(&f.logEvery, "log-every", 100, "log progress every this many batches")
 		fl.StringVar(&f.lm, "lm", "", "TagLM: directory of language models from augment.lm (lm.json, weights.pt), frozen, read where --lm-placement says")
-		fl.IntVar(&f.threads, "threads", 0, "libtorch and OpenBLAS threads per operation (0: the cores, shared among concurrent trainings)")
+		threadsFlag(fl, &f.threads)
 		f.hp.BindFlags(fl)
 		// The names these flags had before they were derived from the stage's
 		// parameters, kept working.

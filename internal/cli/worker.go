@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/nerflow/nerflow/pipeline/engine"
+	"github.com/nerflow/nerflow/train"
 	"github.com/nerflow/nerflow/workers"
 )
 
@@ -66,7 +67,7 @@ for --shutdown-timeout, and hands those still running back to their queue.`,
 					}
 					qs = append(qs, q)
 				}
-				applyThreads(threads)
+				train.SetThreads(threads)
 				cfg := workers.Config{
 					Queues: qs, Devices: devices, Concurrency: concurrency, GPUOnCPU: gpuOnCPU,
 					Worker: engine.WorkerOptions{ShutdownTimeout: grace, PollInterval: poll, TempDir: tempDir,
@@ -99,7 +100,7 @@ for --shutdown-timeout, and hands those still running back to their queue.`,
 		cmd.Flags().StringVar(&queues, "queues", "cpu", "queues to serve, highest priority first: cpu, gpu or gpu,cpu")
 		cmd.Flags().IntVar(&concurrency, "concurrency", 1, "cpu-queue nodes executed at once")
 		cmd.Flags().StringVar(&device, "device", "cpu", "devices: cpu, or GPUs cuda:N[,cuda:M...] (one node at a time per GPU)")
-		threadsFlag(cmd, &threads)
+		threadsFlag(cmd.Flags(), &threads)
 		cmd.Flags().BoolVar(&gpuOnCPU, "gpu-on-cpu", false, "without a GPU device, serve the gpu queue on the CPU anyway")
 		cmd.Flags().DurationVar(&grace, "shutdown-timeout", 25*time.Second, "on SIGTERM, how long running nodes may finish before they are handed back")
 		cmd.Flags().DurationVar(&poll, "poll-interval", 10*time.Millisecond, "how often an idle worker checks its queues")
