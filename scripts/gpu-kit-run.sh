@@ -80,7 +80,7 @@ bench() {
   local batch=$1 steps=$2
   log "tagger vs PyTorch on $device, batch $batch, $steps steps"
   (cd train && NERFLOW_BENCH_DEVICE=$device NERFLOW_BENCH_BATCH=$batch NERFLOW_BENCH_STEPS=$steps \
-    NERFLOW_BENCH_ROUNDS=${NERFLOW_BENCH_ROUNDS:-1} NERFLOW_BENCH_THREADS=${NERFLOW_BENCH_THREADS:-$(nproc)} \
+    NERFLOW_BENCH_ROUNDS=${NERFLOW_BENCH_ROUNDS:-3} NERFLOW_BENCH_THREADS=${NERFLOW_BENCH_THREADS:-$(nproc)} \
     NERFLOW_BENCH_DATA=${data:-/nonexistent} NERFLOW_BENCH_PYTHON=$(command -v "$python") \
     ../bin/train.test -test.run '^$' -test.bench 'TrainThroughput' -test.benchtime 1x) 2>&1 | tee -a "$report"
 }

@@ -1,14 +1,17 @@
 package train
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -30,18 +33,20 @@ import (
 //	go test ./train -run '^$' -bench Throughput -benchtime 1x
 //
 // Each runs at 1 libtorch thread and at all cores (sub-benchmarks
-// threads=N), both sides alike. The machine may be shared: the two sides are
-// measured in interleaved rounds and the best round of each is kept, and the
-// ratios are given by wall clock (*-ratio) and by CPU time (*-cpu-ratio:
-// tokens per CPU-second, which other processes' load disturbs far less; at 1
-// thread it is the fairer figure). The environment can change the run (the
-// GPU build kit uses it):
+// threads=N), both sides alike. The reference is one Python process that
+// sets up once and times a round whenever asked, so the two sides' rounds
+// alternate seconds apart; each round gives a ratio, and the benchmark
+// reports their median (*-ratio), their minimum (*-ratio-min) and the
+// median by CPU time (*-cpu-ratio: tokens per CPU-second, which other
+// processes' load disturbs less). On this project's VM single rounds move by
+// 10-25%; the median of paired rounds moves by a few percent. The
+// environment can change the run (the GPU build kit uses it):
 //
 //	NERFLOW_BENCH_DATA     directory with train_text.txt and train_label_true.txt
 //	NERFLOW_BENCH_DEVICE   cpu (default) or cuda:N, for both sides
 //	NERFLOW_BENCH_BATCH    sentences per batch (default 32)
 //	NERFLOW_BENCH_STEPS    timed batches per round (default 40)
-//	NERFLOW_BENCH_ROUNDS   interleaved rounds (default 2)
+//	NERFLOW_BENCH_ROUNDS   alternated rounds (default 5)
 //	NERFLOW_BENCH_THREADS  comma-separated thread counts (default 1 and all cores)
 //	NERFLOW_BENCH_PYTHON   the Python with torch (default /usr/bin/python3)
 
@@ -101,11 +106,6 @@ type referenceResult struct {
 	Torch      string  `json:"torch"`
 }
 
-// speed is the best throughput seen, by wall clock and by CPU time.
-type speed struct{ wall, cpu float64 }
-
-func (s *speed) add(wall, cpu float64) { s.wall, s.cpu = max(s.wall, wall), max(s.cpu, cpu) }
-
 // timeTokens runs f and returns tokens per second and per CPU-second of
 // this process.
 func timeTokens(tokens int, f func()) (wall, cpu float64) {
@@ -163,7 +163,6 @@ func benchThroughputOn(b *testing.B, head, scheme, loss, python string, device g
 	SetThreads(threads) // libtorch's count is per OS thread: set it on the locked one
 	batchSize := benchEnvInt(b, "NERFLOW_BENCH_BATCH", 32)
 	steps := benchEnvInt(b, "NERFLOW_BENCH_STEPS", 40)
-	rounds := benchEnvInt(b, "NERFLOW_BENCH_ROUNDS", 2)
 	c := benchCorpus(b)
 	cfg := DefaultConfig()
 	cfg.Head, cfg.Scheme = head, scheme
@@ -202,32 +201,84 @@ func benchThroughputOn(b *testing.B, head, scheme, loss, python string, device g
 
 	trainGo(batches[:benchWarmup])
 	predictGo(batches[:benchWarmup])
-	var goTrain, goPredict, torchTrain, torchPredict speed
-	var ref referenceResult
+	ref := startReference(b, python, spec, device)
+	defer ref.close()
+	// The rounds alternate which side goes first (Go, PyTorch, PyTorch, Go,
+	// ...), so that a drift of the machine's speed favours neither, and each
+	// round's ratio compares two measurements taken seconds apart.
+	var goTrain, goPredict, torchTrain, torchPredict rounds
+	var last referenceResult
 	b.ResetTimer()
-	for range rounds {
-		goTrain.add(timeTokens(tokens, func() { trainGo(timed) }))
-		goPredict.add(timeTokens(tokens, func() { predictGo(timed) }))
-		ref = runReference(b, python, spec, device)
-		torchTrain.add(ref.Train, ref.TrainCPU)
-		torchPredict.add(ref.Predict, ref.PredictCPU)
+	for i := range benchEnvInt(b, "NERFLOW_BENCH_ROUNDS", 5) {
+		goRound := func() {
+			goTrain.add(timeTokens(tokens, func() { trainGo(timed) }))
+			goPredict.add(timeTokens(tokens, func() { predictGo(timed) }))
+		}
+		if i%2 == 0 {
+			goRound()
+		}
+		last = ref.round(b)
+		torchTrain.add(last.Train, last.TrainCPU)
+		torchPredict.add(last.Predict, last.PredictCPU)
+		if i%2 == 1 {
+			goRound()
+		}
 	}
 	b.StopTimer()
 	b.ReportMetric(0, "ns/op")
+	var perRound []string
 	for _, r := range []struct {
 		name      string
-		gos, refs speed
+		gos, refs rounds
 	}{{"train", goTrain, torchTrain}, {"predict", goPredict, torchPredict}} {
-		b.ReportMetric(r.gos.wall, "go-"+r.name+"-tok/s")
-		b.ReportMetric(r.refs.wall, "torch-"+r.name+"-tok/s")
-		b.ReportMetric(r.gos.wall/r.refs.wall, r.name+"-ratio")
-		b.ReportMetric(r.gos.cpu/r.refs.cpu, r.name+"-cpu-ratio")
+		wall, cpu := r.gos.ratios(r.refs)
+		b.ReportMetric(median(r.gos.wall), "go-"+r.name+"-tok/s")
+		b.ReportMetric(median(r.refs.wall), "torch-"+r.name+"-tok/s")
+		b.ReportMetric(median(wall), r.name+"-ratio")
+		b.ReportMetric(slices.Min(wall), r.name+"-ratio-min")
+		b.ReportMetric(median(cpu), r.name+"-cpu-ratio")
+		perRound = append(perRound, fmt.Sprintf("%s %s", r.name, formatRatios(wall)))
 	}
 	b.ReportMetric(peakRSS()/(1<<20), "go-peak-MB")
-	b.ReportMetric(ref.PeakRSS/(1<<20), "torch-peak-MB")
-	b.Logf("%s head on %v, batch %d: %d timed batches, %d tokens, vocabulary %d words, %d thread(s); PyTorch %s with %d thread(s); tokens per CPU-second: train %.0f vs %.0f, predict %.0f vs %.0f",
-		head, device, batchSize, len(timed), tokens, len(m.Vocab.Words), Threads(), ref.Torch, ref.Threads,
-		goTrain.cpu, torchTrain.cpu, goPredict.cpu, torchPredict.cpu)
+	b.ReportMetric(last.PeakRSS/(1<<20), "torch-peak-MB")
+	b.Logf("%s head on %v, batch %d: %d timed batches, %d tokens, vocabulary %d words, %d thread(s); PyTorch %s with %d thread(s); ratio per round: %s; median tokens per CPU-second: train %.0f vs %.0f, predict %.0f vs %.0f",
+		head, device, batchSize, len(timed), tokens, len(m.Vocab.Words), Threads(), last.Torch, last.Threads,
+		strings.Join(perRound, ", "), median(goTrain.cpu), median(torchTrain.cpu), median(goPredict.cpu), median(torchPredict.cpu))
+}
+
+// rounds holds one side's throughput per round, by wall clock and by CPU
+// time.
+type rounds struct{ wall, cpu []float64 }
+
+func (r *rounds) add(wall, cpu float64) {
+	r.wall, r.cpu = append(r.wall, wall), append(r.cpu, cpu)
+}
+
+// ratios is r against ref, round by round.
+func (r rounds) ratios(ref rounds) (wall, cpu []float64) {
+	for i := range r.wall {
+		wall = append(wall, r.wall[i]/ref.wall[i])
+		cpu = append(cpu, r.cpu[i]/ref.cpu[i])
+	}
+	return wall, cpu
+}
+
+// median of xs (the mean of the middle two for an even count).
+func median(xs []float64) float64 {
+	s := slices.Sorted(slices.Values(xs))
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+func formatRatios(xs []float64) string {
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		parts[i] = strconv.FormatFloat(x, 'f', 2, 64)
+	}
+	return strings.Join(parts, " ")
 }
 
 // benchTagger builds a tagger of cfg for CoNLL's types and encodes c for it.
@@ -311,26 +362,67 @@ func writeBenchSpec(b *testing.B, m *Tagger, exs []example, batches [][]int, run
 	return path
 }
 
-func runReference(b *testing.B, python, spec string, device gotch.Device) referenceResult {
+// reference is the PyTorch side: one process for the whole benchmark, which
+// sets up and warms once and then times a round whenever asked.
+type reference struct {
+	cmd *exec.Cmd
+	in  io.WriteCloser
+	out *bufio.Scanner
+}
+
+func startReference(b *testing.B, python, spec string, device gotch.Device) *reference {
 	dev := "cpu"
 	if device.IsCuda() {
 		dev = fmt.Sprintf("cuda:%d", device.CInt())
 	}
 	cmd := exec.Command(python, filepath.Join("testdata", "reference_tagger.py"), spec,
 		"--warmup", strconv.Itoa(benchWarmup), "--threads", strconv.Itoa(Threads()), "--device", dev)
-	// The Go side sets OpenBLAS's pool to its libtorch thread count (see
-	// SetThreads); the reference gets the same.
-	cmd.Env = append(os.Environ(), "OPENBLAS_NUM_THREADS="+strconv.Itoa(Threads()))
+	// OpenBLAS's pool as the Go side sets it (see blasThreads).
+	cmd.Env = append(os.Environ(), "OPENBLAS_NUM_THREADS="+strconv.Itoa(blasThreads))
 	cmd.Stderr = os.Stderr
-	out, err := cmd.Output()
+	in, err := cmd.StdinPipe()
 	if err != nil {
+		b.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
 		b.Fatalf("PyTorch reference: %v", err)
 	}
-	var r referenceResult
-	if err := json.Unmarshal(out, &r); err != nil {
-		b.Fatalf("PyTorch reference printed %q: %v", out, err)
+	r := &reference{cmd: cmd, in: in, out: bufio.NewScanner(out)}
+	var ready struct {
+		Ready bool `json:"ready"`
 	}
+	r.read(b, &ready)
 	return r
+}
+
+func (r *reference) read(b *testing.B, v any) {
+	if !r.out.Scan() {
+		r.close()
+		b.Fatalf("PyTorch reference ended early (%v)", r.out.Err())
+	}
+	if err := json.Unmarshal(r.out.Bytes(), v); err != nil {
+		r.close()
+		b.Fatalf("PyTorch reference printed %q: %v", r.out.Bytes(), err)
+	}
+}
+
+// round times one pass of training and of prediction on the reference.
+func (r *reference) round(b *testing.B) referenceResult {
+	if _, err := io.WriteString(r.in, "round\n"); err != nil {
+		b.Fatalf("PyTorch reference: %v", err)
+	}
+	var res referenceResult
+	r.read(b, &res)
+	return res
+}
+
+func (r *reference) close() {
+	r.in.Close()
+	r.cmd.Wait()
 }
 
 // peakRSS is the process's peak resident memory (VmHWM), in bytes.

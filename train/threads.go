@@ -9,10 +9,17 @@ package train
 // number is per OS thread: at::set_num_threads sets the calling thread's
 // OpenMP team size, and a thread that never set it takes the last value set
 // anywhere. Every training and prediction here runs on a locked OS thread,
-// so each sets its own share when it starts (see computeThreads). BLAS
-// libraries keep a pool of their own: OpenBLAS's pthreads build starts one
-// busy-waiting thread per core, whatever libtorch's setting, so it is set
-// too where the process has it.
+// so each sets its own share when it starts (see computeThreads).
+//
+// BLAS libraries keep a pool of their own. OpenBLAS's pthreads build (what
+// Debian's libtorch links) starts one thread per core, and its threads and
+// libtorch's OpenMP team both busy-wait between operations: with both at two
+// threads on two cores, training ran at a third of its one-thread speed, in
+// nerflow and in PyTorch alike (docs/tagger.md, Threads). So OpenBLAS runs
+// in the calling thread (blasThreads, set at start), where the process has it, and the
+// parallelism of an operation is libtorch's alone: a matrix product then
+// uses one core, which costs little at this model's sizes (two threads
+// bring elementwise and LSTM-step work more than they bring a product).
 
 /*
 #cgo LDFLAGS: -ldl
@@ -24,6 +31,11 @@ void at_set_num_threads(int n_threads);
 static void blas_set_num_threads(int n) {
 	void (*f)(int) = (void (*)(int))dlsym(RTLD_DEFAULT, "openblas_set_num_threads");
 	if (f) f(n);
+}
+
+static int blas_get_num_threads(void) {
+	int (*f)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "openblas_get_num_threads");
+	return f ? f() : 0;
 }
 */
 import "C"
@@ -46,10 +58,10 @@ var (
 // the calling OS thread.
 func Threads() int { return int(C.at_get_num_threads()) }
 
-// SetThreads fixes the number of threads libtorch (and OpenBLAS) use for
-// one operation in every training and prediction of the process, and on the
-// calling OS thread; 0 returns to the default, a fair share of the cores
-// among the trainings and predictions running at once.
+// SetThreads fixes the number of threads libtorch uses for one operation
+// in every training and prediction of the process, and on the calling OS
+// thread; 0 returns to the default, a fair share of the cores among the
+// trainings and predictions running at once.
 func SetThreads(n int) {
 	threadsSet.Store(int32(max(n, 0)))
 	if n > 0 {
@@ -57,10 +69,17 @@ func SetThreads(n int) {
 	}
 }
 
-func setThreads(n int) {
-	C.at_set_num_threads(C.int(n))
-	C.blas_set_num_threads(C.int(n))
-}
+// blasThreads is the size of OpenBLAS's own pool, whatever libtorch's
+// count (see the top of the file for why).
+const blasThreads = 1
+
+func init() { C.blas_set_num_threads(blasThreads) }
+
+func setThreads(n int) { C.at_set_num_threads(C.int(n)) }
+
+// openBLASThreads is OpenBLAS's pool size, 0 where the process has no
+// OpenBLAS.
+func openBLASThreads() int { return int(C.blas_get_num_threads()) }
 
 // threadShare is the number of threads for one of active computations on
 // cores cores: all of them alone, an equal share (at least 1) when several

@@ -53,3 +53,23 @@ func TestComputeThreadsPerOSThread(t *testing.T) {
 		t.Errorf("after SetThreads(1): %d threads", got)
 	}
 }
+
+// OpenBLAS's own pool stays at one thread whatever libtorch's count, so
+// that the two pools do not busy-wait on the same cores.
+func TestOpenBLASSingleThreaded(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	defer SetThreads(0)
+	if openBLASThreads() == 0 {
+		t.Skip("this libtorch does not use OpenBLAS")
+	}
+	for _, n := range []int{1, 2, 4} {
+		SetThreads(n)
+		if got := Threads(); got != n {
+			t.Fatalf("SetThreads(%d): libtorch has %d", n, got)
+		}
+		if got := openBLASThreads(); got != blasThreads {
+			t.Errorf("SetThreads(%d): OpenBLAS has %d threads, want %d", n, got, blasThreads)
+		}
+	}
+}

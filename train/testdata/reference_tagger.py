@@ -5,10 +5,13 @@ The Go benchmark (train/bench_test.go) writes the batches it trains on to a
 JSON file; this script builds the same architecture -- word vectors, a
 character CNN with max pooling, casing vectors, a bidirectional LSTM over
 packed sequences, RoSTER's token head or a linear-chain CRF -- trains it on
-the same batches with Adam and gradient clipping, predicts them (for the
-CRF, Viterbi paths and marginals, as the Go side), and prints the throughput
-by wall clock and by CPU time, and peak memory, as JSON. Run with Debian's
-python3-torch, or on a GPU machine with its CUDA PyTorch (--device cuda:0).
+the same batches with Adam and gradient clipping and predicts them (for the
+CRF, Viterbi paths and marginals, as the Go side). Once set up and warmed it
+prints {"ready": true, ...}; then, for each line "round" on its standard
+input, it times one pass of training and one of prediction over the batches
+and prints the throughput by wall clock and by CPU time, and peak memory, as
+one line of JSON. Run with Debian's python3-torch, or on a GPU machine with
+its CUDA PyTorch (--device cuda:0).
 """
 
 import argparse
@@ -214,17 +217,23 @@ def main():
     predict(batches[:args.warmup])
     bs = batches[args.warmup:]
     tokens = sum(b["tokens"] for b in bs)
-    train_s, train_cpu = timed(train, bs)
-    predict_s, predict_cpu = timed(predict, bs)
-    json.dump({
-        "train_tokens_per_sec": tokens / train_s,
-        "predict_tokens_per_sec": tokens / predict_s,
-        "train_tokens_per_cpu_sec": tokens / train_cpu,
-        "predict_tokens_per_cpu_sec": tokens / predict_cpu,
-        "peak_rss_bytes": peak_rss(),
-        "threads": torch.get_num_threads(),
-        "torch": torch.__version__,
-    }, sys.stdout)
+    # One timed round per line read, so that the caller can alternate its
+    # own rounds with these without paying for a Python start in between.
+    print(json.dumps({"ready": True, "threads": torch.get_num_threads(), "torch": torch.__version__}), flush=True)
+    for line in sys.stdin:
+        if line.strip() != "round":
+            sys.exit(f"reference_tagger: unknown request {line.strip()!r}")
+        train_s, train_cpu = timed(train, bs)
+        predict_s, predict_cpu = timed(predict, bs)
+        print(json.dumps({
+            "train_tokens_per_sec": tokens / train_s,
+            "predict_tokens_per_sec": tokens / predict_s,
+            "train_tokens_per_cpu_sec": tokens / train_cpu,
+            "predict_tokens_per_cpu_sec": tokens / predict_cpu,
+            "peak_rss_bytes": peak_rss(),
+            "threads": torch.get_num_threads(),
+            "torch": torch.__version__,
+        }), flush=True)
 
 
 if __name__ == "__main__":
