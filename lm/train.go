@@ -10,7 +10,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"time"
 
@@ -91,19 +90,23 @@ const (
 )
 
 // Train fits the models to sentences (tokens), reporting held-out
-// perplexity after every epoch when heldout is not empty. It locks the
-// calling goroutine to its OS thread.
-func Train(ctx context.Context, m *Model, sentences, heldout [][]string, cfg TrainConfig, o Options) ([]EpochReport, error) {
+// perplexity after every epoch when heldout is not empty. It computes on
+// an OS thread of its own (train.OnComputeThread) and waits for it.
+func Train(ctx context.Context, m *Model, sentences, heldout [][]string, cfg TrainConfig, o Options) (history []EpochReport, err error) {
 	if err := cfg.validate(); err != nil {
 		return nil, fmt.Errorf("language model training: %w", err)
 	}
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	refresh, done := train.ComputeThreads()
-	defer done()
+	train.OnComputeThread(func(refresh func()) {
+		history, err = trainOnThread(ctx, m, sentences, heldout, cfg, o, refresh)
+	})
+	return history, err
+}
+
+// trainOnThread is Train on the computing thread.
+func trainOnThread(ctx context.Context, m *Model, sentences, heldout [][]string, cfg TrainConfig, o Options, refresh func()) ([]EpochReport, error) {
 
 	var data [][]int64
 	tokens := 0

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/nerflow/nerflow/dataset"
+	"github.com/nerflow/nerflow/train"
 )
 
 // Request is one call: raw texts (tokenized by Tokenize, split into
@@ -94,7 +95,11 @@ func NewBatcher(m *Model, opts Options) *Batcher {
 		opts.Queue = 1024
 	}
 	b := &Batcher{opts: opts, jobs: make(chan *job, opts.Queue), swaps: make(chan swap), done: make(chan struct{}), model: m}
-	go b.loop()
+	// The loop tags on one OS thread for its lifetime, so libtorch's
+	// OpenMP team is made once rather than per batch (and it counts as one
+	// computation in the process's share of the cores; see
+	// train.OnComputeThread).
+	go train.OnComputeThread(func(func()) { b.loop() })
 	return b
 }
 

@@ -34,8 +34,8 @@ import (
 //
 // Each runs at 1 libtorch thread and at all cores (sub-benchmarks
 // threads=N), both sides alike. The reference is one Python process that
-// sets up once and times a round whenever asked, so the two sides' rounds
-// alternate seconds apart; each round gives a ratio, and the benchmark
+// sets up once and times a round whenever asked, so the two sides take
+// turns seconds apart; each round gives a ratio, and the benchmark
 // reports their median (*-ratio), their minimum (*-ratio-min) and the
 // median by CPU time (*-cpu-ratio: tokens per CPU-second, which other
 // processes' load disturbs less). On this project's VM single rounds move by
@@ -157,10 +157,14 @@ func benchThroughput(b *testing.B, head, scheme, loss string) {
 	}
 }
 
+// benchThroughputOn measures at the given thread count; the Go side runs
+// as trainings do, on a thread of its own (onComputeThread).
 func benchThroughputOn(b *testing.B, head, scheme, loss, python string, device gotch.Device, threads int) {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	SetThreads(threads) // libtorch's count is per OS thread: set it on the locked one
+	SetThreads(threads)
+	onComputeThread(func(func()) { benchThroughputOnThread(b, head, scheme, loss, python, device) })
+}
+
+func benchThroughputOnThread(b *testing.B, head, scheme, loss, python string, device gotch.Device) {
 	batchSize := benchEnvInt(b, "NERFLOW_BENCH_BATCH", 32)
 	steps := benchEnvInt(b, "NERFLOW_BENCH_STEPS", 40)
 	c := benchCorpus(b)
@@ -203,26 +207,21 @@ func benchThroughputOn(b *testing.B, head, scheme, loss, python string, device g
 	predictGo(batches[:benchWarmup])
 	ref := startReference(b, python, spec, device)
 	defer ref.close()
-	// The rounds alternate which side goes first (Go, PyTorch, PyTorch, Go,
-	// ...), so that a drift of the machine's speed favours neither, and each
-	// round's ratio compares two measurements taken seconds apart.
+	// The sides take turns, Go then PyTorch, so that each always starts
+	// right after the other (with the caches the other left), and each
+	// round's ratio compares two measurements taken seconds apart. (Turns
+	// in ABBA order were tried: a side's second pass in a row ran faster,
+	// and the median of an odd number of rounds favoured the side that went
+	// first.)
 	var goTrain, goPredict, torchTrain, torchPredict rounds
 	var last referenceResult
 	b.ResetTimer()
-	for i := range benchEnvInt(b, "NERFLOW_BENCH_ROUNDS", 5) {
-		goRound := func() {
-			goTrain.add(timeTokens(tokens, func() { trainGo(timed) }))
-			goPredict.add(timeTokens(tokens, func() { predictGo(timed) }))
-		}
-		if i%2 == 0 {
-			goRound()
-		}
+	for range benchEnvInt(b, "NERFLOW_BENCH_ROUNDS", 5) {
+		goTrain.add(timeTokens(tokens, func() { trainGo(timed) }))
+		goPredict.add(timeTokens(tokens, func() { predictGo(timed) }))
 		last = ref.round(b)
 		torchTrain.add(last.Train, last.TrainCPU)
 		torchPredict.add(last.Predict, last.PredictCPU)
-		if i%2 == 1 {
-			goRound()
-		}
 	}
 	b.StopTimer()
 	b.ReportMetric(0, "ns/op")
@@ -484,13 +483,9 @@ func BenchmarkConcurrentTrainings(b *testing.B) {
 	steps := benchEnvInt(b, "NERFLOW_BENCH_STEPS", 20)
 	c := benchCorpus(b)
 	vocab := NewVocab(c, nil, MinWordCount(1))
-	// train runs steps batches on its own tagger and returns tokens per second.
-	train := func(seed uint64) float64 {
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		refresh, done := computeThreads()
-		defer done()
-		refresh()
+	// trainSteps runs steps batches on its own tagger and returns tokens
+	// per second; train runs it as trainings run, on a thread of its own.
+	trainSteps := func(seed uint64) float64 {
 		m, exs := benchTagger(b, c, vocab, DefaultConfig(), seed, gotch.CPU)
 		defer m.Close()
 		step, closeOpt := benchTrainer(b, m, exs, DefaultTrainConfig(), seed)
@@ -508,6 +503,13 @@ func BenchmarkConcurrentTrainings(b *testing.B) {
 			step(ids)
 		}
 		return float64(tokens) / time.Since(start).Seconds()
+	}
+	train := func(seed uint64) (tokensPerSec float64) {
+		onComputeThread(func(refresh func()) {
+			refresh() // the other of a pair may have started meanwhile
+			tokensPerSec = trainSteps(seed)
+		})
+		return tokensPerSec
 	}
 	pair := func() float64 {
 		var wg sync.WaitGroup

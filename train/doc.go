@@ -38,6 +38,7 @@
 // and docs follow from the registry.
 //
 // libtorch keeps its grad mode per OS thread: every goroutine that computes
-// with a Tagger must be locked to its thread (runtime.LockOSThread); the
-// Trainer and Predict do it themselves.
+// with a Tagger must be locked to its thread; the Trainer and Predict run
+// on OS threads of their own (OnComputeThread), which also carry libtorch's
+// thread count and OpenMP team and end with the computation.
 package train

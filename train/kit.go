@@ -151,7 +151,8 @@ func LoadWeights(path string, device gotch.Device, weights []ts.NamedTensor) err
 // CopyInto copies src into dst after checking that their shapes agree.
 func CopyInto(dst, src *ts.Tensor) error { return copyInto(dst, src) }
 
-// ComputeThreads registers a computation on the calling, locked OS thread
-// and sets its share of the cores; refresh follows the neighbours (call it
-// now and then), done unregisters.
-func ComputeThreads() (refresh, done func()) { return computeThreads() }
+// OnComputeThread runs a training or prediction on an OS thread of its own
+// with its share of the cores, ends the thread after (so that its OpenMP
+// team goes with it), and raises a panic of f again in the caller; f calls
+// refresh now and then to follow the neighbours.
+func OnComputeThread(f func(refresh func())) { onComputeThread(f) }

@@ -93,7 +93,7 @@ func (c Config) validate() error {
 // Tagger is a neural sequence tagger. Its weights live in a gotch VarStore
 // on one device; every method that computes must run on a goroutine locked
 // to its OS thread (libtorch keeps grad mode per thread): the trainer and
-// Predict lock it themselves.
+// Predict run on threads of their own (onComputeThread).
 type Tagger struct {
 	Config Config
 	Vocab  *Vocab

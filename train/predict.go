@@ -2,7 +2,6 @@ package train
 
 import (
 	"fmt"
-	"runtime"
 
 	"github.com/nerflow/nerflow/corpus"
 	"github.com/nerflow/nerflow/dataset"
@@ -13,18 +12,15 @@ import (
 type Prediction = dataset.Prediction
 
 // Predict tags every sentence of c (tags, if any, are ignored), batchSize
-// sentences at a time. It locks the calling goroutine to its OS thread
-// while it computes.
-func (m *Tagger) Predict(c *corpus.Corpus, batchSize int) ([]Prediction, error) {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	_, doneThreads := computeThreads()
-	defer doneThreads()
-	exs, err := m.encodeCorpus(c, false)
-	if err != nil {
-		return nil, err
-	}
-	return m.predictExamples(exs, batchSize)
+// sentences at a time, on an OS thread of its own (see onComputeThread).
+func (m *Tagger) Predict(c *corpus.Corpus, batchSize int) (preds []Prediction, err error) {
+	onComputeThread(func(func()) {
+		var exs []example
+		if exs, err = m.encodeCorpus(c, false); err == nil {
+			preds, err = m.predictExamples(exs, batchSize)
+		}
+	})
+	return preds, err
 }
 
 // predictExamples runs the tagger over encoded examples; the caller holds

@@ -41,8 +41,12 @@ static int blas_get_num_threads(void) {
 import "C"
 
 import (
+	"fmt"
 	"runtime"
+	"runtime/debug"
+	"sync"
 	"sync/atomic"
+	"syscall"
 )
 
 var (
@@ -52,6 +56,9 @@ var (
 	// computing counts the trainings and predictions running in this
 	// process, which share its cores.
 	computing atomic.Int32
+	// computingThreads maps the OS thread ids of onComputeThread's threads
+	// to their refresh functions.
+	computingThreads sync.Map
 )
 
 // Threads returns the number of threads libtorch uses for one operation on
@@ -87,6 +94,67 @@ func openBLASThreads() int { return int(C.blas_get_num_threads()) }
 // instead of fighting over four threads.
 func threadShare(cores, active int) int {
 	return max(1, cores/max(active, 1))
+}
+
+// onComputeThread runs a training or prediction, f, on an OS thread of its
+// own with its thread count set (computeThreads), and ends that thread when
+// f returns. f calls refresh now and then (every epoch) to follow the
+// number of neighbours. A panic in f is raised again in the caller.
+//
+// Why a thread of its own: libgomp keeps an OpenMP team for every OS thread
+// that ran a parallel region, for as long as that thread lives, and counts
+// the threads of all teams; once they outnumber the cores, every team stops
+// busy-waiting between regions and sleeps instead. A worker that ran its
+// nodes on goroutines it merely locked and unlocked kept each node's team
+// alive on Go's idle threads, and the next trainings slowed by a fifth at 2
+// threads on 2 cores (the CRF benchmark after the token head's: 0.74-0.81x
+// PyTorch, 1.00-1.12x with this). A goroutine that ends locked takes its
+// thread, and libgomp frees the team with it.
+//
+// Never the process's main thread, which Go does not end: a training there
+// page-faulted 2.5-3.3 times as often (660,000-880,000 faults in the
+// throughput benchmark against 265,000, in jemalloc's fresh pages) and ran
+// at 0.87-0.91x PyTorch against 1.07x elsewhere. A computation that lands
+// there leaves it to Go, which parks the main thread for good once its
+// locked goroutine ends, and starts on another thread.
+//
+// Called on a computing thread (a prediction inside a training, or a
+// server's batching loop that runs on one for its lifetime), it runs f
+// right there, with that thread's refresh.
+func onComputeThread(f func(refresh func())) {
+	// A goroutine locked to a thread is the only one that thread runs, so
+	// finding the current thread among the computing ones means this
+	// goroutine owns it.
+	if refresh, ok := computingThreads.Load(syscall.Gettid()); ok {
+		f(refresh.(func()))
+		return
+	}
+	done := make(chan any, 1)
+	var compute func()
+	compute = func() {
+		runtime.LockOSThread() // never unlocked: see above
+		if syscall.Gettid() == syscall.Getpid() {
+			go compute()
+			return
+		}
+		defer func() {
+			if p := recover(); p != nil {
+				done <- fmt.Sprintf("%v\n\ngoroutine of the computation:\n%s", p, debug.Stack())
+				return
+			}
+			done <- nil
+		}()
+		refresh, finished := computeThreads()
+		defer finished()
+		tid := syscall.Gettid()
+		computingThreads.Store(tid, refresh)
+		defer computingThreads.Delete(tid)
+		f(refresh)
+	}
+	go compute()
+	if p := <-done; p != nil {
+		panic(p)
+	}
 }
 
 // computeThreads registers a training or prediction on the calling (locked)

@@ -1,8 +1,15 @@
 package train
 
 import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
 	"runtime"
+	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 func TestThreadShare(t *testing.T) {
@@ -72,4 +79,59 @@ func TestOpenBLASSingleThreaded(t *testing.T) {
 			t.Errorf("SetThreads(%d): OpenBLAS has %d threads, want %d", n, got, blasThreads)
 		}
 	}
+}
+
+// A computation runs on a thread of its own, registered as a computation
+// while it runs; the thread is gone after, nested calls run in place, and
+// a panic reaches the caller.
+func TestOnComputeThread(t *testing.T) {
+	before := computing.Load()
+	var tid, nestedTID int
+	var active int32
+	onComputeThread(func(refresh func()) {
+		tid = syscall.Gettid()
+		active = computing.Load()
+		onComputeThread(func(func()) { nestedTID = syscall.Gettid() })
+	})
+	if tid == syscall.Gettid() {
+		t.Fatal("computed on the caller's thread")
+	}
+	if active != before+1 {
+		t.Errorf("%d computations registered while running, want %d", active, before+1)
+	}
+	if nestedTID != tid {
+		t.Errorf("nested call on thread %d, want the computing thread %d", nestedTID, tid)
+	}
+	if got := computing.Load(); got != before {
+		t.Errorf("%d computations registered after, want %d", got, before)
+	}
+	// Never on the main thread (which Go would not end); a few more tries
+	// give the first goroutine the chance to land there.
+	for range 5 {
+		onComputeThread(func(func()) {
+			if syscall.Gettid() == os.Getpid() {
+				t.Error("computed on the process's main thread")
+			}
+		})
+	}
+	// Go ends a thread whose goroutine exits locked, shortly after.
+	task := fmt.Sprintf("/proc/self/task/%d", tid)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if _, err := os.Stat(task); errors.Is(err, fs.ErrNotExist) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("thread %d still alive after the computation", tid)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+
+	defer func() {
+		p := recover()
+		if p == nil || !strings.Contains(fmt.Sprint(p), "boom") {
+			t.Errorf("recovered %v, want the computation's panic", p)
+		}
+	}()
+	onComputeThread(func(func()) { panic("boom") })
 }

@@ -10,7 +10,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"runtime"
 	"time"
 
 	"github.com/nerflow/nerflow/corpus"
@@ -300,16 +299,20 @@ const (
 // they are converted to the tagger's, and tags of corpus.UnknownType count
 // as entities of unknown type). With a non-nil dev set, every epoch is
 // scored on it (entity micro F1), the best epoch's weights are kept, and
-// Patience applies (with EvalEvery, also within epochs). Run locks the calling goroutine to its OS thread.
-//
-// The steps: a place for the run's state, the data encoded once, the
-// optimizer (restored from a checkpoint when resuming), the learning-rate
-// schedule, the epochs, and the best epoch's weights put back.
-func (t *Trainer) Run(ctx context.Context, trainSet, dev *corpus.Corpus) (*Result, error) {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	refreshThreads, doneThreads := computeThreads()
-	defer doneThreads()
+// Patience applies (with EvalEvery, also within epochs). Run computes on
+// an OS thread of its own (see onComputeThread) and waits for it.
+func (t *Trainer) Run(ctx context.Context, trainSet, dev *corpus.Corpus) (res *Result, err error) {
+	onComputeThread(func(refreshThreads func()) {
+		res, err = t.run(ctx, trainSet, dev, refreshThreads)
+	})
+	return res, err
+}
+
+// run is Run on the computing thread. The steps: a place for the run's
+// state, the data encoded once, the optimizer (restored from a checkpoint
+// when resuming), the learning-rate schedule, the epochs, and the best
+// epoch's weights put back.
+func (t *Trainer) run(ctx context.Context, trainSet, dev *corpus.Corpus, refreshThreads func()) (*Result, error) {
 	if err := t.makeWorkDir(); err != nil {
 		return nil, err
 	}

@@ -2,7 +2,6 @@ package vsl
 
 import (
 	"fmt"
-	"runtime"
 
 	"github.com/sugarme/gotch"
 
@@ -13,18 +12,16 @@ import (
 
 // Predict tags every sentence of c (tags, if any, are ignored) with the
 // classifier on the mean of y, batchSize sentences at a time: per token
-// the softmax over the tag set and its most probable tag. It locks the
-// calling goroutine to its OS thread.
-func (m *Model) Predict(c *corpus.Corpus, batchSize int) ([]dataset.Prediction, error) {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	_, done := train.ComputeThreads()
-	defer done()
-	exs, err := m.encode(c, false)
-	if err != nil {
-		return nil, err
-	}
-	return m.predictExamples(exs, batchSize)
+// the softmax over the tag set and its most probable tag. It computes on
+// an OS thread of its own (train.OnComputeThread).
+func (m *Model) Predict(c *corpus.Corpus, batchSize int) (preds []dataset.Prediction, err error) {
+	train.OnComputeThread(func(func()) {
+		var exs []example
+		if exs, err = m.encode(c, false); err == nil {
+			preds, err = m.predictExamples(exs, batchSize)
+		}
+	})
+	return preds, err
 }
 
 func (m *Model) predictExamples(exs []example, batchSize int) ([]dataset.Prediction, error) {

@@ -9,7 +9,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"runtime"
 	"time"
 
 	"github.com/sugarme/gotch/ts"
@@ -100,18 +99,23 @@ type Options struct {
 // Train fits m to the labeled sentences (tags in any scheme) and the
 // unlabeled ones (tags ignored; may be nil). With a dev set, every epoch
 // is scored on it (entity micro F1) and the best epoch's weights are kept.
-// It locks the calling goroutine to its OS thread.
-func Train(ctx context.Context, m *Model, labeled, unlabeled, dev *corpus.Corpus, cfg TrainConfig, o Options) (*Result, error) {
+// It computes on an OS thread of its own (train.OnComputeThread) and waits
+// for it.
+func Train(ctx context.Context, m *Model, labeled, unlabeled, dev *corpus.Corpus, cfg TrainConfig, o Options) (res *Result, err error) {
 	if err := cfg.validate(); err != nil {
 		return nil, fmt.Errorf("vsl training: %w", err)
 	}
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	refresh, done := train.ComputeThreads()
-	defer done()
+	train.OnComputeThread(func(refresh func()) {
+		res, err = trainOnThread(ctx, m, labeled, unlabeled, dev, cfg, o, refresh)
+	})
+	return res, err
+}
+
+// trainOnThread is Train on the computing thread.
+func trainOnThread(ctx context.Context, m *Model, labeled, unlabeled, dev *corpus.Corpus, cfg TrainConfig, o Options, refresh func()) (*Result, error) {
 
 	lab, err := m.encode(labeled, true)
 	if err != nil {
