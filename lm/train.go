@@ -107,7 +107,6 @@ func Train(ctx context.Context, m *Model, sentences, heldout [][]string, cfg Tra
 
 // trainOnThread is Train on the computing thread.
 func trainOnThread(ctx context.Context, m *Model, sentences, heldout [][]string, cfg TrainConfig, o Options, refresh func()) ([]EpochReport, error) {
-
 	var data [][]int64
 	tokens := 0
 	for _, s := range sentences {

@@ -15,11 +15,11 @@ package train
 // Debian's libtorch links) starts one thread per core, and its threads and
 // libtorch's OpenMP team both busy-wait between operations: with both at two
 // threads on two cores, training ran at a third of its one-thread speed, in
-// nerflow and in PyTorch alike (docs/tagger.md, Threads). So OpenBLAS runs
-// in the calling thread (blasThreads, set at start), where the process has it, and the
-// parallelism of an operation is libtorch's alone: a matrix product then
-// uses one core, which costs little at this model's sizes (two threads
-// bring elementwise and LSTM-step work more than they bring a product).
+// nerflow and in PyTorch alike (docs/tagger.md, Threads). So OpenBLAS, where
+// the process has it, runs in the calling thread (blasThreads, set at
+// start-up), and the parallelism of an operation is libtorch's alone: a
+// matrix product then uses one core, which costs little at this model's
+// sizes (two threads bring more to the element-wise and LSTM-step work).
 
 /*
 #cgo LDFLAGS: -ldl

@@ -116,7 +116,6 @@ func Train(ctx context.Context, m *Model, labeled, unlabeled, dev *corpus.Corpus
 
 // trainOnThread is Train on the computing thread.
 func trainOnThread(ctx context.Context, m *Model, labeled, unlabeled, dev *corpus.Corpus, cfg TrainConfig, o Options, refresh func()) (*Result, error) {
-
 	lab, err := m.encode(labeled, true)
 	if err != nil {
 		return nil, fmt.Errorf("labeled set: %w", err)
