@@ -27,6 +27,9 @@ type graph struct {
 	device  gotch.Device
 	live    []*ts.Tensor
 	scalars []*ts.Scalar
+	// lstmHelper, set for prediction, runs the backward direction of
+	// the BiLSTM's layers beside the forward one (lstm_apart.go).
+	lstmHelper *lstmHelper
 }
 
 func newGraph(device gotch.Device) *graph { return &graph{device: device} }

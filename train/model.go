@@ -313,6 +313,10 @@ func (m *Tagger) forward(g *graph, b *batch, train bool, rng *rand.Rand) *ts.Ten
 		if l > 0 && train {
 			x = g.dropout(x, c.Dropout, rng)
 		}
+		if g.lstmHelper != nil && !train {
+			x = m.lstmDirectionsApart(g, x, batchSizes, b, ws)
+			continue
+		}
 		h0 := g.t(ts.Zeros([]int64{2, bsz, int64(c.Hidden)}, gotch.Float, m.device))
 		out, _, _ := g.t3(ts.LstmData(x, batchSizes, []*ts.Tensor{h0, h0}, ws, true, 1, 0, train, true))
 		x = out

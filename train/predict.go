@@ -44,9 +44,12 @@ func (m *Tagger) predictExamples(exs []example, batchSize int) ([]Prediction, er
 // predictBatches predicts the examples of each batch into out.
 func (m *Tagger) predictBatches(exs []example, batches [][]int, out []Prediction) error {
 	k := m.Labels.NumTags()
+	helper, restoreThreads := m.lstmHelperFor()
+	defer restoreThreads()
 	for _, ids := range batches {
 		b := newBatch(exs, ids)
 		g := newGraph(m.device)
+		g.lstmHelper = helper
 		err := run(func() {
 			noGrad(func() {
 				probs, paths := m.head.probabilities(g, m.forward(g, b, false, nil), b, m.Labels.NumTags())

@@ -57,7 +57,7 @@ var (
 	// process, which share its cores.
 	computing atomic.Int32
 	// computingThreads maps the OS thread ids of onComputeThread's threads
-	// to their refresh functions.
+	// to their *computeThread.
 	computingThreads sync.Map
 )
 
@@ -125,18 +125,12 @@ func onComputeThread(f func(refresh func())) {
 	// A goroutine locked to a thread is the only one that thread runs, so
 	// finding the current thread among the computing ones means this
 	// goroutine owns it.
-	if refresh, ok := computingThreads.Load(syscall.Gettid()); ok {
-		f(refresh.(func()))
+	if ct := currentComputeThread(); ct != nil {
+		f(ct.refresh)
 		return
 	}
 	done := make(chan any, 1)
-	var compute func()
-	compute = func() {
-		runtime.LockOSThread() // never unlocked: see above
-		if syscall.Gettid() == syscall.Getpid() {
-			go compute()
-			return
-		}
+	goOnOwnThread(func() {
 		defer func() {
 			if p := recover(); p != nil {
 				done <- fmt.Sprintf("%v\n\ngoroutine of the computation:\n%s", p, debug.Stack())
@@ -146,15 +140,55 @@ func onComputeThread(f func(refresh func())) {
 		}()
 		refresh, finished := computeThreads()
 		defer finished()
+		ct := &computeThread{refresh: refresh}
+		defer ct.close()
 		tid := syscall.Gettid()
-		computingThreads.Store(tid, refresh)
+		computingThreads.Store(tid, ct)
 		defer computingThreads.Delete(tid)
 		f(refresh)
-	}
-	go compute()
+	})
 	if p := <-done; p != nil {
 		panic(p)
 	}
+}
+
+// goOnOwnThread runs f on a new goroutine locked to an OS thread other
+// than the process's main one, and ends that thread when f returns (see
+// onComputeThread for why both).
+func goOnOwnThread(f func()) {
+	var start func()
+	start = func() {
+		runtime.LockOSThread() // never unlocked: the thread ends with f
+		if syscall.Gettid() == syscall.Getpid() {
+			go start()
+			return
+		}
+		f()
+	}
+	go start()
+}
+
+// computeThread is the state of one of onComputeThread's threads.
+type computeThread struct {
+	refresh func()
+	// lstmHelper runs prediction's backward LSTM direction
+	// (lstm_apart.go), started on first use.
+	lstmHelper *lstmHelper
+}
+
+func (ct *computeThread) close() {
+	if ct.lstmHelper != nil {
+		ct.lstmHelper.stop()
+	}
+}
+
+// currentComputeThread is the calling goroutine's computeThread, nil when
+// it runs on none.
+func currentComputeThread() *computeThread {
+	if ct, ok := computingThreads.Load(syscall.Gettid()); ok {
+		return ct.(*computeThread)
+	}
+	return nil
 }
 
 // computeThreads registers a training or prediction on the calling (locked)

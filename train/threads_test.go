@@ -36,8 +36,9 @@ func TestComputeThreadsPerOSThread(t *testing.T) {
 		t.Fatalf("alone: %d threads, want %d", got, cores)
 	}
 	second := make(chan int)
-	release := make(chan struct{})
+	release, finished := make(chan struct{}), make(chan struct{})
 	go func() {
+		defer close(finished) // after done: the tests after this one count computations
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
 		_, done := computeThreads()
@@ -49,6 +50,7 @@ func TestComputeThreadsPerOSThread(t *testing.T) {
 		t.Errorf("second of two: %d threads, want %d", got, want)
 	}
 	close(release)
+	<-finished
 	if got := Threads(); got != cores {
 		t.Errorf("first of two: %d threads, want %d (set by itself, untouched by the second)", got, cores)
 	}
