@@ -46,7 +46,7 @@ import (
 //	NERFLOW_BENCH_DEVICE   cpu (default) or cuda:N, for both sides
 //	NERFLOW_BENCH_BATCH    sentences per batch (default 32)
 //	NERFLOW_BENCH_STEPS    timed batches per round (default 40)
-//	NERFLOW_BENCH_ROUNDS   alternated rounds (default 5)
+//	NERFLOW_BENCH_ROUNDS   rounds, each Go then PyTorch (default 5)
 //	NERFLOW_BENCH_THREADS  comma-separated thread counts (default 1 and all cores)
 //	NERFLOW_BENCH_PYTHON   the Python with torch (default /usr/bin/python3)
 
