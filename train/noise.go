@@ -96,9 +96,14 @@ func (t *Trainer) removeNoisyLabels(exs []example, weights *noiseWeights) error 
 	m := t.model
 	types := m.numTypes()
 	r := newRemoval(float32(t.cfg.Tau), types)
+	// A prediction over the whole training set: the LSTM's directions run
+	// apart, as in predictBatches.
+	helper, restoreThreads := m.lstmHelperFor()
+	defer restoreThreads()
 	for _, ids := range lengthBatches(exs, 64) {
 		b := newBatch(exs, ids)
 		g := newGraph(m.device)
+		g.lstmHelper = helper
 		err := run(func() {
 			noGrad(func() {
 				pTypes, pEntity := m.tokenScores(g, m.forward(g, b, false, nil))
