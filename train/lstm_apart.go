@@ -5,9 +5,9 @@ import (
 	"github.com/sugarme/gotch/ts"
 )
 
-// Prediction runs a bidirectional LSTM layer's two directions at once, on
-// two threads, instead of one after the other as libtorch's bidirectional
-// op does. At this model's sizes (batches of a few hundred tokens, 200
+// Prediction (and noisy-label removal's passes over the training set) runs
+// a bidirectional LSTM layer's two directions at once, on two threads,
+// instead of one after the other as libtorch's bidirectional op does. At this model's sizes (batches of a few hundred tokens, 200
 // hidden units a direction) libtorch's intra-op threads barely speed a step
 // up: PyTorch predicted 13% faster at 2 threads than at 1 on the same
 // batches. Two directions side by side keep both cores busy with work of
@@ -22,9 +22,9 @@ import (
 // two split the computation's libtorch threads. Thread counts are set once
 // per prediction, not per layer: setting one rebuilds libtorch's thread
 // pools, and a first version that set them around every layer predicted at
-// 0.4x PyTorch. So did one that ran both directions on helpers while the
-// computing thread waited (0.84-0.96x): its OpenMP team kept spinning on
-// the cores the helpers needed.
+// 0.31-0.47x PyTorch. One that ran both directions on helpers while the
+// computing thread waited reached 0.84-0.96x: the computing thread's OpenMP
+// team kept spinning on the cores the helpers needed.
 
 // lstmApartMinThreads is the thread count from which prediction runs the
 // directions apart.
