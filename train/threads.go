@@ -113,8 +113,9 @@ func threadShare(cores, active int) int {
 //
 // Never the process's main thread, which Go does not end: a training there
 // page-faulted 2.5-3.3 times as often (660,000-880,000 faults in the
-// throughput benchmark against 265,000, in jemalloc's fresh pages) and ran
-// at 0.87-0.91x PyTorch against 1.07x elsewhere. A computation that lands
+// throughput benchmark against 265,000, on heap pages libtorch touched
+// fresh; the allocator's arena for that thread is the likely cause, not
+// pinned down) and ran at 0.87-0.91x PyTorch against 1.07x elsewhere. A computation that lands
 // there leaves it to Go, which parks the main thread for good once its
 // locked goroutine ends, and starts on another thread.
 //
