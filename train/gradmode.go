@@ -18,11 +18,3 @@ func setGradEnabled(on bool) (prev bool) {
 	}
 	return C.at_grad_set_enabled(b) == 1
 }
-
-// gradEnabled is libtorch's grad mode on the calling OS thread (gotch's C
-// API has no getter: set, and put back what was there).
-func gradEnabled() bool {
-	on := setGradEnabled(false)
-	setGradEnabled(on)
-	return on
-}
