@@ -22,9 +22,10 @@ import (
 // two split the computation's libtorch threads. Thread counts are set once
 // per prediction, not per layer: setting one rebuilds libtorch's thread
 // pools, and a first version that set them around every layer predicted at
-// 0.31-0.47x PyTorch. One that ran both directions on helpers while the
-// computing thread waited reached 0.84-0.96x: the computing thread's OpenMP
-// team kept spinning on the cores the helpers needed.
+// about 0.4x PyTorch (medians of 4 runs 0.36-0.43). One that ran both
+// directions on helpers while the computing thread waited reached
+// 0.84-0.95x: the computing thread's OpenMP team kept spinning on the cores
+// the helpers needed.
 
 // lstmApartMinThreads is the thread count from which prediction runs the
 // directions apart.
