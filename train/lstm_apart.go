@@ -31,14 +31,22 @@ import (
 // directions apart.
 const lstmApartMinThreads = 2
 
-// lstmHelperFor prepares a prediction on the calling thread: where it runs
-// on one of onComputeThread's threads with 2 or more libtorch threads on
-// the CPU, it gives the thread half of them, and returns the helper for the
-// other half (nil otherwise) and the function that puts the count back.
-func (m *Tagger) lstmHelperFor() (*lstmHelper, func()) {
+// lstmApartMinBatches is the number of batches from which a prediction
+// runs the directions apart: setting up (thread counts, the helper) costs
+// about as much as a batch, which a server's single requests and
+// micro-batches would pay every time (the serving benchmark's direct calls
+// fell from 7,700 to 1,123 tokens/s when they did).
+const lstmApartMinBatches = 8
+
+// lstmHelperFor prepares a prediction of batches batches on the calling
+// thread: where it runs on one of onComputeThread's threads with 2 or more
+// libtorch threads on the CPU, and the prediction is long enough, it gives
+// the thread half of them, and returns the helper for the other half (nil
+// otherwise) and the function that puts the count back.
+func (m *Tagger) lstmHelperFor(batches int) (*lstmHelper, func()) {
 	ct := currentComputeThread()
 	threads := Threads()
-	if m.device != gotch.CPU || ct == nil || threads < lstmApartMinThreads {
+	if m.device != gotch.CPU || ct == nil || threads < lstmApartMinThreads || batches < lstmApartMinBatches {
 		return nil, func() {}
 	}
 	own := threads / 2

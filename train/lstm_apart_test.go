@@ -43,7 +43,7 @@ func TestLSTMDirectionsApartMatchesFusedOp(t *testing.T) {
 		var out []float32
 		onComputeThread(func(func()) {
 			setThreads(threads)
-			helper, restore := m.lstmHelperFor()
+			helper, restore := m.lstmHelperFor(lstmApartMinBatches)
 			defer restore()
 			if (helper != nil) != (threads >= lstmApartMinThreads) {
 				t.Errorf("%d threads: helper %v", threads, helper)

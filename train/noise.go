@@ -98,9 +98,10 @@ func (t *Trainer) removeNoisyLabels(exs []example, weights *noiseWeights) error 
 	r := newRemoval(float32(t.cfg.Tau), types)
 	// A prediction over the whole training set: the LSTM's directions run
 	// apart, as in predictBatches.
-	helper, restoreThreads := m.lstmHelperFor()
+	batches := lengthBatches(exs, 64)
+	helper, restoreThreads := m.lstmHelperFor(len(batches))
 	defer restoreThreads()
-	for _, ids := range lengthBatches(exs, 64) {
+	for _, ids := range batches {
 		b := newBatch(exs, ids)
 		g := newGraph(m.device)
 		g.lstmHelper = helper

@@ -44,7 +44,7 @@ func (m *Tagger) predictExamples(exs []example, batchSize int) ([]Prediction, er
 // predictBatches predicts the examples of each batch into out.
 func (m *Tagger) predictBatches(exs []example, batches [][]int, out []Prediction) error {
 	k := m.Labels.NumTags()
-	helper, restoreThreads := m.lstmHelperFor()
+	helper, restoreThreads := m.lstmHelperFor(len(batches))
 	defer restoreThreads()
 	for _, ids := range batches {
 		b := newBatch(exs, ids)

@@ -47,6 +47,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 )
 
 var (
@@ -97,9 +98,11 @@ func threadShare(cores, active int) int {
 }
 
 // onComputeThread runs a training or prediction, f, on an OS thread of its
-// own with its thread count set (computeThreads), and ends that thread when
-// f returns. f calls refresh now and then (every epoch) to follow the
-// number of neighbours. A panic in f is raised again in the caller.
+// own with its thread count set (computeThreads): a thread that finished
+// another computation less than computeIdle ago, or a new one; a thread
+// ends after computeIdle without work. f calls refresh now and then (every
+// epoch) to follow the number of neighbours. A panic in f is raised again
+// in the caller.
 //
 // Why a thread of its own: libgomp keeps an OpenMP team for every OS thread
 // that ran a parallel region, for as long as that thread lives, and counts
@@ -109,7 +112,8 @@ func threadShare(cores, active int) int {
 // alive on Go's idle threads, and the next trainings slowed by a fifth at 2
 // threads on 2 cores (the CRF benchmark after the token head's: 0.74-0.81x
 // PyTorch, 1.00-1.12x with this). A goroutine that ends locked takes its
-// thread, and libgomp frees the team with it.
+// thread, and libgomp frees the team with it; idle threads are reused
+// first, and end soon.
 //
 // Never the process's main thread, which Go does not end: a training there
 // page-faulted 2.5-3.3 times as often (660,000-880,000 faults in the
@@ -131,25 +135,60 @@ func onComputeThread(f func(refresh func())) {
 		return
 	}
 	done := make(chan any, 1)
-	goOnOwnThread(func() {
+	job := func(ct *computeThread) (ok bool) {
 		defer func() {
 			if p := recover(); p != nil {
 				done <- fmt.Sprintf("%v\n\ngoroutine of the computation:\n%s", p, debug.Stack())
 				return
 			}
 			done <- nil
+			ok = true
 		}()
 		refresh, finished := computeThreads()
 		defer finished()
-		ct := &computeThread{refresh: refresh}
-		defer ct.close()
-		tid := syscall.Gettid()
-		computingThreads.Store(tid, ct)
-		defer computingThreads.Delete(tid)
+		ct.refresh = refresh
 		f(refresh)
-	})
+		return true
+	}
+	select {
+	case computeJobs <- job: // a thread that finished a computation less than computeIdle ago
+	default:
+		goOnOwnThread(func() { computeThreadLoop(job) })
+	}
 	if p := <-done; p != nil {
 		panic(p)
+	}
+}
+
+// computeIdle is how long a compute thread waits for the next computation
+// before it ends. Starting one costs milliseconds (libtorch's and OpenMP's
+// per-thread set-up): a thread per call took the serving benchmark's direct
+// calls, one short prediction each, from 7,700 to 765 tokens/s. A second is
+// short enough that an idle thread's OpenMP team is gone before it can
+// crowd the next trainings for long.
+const computeIdle = time.Second
+
+// computeJobs hands a computation to a compute thread waiting for one.
+var computeJobs = make(chan func(*computeThread) bool)
+
+// computeThreadLoop runs job, then the computations handed to it, on the
+// calling goroutine's own locked thread, until none comes for computeIdle
+// or one panics (the thread's state is then unknown, and it ends).
+func computeThreadLoop(job func(*computeThread) bool) {
+	ct := &computeThread{}
+	defer ct.close()
+	tid := syscall.Gettid()
+	computingThreads.Store(tid, ct)
+	defer computingThreads.Delete(tid)
+	idle := time.NewTimer(computeIdle)
+	defer idle.Stop()
+	for job(ct) {
+		idle.Reset(computeIdle)
+		select {
+		case job = <-computeJobs:
+		case <-idle.C:
+			return
+		}
 	}
 }
 

@@ -116,7 +116,8 @@ func TestOnComputeThread(t *testing.T) {
 			}
 		})
 	}
-	// Go ends a thread whose goroutine exits locked, shortly after.
+	// The thread ends computeIdle after its last computation (Go ends a
+	// thread whose goroutine exits locked).
 	task := fmt.Sprintf("/proc/self/task/%d", tid)
 	deadline := time.Now().Add(5 * time.Second)
 	for {
