@@ -17,9 +17,9 @@ import (
 // The backward direction is libtorch's unidirectional LSTM over the packed
 // batch with every sentence reversed (same lengths, so the same batch
 // sizes): reversedOrder permutes the rows there and back. It runs on a
-// helper thread that lives as long as the computing thread (lstmHelper), while
-// the computing thread runs the forward direction; for the prediction the
-// two split the computation's libtorch threads. Thread counts are set once
+// helper thread that lives as long as the computing thread (lstmHelper),
+// while the computing thread runs the forward direction; for the
+// prediction the two split the computation's libtorch threads. Thread counts are set once
 // per prediction, not per layer: setting one rebuilds libtorch's thread
 // pools, and a first version that set them around every layer predicted at
 // about 0.4x PyTorch (medians of 4 runs 0.36-0.43). One that ran both
