@@ -4,13 +4,12 @@ import (
 	"bytes"
 	"context"
 	"math"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/nerflow/nerflow/dataset"
 	"github.com/nerflow/nerflow/stages"
+	"github.com/nerflow/nerflow/stages/stagestest"
 	"github.com/nerflow/nerflow/storage/fsstore"
 )
 
@@ -80,19 +79,11 @@ func TestAverageStage(t *testing.T) {
 		t.Fatal(err)
 	}
 	artifact := func(p *dataset.Predictions) stages.Artifact {
-		dir := t.TempDir()
 		var b bytes.Buffer
 		if err := dataset.WritePredictions(&b, p); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(dir, dataset.PredictionsFile), b.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		a, err := stages.Import(ctx, st, "datasets", dir, "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return a
+		return stagestest.ImportFiles(t, st, map[string][]byte{dataset.PredictionsFile: b.Bytes()})
 	}
 	a := artifact(preds([][]float32{{0.5, 0.5, 0}}))
 	b := artifact(preds([][]float32{{0, 0.5, 0.5}}))

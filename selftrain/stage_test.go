@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -15,6 +13,7 @@ import (
 	"github.com/nerflow/nerflow/corpus"
 	"github.com/nerflow/nerflow/dataset"
 	"github.com/nerflow/nerflow/stages"
+	"github.com/nerflow/nerflow/stages/stagestest"
 	"github.com/nerflow/nerflow/storage/fsstore"
 	"github.com/nerflow/nerflow/train"
 )
@@ -44,19 +43,11 @@ func stageInputs(t *testing.T) (st *fsstore.Store, model, text stages.Artifact) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	textDir := t.TempDir()
 	var b bytes.Buffer
 	if err := corpus.Write(&b, fixtureCorpus(), corpus.FormatCoNLL); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(textDir, "train.conll"), b.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	text, err = stages.Import(ctx, st, "datasets", textDir, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return st, model, text
+	return st, model, stagestest.ImportFiles(t, st, map[string][]byte{"train.conll": b.Bytes()})
 }
 
 // execStage runs stage name on a store with params and inputs, checks that
@@ -172,19 +163,11 @@ func TestStageEnsembleEntityTarget(t *testing.T) {
 		t.Fatal(err)
 	}
 	importPreds := func(tags []string) stages.Artifact {
-		dir := t.TempDir()
 		var b bytes.Buffer
 		if err := dataset.WritePredictions(&b, &dataset.Predictions{Scheme: m.TagSet().Scheme.String(), Tags: tags, Sentences: preds}); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(dir, dataset.PredictionsFile), b.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		a, err := stages.Import(ctx, st, "datasets", dir, "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return a
+		return stagestest.ImportFiles(t, st, map[string][]byte{dataset.PredictionsFile: b.Bytes()})
 	}
 	soft := importPreds(m.TagSet().Tags)
 	params := map[string]any{"epochs": 1, "update_interval": 2, "entity_threshold": 0.6, "batch_size": 2, "learning_rate": 0.01, "entity_target": EntityEnsemble}
