@@ -66,16 +66,26 @@ func UniformParam(root *nn.Path, device gotch.Device, rng *rand.Rand, name strin
 	return p.uniform(name, bound, shape...)
 }
 
-// CharRows lays out the character ids of tokens (Vocab.CharIDs) for
-// CharCNN: rows of the longest word's length, and the mask of the padding.
-func CharRows(tokens [][]int64) (chars []int64, mask []float32, charLen int) { return charRows(tokens) }
+// CharVectorsParam adds the character vectors for CharCNN to root: chars
+// rows of dim, drawn from rng as the tagger's are, padding's row zero.
+func CharVectorsParam(root *nn.Path, device gotch.Device, rng *rand.Rand, name string, chars, dim int) *ts.Tensor {
+	p := &initializer{rng: rng, root: root, device: device}
+	return p.charVectors(name, chars, dim)
+}
 
-// CharCNN is the tagger's character CNN over tokens laid out by CharRows:
-// character vectors emb [chars, Ec], a same-padded convolution convW
-// [F, Ec, odd kernel] with bias convB [F], and a max over each word's
-// characters; returns [n, F]. Inside Guard.
-func CharCNN(g *Graph, emb, convW, convB *ts.Tensor, chars []int64, mask []float32, n, charLen int) *ts.Tensor {
-	return g.g.charCNN(emb, convW, convB, chars, mask, n, charLen)
+// CharRows is the layout of a batch's tokens for CharCNN: one row per
+// distinct spelling, gathered back per token.
+type CharRows struct{ r charRows }
+
+// NewCharRows lays out the character ids of tokens (Vocab.CharIDs).
+func NewCharRows(tokens [][]int64) CharRows { return CharRows{newCharRows(tokens)} }
+
+// CharCNN is the tagger's character CNN over tokens laid out by
+// NewCharRows: character vectors emb [chars, Ec], a same-padded
+// convolution convW [F, Ec, odd kernel] with bias convB [F], and a max over
+// each word's characters; returns [tokens, F]. Inside Guard.
+func CharCNN(g *Graph, emb, convW, convB *ts.Tensor, rows CharRows) *ts.Tensor {
+	return g.g.charCNN(emb, convW, convB, rows.r)
 }
 
 // Adam is the tagger's optimizer (moments in tensors, so checkpoints hold

@@ -210,7 +210,7 @@ func (m *Tagger) build(p *initializer, table *embeddings.Table) {
 		}
 	}
 	m.wordEmb = p.param("word_emb", words, len(m.Vocab.Words), c.WordDim)
-	m.charEmb = p.uniform("char_emb", math.Sqrt(3/float64(c.CharDim)), len(m.Vocab.Chars), c.CharDim)
+	m.charEmb = p.charVectors("char_emb", len(m.Vocab.Chars), c.CharDim)
 	if c.CasingDim > 0 {
 		m.caseEmb = p.uniform("casing_emb", math.Sqrt(3/float64(c.CasingDim)), numCasings, c.CasingDim)
 	}
@@ -253,6 +253,18 @@ func (p *initializer) uniformData(n int, bound float64) []float32 {
 	return data
 }
 
+// charVectors draws the character vectors but for padChar's, which is zero
+// and stays so (charCNN looks characters up with padChar as the padding
+// index, which gets no gradient): padding then reads as the convolution's
+// own zero padding, and a token's features depend on its spelling alone,
+// not on the longest word of the batch it comes in, nor on the chunk of a
+// prediction's charTable.
+func (p *initializer) charVectors(name string, chars, dim int) *ts.Tensor {
+	data := p.uniformData(chars*dim, math.Sqrt(3/float64(dim)))
+	clear(data[padChar*dim : (padChar+1)*dim])
+	return p.param(name, data, chars, dim)
+}
+
 func (p *initializer) uniform(name string, bound float64, shape ...int) *ts.Tensor {
 	n := 1
 	for _, d := range shape {
@@ -286,7 +298,7 @@ func (m *Tagger) forward(g *graph, b *batch, train bool, rng *rand.Rand) *ts.Ten
 	n := int64(b.n)
 	words := m.embedWords(g, b.words)
 
-	charFeat := g.charCNN(m.charEmb, m.convW, m.convB, b.chars, b.charMask, b.n, b.charLen)
+	charFeat := g.charCNN(m.charEmb, m.convW, m.convB, b.chars)
 
 	parts := []*ts.Tensor{words, charFeat}
 	if m.caseEmb != nil {
@@ -327,21 +339,29 @@ func (m *Tagger) forward(g *graph, b *batch, train bool, rng *rand.Rand) *ts.Ten
 	return x
 }
 
-// charCNN computes the character features of n tokens, laid out by
-// charRows: character vectors (emb, [chars, Ec]), a convolution (convW,
-// [F, Ec, kernel], odd kernel, same padding) and a max over each word's
-// characters, [n, F].
-func (g *graph) charCNN(emb, convW, convB *ts.Tensor, chars []int64, mask []float32, n, charLen int) *ts.Tensor {
-	shape, err := convW.Size()
-	g.check(err)
-	dim, kernel := shape[1], shape[2]
-	ids := g.ints(chars, int64(n*charLen))
-	ce := g.t(ts.Embedding(emb, ids, -1, false, false))                                      // [n*L, Ec]
-	ce = g.t(ce.View([]int64{int64(n), int64(charLen), dim}, false))                         // [n, L, Ec]
-	ce = g.t(ce.Transpose(1, 2, false))                                                      // [n, Ec, L]
-	conv := g.t(ts.Conv1d(ce, convW, convB, []int64{1}, []int64{kernel / 2}, []int64{1}, 1)) // [n, F, L]
-	conv = g.t(conv.Add(g.floats(mask, int64(n), 1, int64(charLen)), false))                 // padding never wins the max
-	return g.t(conv.Amax([]int64{2}, false, false))                                          // [n, F]
+// charCNN computes the character features of the tokens laid out in r:
+// character vectors (emb, [chars, Ec]), a convolution (convW, [F, Ec,
+// kernel], odd kernel, same padding) and a max over each spelling's
+// characters, gathered per token: [tokens, F].
+func (g *graph) charCNN(emb, convW, convB *ts.Tensor, r charRows) *ts.Tensor {
+	feat := r.features
+	if feat == nil {
+		shape, err := convW.Size()
+		g.check(err)
+		dim, kernel := shape[1], shape[2]
+		rows, length := int64(r.rows), int64(r.length)
+		ids := g.ints(r.ids, rows*length)
+		ce := g.t(ts.Embedding(emb, ids, padChar, false, false))                                 // [rows*L, Ec]
+		ce = g.t(ce.View([]int64{rows, length, dim}, false))                                     // [rows, L, Ec]
+		ce = g.t(ce.Transpose(1, 2, false))                                                      // [rows, Ec, L]
+		conv := g.t(ts.Conv1d(ce, convW, convB, []int64{1}, []int64{kernel / 2}, []int64{1}, 1)) // [rows, F, L]
+		conv = g.t(conv.Add(g.floats(r.mask, rows, 1, length), false))                           // padding never wins the max
+		feat = g.t(conv.Amax([]int64{2}, false, false))                                          // [rows, F]
+	}
+	if r.of == nil {
+		return feat
+	}
+	return g.t(feat.IndexSelect(0, g.ints(r.of, int64(len(r.of))), false))
 }
 
 // embedWords looks up the vectors of word ids: trained rows from the

@@ -96,29 +96,17 @@ func (t *Trainer) removeNoisyLabels(exs []example, weights *noiseWeights) error 
 	m := t.model
 	types := m.numTypes()
 	r := newRemoval(float32(t.cfg.Tau), types)
-	// A prediction over the whole training set: the LSTM's directions run
-	// apart, as in predictBatches.
-	batches := lengthBatches(exs, 64)
-	helper, restoreThreads := m.lstmHelperFor(len(batches))
-	defer restoreThreads()
-	for _, ids := range batches {
-		b := newBatch(exs, ids)
-		g := newGraph(m.device)
-		g.lstmHelper = helper
-		err := run(func() {
-			noGrad(func() {
-				pTypes, pEntity := m.tokenScores(g, m.forward(g, b, false, nil))
-				for i, id := range b.ids {
-					r.judge(weights.w[id], exs[id].targets,
-						func(tok, class int) float32 { return pTypes[b.pos(i, tok)*types+class] },
-						func(tok int) float32 { return pEntity[b.pos(i, tok)] })
-				}
-			})
-		})
-		g.free()
-		if err != nil {
-			return err
+	// A prediction over the whole training set.
+	err := m.inference(exs, lengthBatches(exs, 64), func(g *graph, b *batch, h *ts.Tensor) {
+		pTypes, pEntity := m.tokenScores(g, h)
+		for i, id := range b.ids {
+			r.judge(weights.w[id], exs[id].targets,
+				func(tok, class int) float32 { return pTypes[b.pos(i, tok)*types+class] },
+				func(tok int) float32 { return pEntity[b.pos(i, tok)] })
 		}
+	})
+	if err != nil {
+		return err
 	}
 	for _, c := range r.spare(exs, weights) {
 		t.log.Info("noisy-label removal spares a tag", "tag", m.Labels.Tags[c+1], "would_remove", r.removed[c], "of", r.tokens[c])

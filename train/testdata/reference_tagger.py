@@ -30,7 +30,8 @@ class Tagger(nn.Module):
         super().__init__()
         self.c = c
         self.word = nn.Embedding(c["words"], c["word_dim"])
-        self.char = nn.Embedding(c["chars"], c["char_dim"])
+        # Padding (id 0) has a zero vector that gets no gradient, as the Go side.
+        self.char = nn.Embedding(c["chars"], c["char_dim"], padding_idx=0)
         self.casing = nn.Embedding(c["casings"], c["casing_dim"])
         self.conv = nn.Conv1d(c["char_dim"], c["char_filters"], c["char_kernel"], padding=c["char_kernel"] // 2)
         inp = c["word_dim"] + c["char_filters"] + c["casing_dim"]

@@ -122,9 +122,7 @@ type batch struct {
 	words, recon []int64
 	targets      []int64 // ignored for unlabeled sentences
 	labeled      int     // tokens with a class target
-	chars        []int64
-	charMask     []float32
-	charLen      int
+	chars        train.CharRows
 }
 
 func (b *batch) pos(i, t int) int { return b.offsets[t] + i }
@@ -158,7 +156,7 @@ func newBatch(exs []example, ids []int) *batch {
 			}
 		}
 	}
-	b.chars, b.charMask, b.charLen = train.CharRows(rows)
+	b.chars = train.NewCharRows(rows)
 	return b
 }
 

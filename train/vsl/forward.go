@@ -29,7 +29,7 @@ func (m *Model) encodeBatch(g *train.Graph, b *batch, training bool, rng *rand.R
 	c := m.Config
 	n := int64(b.n)
 	words := g.T(ts.Embedding(m.words, g.Ints(b.words, n), -1, false, false))
-	chars := train.CharCNN(g, m.charEmb, m.convW, m.convB, b.chars, b.charMask, b.n, b.charLen)
+	chars := train.CharCNN(g, m.charEmb, m.convW, m.convB, b.chars)
 	x := g.T(ts.Cat([]*ts.Tensor{words, chars}, 1))
 	if training {
 		x = g.Dropout(x, c.Dropout, rng)

@@ -212,7 +212,7 @@ func (m *Model) build(rng *rand.Rand, wordDim int) {
 		b := 1 / math.Sqrt(float64(in))
 		return linear{u(name+"_w", b, out, in), u(name+"_b", b, out)}
 	}
-	m.charEmb = u("char_emb", math.Sqrt(3/float64(c.CharDim)), len(m.Vocab.Chars), c.CharDim)
+	m.charEmb = train.CharVectorsParam(root, m.device, rng, "char_emb", len(m.Vocab.Chars), c.CharDim)
 	fanIn := float64(c.CharDim * c.CharKernel)
 	m.convW = u("char_conv_w", 1/math.Sqrt(fanIn), c.CharFilters, c.CharDim, c.CharKernel)
 	m.convB = u("char_conv_b", 1/math.Sqrt(fanIn), c.CharFilters)
