@@ -11,6 +11,7 @@ import (
 	"github.com/nerflow/nerflow/corpus"
 	"github.com/nerflow/nerflow/pipeline/spec"
 	"github.com/nerflow/nerflow/stages"
+	"github.com/nerflow/nerflow/stages/stagestest"
 	"github.com/nerflow/nerflow/storage"
 	"github.com/nerflow/nerflow/storage/fsstore"
 )
@@ -20,20 +21,6 @@ type stageRunner struct {
 	t   *testing.T
 	ctx context.Context
 	st  storage.Store
-}
-
-func (r *stageRunner) dataset(files map[string]string) stages.Artifact {
-	dir := r.t.TempDir()
-	for name, content := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
-			r.t.Fatal(err)
-		}
-	}
-	a, err := stages.Import(r.ctx, r.st, "datasets", dir, "")
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	return a
 }
 
 func (r *stageRunner) exec(name string, params map[string]any, inputs map[string][]stages.Artifact, opts ...func(*stages.Env)) (map[string]stages.Artifact, error) {
@@ -69,10 +56,10 @@ func TestStages(t *testing.T) {
 		text.WriteString(strings.Join(s.Tokens, " ") + "\n")
 		labels.WriteString(strings.Join(s.Tags, " ") + "\n")
 	}
-	data := r.dataset(map[string]string{"train_text.txt": text.String(), "train_labels.txt": labels.String()})
-	brown := r.dataset(map[string]string{
-		"ca01":         "\n\n\tThe/at jury/nn said/vbd ``/`` no/at ''/'' ./.\n\n\n\tThe/at cat/nn sat/vbd ./.\n",
-		"package.json": `{"name": "not text"}`,
+	data := stagestest.ImportFiles(t, st, map[string][]byte{"train_text.txt": []byte(text.String()), "train_labels.txt": []byte(labels.String())})
+	brown := stagestest.ImportFiles(t, st, map[string][]byte{
+		"ca01":         []byte("\n\n\tThe/at jury/nn said/vbd ``/`` no/at ''/'' ./.\n\n\n\tThe/at cat/nn sat/vbd ./.\n"),
+		"package.json": []byte(`{"name": "not text"}`),
 	})
 	params := map[string]any{"corpus_file": "train_text.txt", "heldout_file": "train_text.txt", "dim": 4, "hidden": 8, "epochs": 3, "batch_size": 2, "min_count": 1}
 	inputs := map[string][]stages.Artifact{"corpus": {data}, "unlabeled": {brown}, "heldout": {data}}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/nerflow/nerflow/corpus"
 	"github.com/nerflow/nerflow/stages"
+	"github.com/nerflow/nerflow/stages/stagestest"
 	"github.com/nerflow/nerflow/storage/fsstore"
 )
 
@@ -72,10 +73,7 @@ func TestReadInput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := stages.Import(ctx, st, "datasets", writeFiles(t, map[string]string{"text.txt": text, "labels.txt": labels, "bad.txt": "B-PER\n"}), "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := stagestest.ImportFiles(t, st, map[string][]byte{"text.txt": []byte(text), "labels.txt": []byte(labels), "bad.txt": []byte("B-PER\n")})
 	in := stages.NewInput(ctx, st, a)
 	stage := stages.Stage{Name: "test.read", Params: SourceParams("corpus", "sentences")}
 	read := func(raw map[string]any) (*corpus.Corpus, error) {
@@ -91,10 +89,7 @@ func TestReadInput(t *testing.T) {
 	}
 	// An artifact whose producer described it is read in its format, whatever
 	// its file's name.
-	described, err := stages.Import(ctx, st, "datasets", writeFiles(t, map[string]string{"labeled.out": conll}), "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	described := stagestest.ImportFiles(t, st, map[string][]byte{"labeled.out": []byte(conll)})
 	described.Meta = map[string]string{MetaFormat: string(corpus.FormatCoNLL)}
 	p, err := stage.ResolveParams(nil)
 	if err != nil {

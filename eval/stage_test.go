@@ -3,12 +3,11 @@ package eval
 import (
 	"context"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/nerflow/nerflow/stages"
+	"github.com/nerflow/nerflow/stages/stagestest"
 	"github.com/nerflow/nerflow/storage/fsstore"
 )
 
@@ -21,16 +20,8 @@ func TestTableStage(t *testing.T) {
 		t.Fatal(err)
 	}
 	artifact := func(v any) stages.Artifact {
-		dir := t.TempDir()
 		b, _ := json.Marshal(v)
-		if err := os.WriteFile(filepath.Join(dir, "report.json"), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		a, err := stages.Import(ctx, st, "datasets", dir, "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return a
+		return stagestest.ImportFiles(t, st, map[string][]byte{"report.json": b})
 	}
 	var reports, training []stages.Artifact
 	for i, f1 := range []float64{0.80, 0.82, 0.50, 0.61} {

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -13,6 +11,7 @@ import (
 	"github.com/nerflow/nerflow/corpus"
 	"github.com/nerflow/nerflow/dataset"
 	"github.com/nerflow/nerflow/stages"
+	"github.com/nerflow/nerflow/stages/stagestest"
 	"github.com/nerflow/nerflow/storage/fsstore"
 )
 
@@ -144,21 +143,12 @@ func TestMaskStage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
 	var text, labels strings.Builder
 	for _, s := range fixture().Sentences {
 		text.WriteString(strings.Join(s.Tokens, " ") + "\n")
 		labels.WriteString(strings.Join(s.Tags, " ") + "\n")
 	}
-	for name, content := range map[string]string{"train_text.txt": text.String(), "train_labels.txt": labels.String(), "text_only.txt": text.String()} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	data, err := stages.Import(ctx, st, "datasets", dir, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := stagestest.ImportFiles(t, st, map[string][]byte{"train_text.txt": []byte(text.String()), "train_labels.txt": []byte(labels.String()), "text_only.txt": []byte(text.String())})
 	s, _ := stages.Lookup(StageMask)
 	exec := func(params map[string]any) (map[string]stages.Artifact, error) {
 		p, err := s.ResolveParams(params)

@@ -3,12 +3,11 @@ package crfvae
 import (
 	"context"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/nerflow/nerflow/stages"
+	"github.com/nerflow/nerflow/stages/stagestest"
 	"github.com/nerflow/nerflow/storage/fsstore"
 	"github.com/nerflow/nerflow/train"
 	"github.com/nerflow/nerflow/train/internal/traintest"
@@ -22,7 +21,6 @@ func TestStageTrainsAModelEvaluateReads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
 	var text, labels, raw strings.Builder
 	for i, s := range traintest.Corpus(traintest.Fixture).Sentences {
 		line := strings.Join(s.Tokens, " ") + "\n"
@@ -32,15 +30,7 @@ func TestStageTrainsAModelEvaluateReads(t *testing.T) {
 			labels.WriteString(strings.Join(s.Tags, " ") + "\n")
 		}
 	}
-	for name, content := range map[string]string{"l_text.txt": text.String(), "l_label.txt": labels.String(), "raw.txt": raw.String()} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	data, err := stages.Import(ctx, st, "datasets", dir, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := stagestest.ImportFiles(t, st, map[string][]byte{"l_text.txt": []byte(text.String()), "l_label.txt": []byte(labels.String()), "raw.txt": []byte(raw.String())})
 	exec := func(name string, params map[string]any, inputs map[string][]stages.Artifact) map[string]stages.Artifact {
 		t.Helper()
 		s, ok := stages.Lookup(name)

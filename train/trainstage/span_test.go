@@ -7,6 +7,7 @@ import (
 
 	"github.com/nerflow/nerflow/dataset"
 	"github.com/nerflow/nerflow/stages"
+	"github.com/nerflow/nerflow/stages/stagestest"
 	"github.com/nerflow/nerflow/train"
 )
 
@@ -27,7 +28,7 @@ func TestSpanStage(t *testing.T) {
 	for k, v := range textLabels(fixture[:5], "dev") {
 		files[k] = v
 	}
-	data := e.dataset(files)
+	data := stagestest.ImportFiles(e.t, e.st, files)
 	params := tinyStageParams(map[string]any{"head": train.SpanHead, "loss": train.LossNegSample, "sampling": train.SamplingWeighted,
 		"scheme": "bio", "max_span": 3, "epochs": 2, "complete_file": "full_text.txt", "complete_labels": "full_label.txt"})
 	outs, err := e.exec(train.StageTrain, params, map[string][]stages.Artifact{"corpus": {data}, "dev": {data}, "complete": {data}})

@@ -3,8 +3,6 @@ package trainstage
 import (
 	"context"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -13,6 +11,7 @@ import (
 	"github.com/nerflow/nerflow/embeddings"
 	"github.com/nerflow/nerflow/eval"
 	"github.com/nerflow/nerflow/stages"
+	"github.com/nerflow/nerflow/stages/stagestest"
 	"github.com/nerflow/nerflow/storage"
 	"github.com/nerflow/nerflow/storage/fsstore"
 	"github.com/nerflow/nerflow/train"
@@ -38,21 +37,6 @@ func newStageEnv(t *testing.T) *stageEnv {
 		t.Fatal(err)
 	}
 	return &stageEnv{t: t, ctx: context.Background(), st: st}
-}
-
-// dataset imports files (name -> content) as one artifact.
-func (e *stageEnv) dataset(files map[string]string) stages.Artifact {
-	dir := e.t.TempDir()
-	for name, content := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
-			e.t.Fatal(err)
-		}
-	}
-	a, err := stages.Import(e.ctx, e.st, "datasets", dir, "")
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	return a
 }
 
 func (e *stageEnv) exec(name string, params map[string]any, inputs map[string][]stages.Artifact, opts ...func(*stages.Env)) (map[string]stages.Artifact, error) {
@@ -82,13 +66,13 @@ func (e *stageEnv) read(a stages.Artifact, name string) []byte {
 }
 
 // textLabels writes a fixture corpus as CoNLL-2003's text and labels files.
-func textLabels(lines []string, prefix string) map[string]string {
+func textLabels(lines []string, prefix string) map[string][]byte {
 	var text, labels strings.Builder
 	for _, s := range fixtureCorpus(lines).Sentences {
 		text.WriteString(strings.Join(s.Tokens, " ") + "\n")
 		labels.WriteString(strings.Join(s.Tags, " ") + "\n")
 	}
-	return map[string]string{prefix + "_text.txt": text.String(), prefix + "_label.txt": labels.String()}
+	return map[string][]byte{prefix + "_text.txt": []byte(text.String()), prefix + "_label.txt": []byte(labels.String())}
 }
 
 func tinyStageParams(extra map[string]any) map[string]any {
@@ -110,8 +94,8 @@ func TestStagesTrainPredictEvaluate(t *testing.T) {
 	for k, v := range textLabels(fixture[:5], "dev") {
 		files[k] = v
 	}
-	data := e.dataset(files)
-	vectors := e.dataset(map[string]string{"wink.json": winkFixture})
+	data := stagestest.ImportFiles(e.t, e.st, files)
+	vectors := stagestest.ImportFiles(e.t, e.st, map[string][]byte{"wink.json": []byte(winkFixture)})
 
 	outs, err := e.exec(embeddings.StageName, map[string]any{"frequent": 1, "files": []any{"*_text.txt"}},
 		map[string][]stages.Artifact{"vectors": {vectors}, "corpora": {data}})
@@ -219,7 +203,7 @@ func TestTrainStageResumes(t *testing.T) {
 	for k, v := range textLabels(fixture[:4], "dev") {
 		files[k] = v
 	}
-	data := e.dataset(files)
+	data := stagestest.ImportFiles(e.t, e.st, files)
 	inputs := map[string][]stages.Artifact{"corpus": {data}, "dev": {data}}
 	params := tinyStageParams(map[string]any{"epochs": 4})
 

@@ -8,6 +8,7 @@ import (
 	"github.com/nerflow/nerflow/augment"
 	"github.com/nerflow/nerflow/dataset"
 	"github.com/nerflow/nerflow/stages"
+	"github.com/nerflow/nerflow/stages/stagestest"
 	"github.com/nerflow/nerflow/train"
 )
 
@@ -21,7 +22,7 @@ func TestTagLMStages(t *testing.T) {
 	for k, v := range textLabels(fixture[:5], "dev") {
 		files[k] = v
 	}
-	data := e.dataset(files)
+	data := stagestest.ImportFiles(e.t, e.st, files)
 	lmOuts, err := e.exec(augment.StageLM, map[string]any{
 		"dim": 4, "hidden": 6, "epochs": 2, "batch_size": 4, "min_count": 1, "max_words": 100,
 		"corpus_file": "train_text.txt", "corpus_labels": "train_label.txt",

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -14,6 +12,7 @@ import (
 	"github.com/nerflow/nerflow/embeddings"
 	"github.com/nerflow/nerflow/eval"
 	"github.com/nerflow/nerflow/stages"
+	"github.com/nerflow/nerflow/stages/stagestest"
 	"github.com/nerflow/nerflow/storage/fsstore"
 	"github.com/nerflow/nerflow/train"
 	"github.com/nerflow/nerflow/train/internal/traintest"
@@ -43,21 +42,8 @@ func TestStagesTrainPredictEvaluate(t *testing.T) {
 	if err := embeddings.Write(&vectors, fixtureTable(t)); err != nil {
 		t.Fatal(err)
 	}
-	importFiles := func(files map[string]string) stages.Artifact {
-		dir := t.TempDir()
-		for name, content := range files {
-			if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-		a, err := stages.Import(ctx, st, "datasets", dir, "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return a
-	}
-	data := importFiles(map[string]string{"text.txt": text.String(), "labels.txt": labels.String(), "unlabeled.txt": unlabeled.String()})
-	emb := importFiles(map[string]string{embeddings.FileName: vectors.String()})
+	data := stagestest.ImportFiles(t, st, map[string][]byte{"text.txt": []byte(text.String()), "labels.txt": []byte(labels.String()), "unlabeled.txt": []byte(unlabeled.String())})
+	emb := stagestest.ImportFiles(t, st, map[string][]byte{embeddings.FileName: vectors.Bytes()})
 	exec := func(name string, params map[string]any, inputs map[string][]stages.Artifact) (map[string]stages.Artifact, error) {
 		s, ok := stages.Lookup(name)
 		if !ok {
@@ -131,7 +117,7 @@ func TestStagesTrainPredictEvaluate(t *testing.T) {
 	}
 
 	// Bad labels are a permanent error naming the file and line.
-	bad := importFiles(map[string]string{"text.txt": "John lives here\n", "labels.txt": "B-PER O\n"})
+	bad := stagestest.ImportFiles(t, st, map[string][]byte{"text.txt": []byte("John lives here\n"), "labels.txt": []byte("B-PER O\n")})
 	_, err = exec(StageTrain, map[string]any{"corpus_file": "text.txt", "corpus_labels": "labels.txt"}, map[string][]stages.Artifact{"corpus": {bad}, "embeddings": {emb}})
 	if err == nil || !stages.IsPermanent(err) || !strings.Contains(err.Error(), "labels.txt:1") {
 		t.Errorf("labels of the wrong length: %v", err)
