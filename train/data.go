@@ -142,7 +142,7 @@ func packBatch(exs []example, ids []int) (*batch, [][]int64) {
 // "."); the CNN is deterministic and the gradient sums over a row's tokens,
 // so features and gradients are those of a row per token.
 type charRows struct {
-	ids    []int64   // rows of length ids, padded with padChar
+	ids    []int64   // rows × length character ids, padded with padChar
 	mask   []float32 // what the CNN adds to its feature maps: 0 on characters, -1e4 on padding
 	length int       // the longest spelling's
 	rows   int       // distinct spellings
