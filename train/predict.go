@@ -135,16 +135,17 @@ func (m *Tagger) newCharTable(g *graph, exs []example, batches [][]int, chunk in
 	for row, i := range order {
 		rowOfSpelling[i], sorted[row] = int64(row), spellings[i]
 	}
+	// of becomes each token's row, and each example's rows a piece of it.
 	t := charTable{rowOf: make([][]int64, len(exs))}
+	for p := range of {
+		of[p] = rowOfSpelling[of[p]]
+	}
 	p := 0
 	for _, ids := range batches {
 		for _, id := range ids {
-			rows := make([]int64, exs[id].len())
-			for j := range rows {
-				rows[j] = rowOfSpelling[of[p+j]]
-			}
-			t.rowOf[id] = rows
-			p += len(rows)
+			n := exs[id].len()
+			t.rowOf[id] = of[p : p+n : p+n]
+			p += n
 		}
 	}
 	var chunks []*ts.Tensor
