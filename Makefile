@@ -1,17 +1,23 @@
 # The two set-up commands of the README:
-#   make run    sets up the machine and runs the main job on embedded defaults
-#   make test   sets up the machine, starts real Redis and MinIO, runs the tests
+#   make run    sets up what the main job needs and runs it on embedded defaults
+#   make test   sets up everything, starts real Redis and MinIO, runs the tests
 SHELL := /bin/bash
 GO ?= go
 BIN := bin/nerflow
 DATA ?= ../shared/data
 
-.PHONY: setup build run test bench clean
+.PHONY: setup setup-run build run test bench clean
 
+# Everything: what the main job needs, and Redis, MinIO, the Brown corpus
+# and Chromium for the tests.
 setup:
-	scripts/setup.sh
+	scripts/setup.sh all
 
-build: setup
+# What building and the main job need: libtorch, gotch, the word vectors.
+setup-run:
+	scripts/setup.sh run
+
+build: setup-run
 	$(GO) build -o $(BIN) ./cmd/nerflow
 
 # The main job on embedded defaults (in-process Redis and workers, file store
