@@ -2,7 +2,7 @@
 # Measures, with the default worker settings, the time from each fault to
 # the run's completion (docs/operations.md): a worker SIGKILLed mid-node,
 # Redis stopped 30 s and restarted empty, MinIO stopped 30 s, two identical
-# submits at once. It starts its own redis-server and MinIO on the ports
+# submits at once, an output rotted in a file store. It starts its own redis-server and MinIO on the ports
 # RP and MP (default 16392, 19392) and two `nerflow worker` processes built
 # with the test stages, and takes about five minutes.
 #
@@ -63,4 +63,19 @@ $B status $id | head -6
 echo "== two identical submits at once"
 s=$(spec twice 50); t0=$(now); $B submit $s > $W/i1 & sp=$!; $B submit $s > $W/i2; wait $sp
 for f in $W/i1 $W/i2; do id=$(cat $f); r=$(wait_over $id); echo "run $id $r $(echo "$(now) - $t0" | bc) s after submitting"; $B status $id | sed -n 2,5p; done
+
+echo "== an output rotted in the store (embedded mode, file store): a byte of node text's output flipped under its recorded digest"
+F=$W/fstore; s=$(spec rotted 5)
+NERFLOW_REDIS_ADDR= NERFLOW_STORE=file://$F $B run $s --no-progress > $W/rotted-1.log 2>&1 || tail -5 $W/rotted-1.log
+python3 - "$F" <<'PY'
+import glob, sys
+for p in glob.glob(sys.argv[1] + "/artifacts/*-out/out.txt"):
+    b = bytearray(open(p, "rb").read())
+    if b[:7] == b"rotted{":  # test.emit's "rotted", its trailer next
+        b[0] ^= 0x20; open(p, "wb").write(b); print("flipped a byte of", p[len(sys.argv[1]) + 1:])
+PY
+NERFLOW_REDIS_ADDR= NERFLOW_STORE=file://$F $B verify | tail -4
+t0=$(now); NERFLOW_REDIS_ADDR= NERFLOW_STORE=file://$F $B run $s --no-progress --set after.suffix=? > $W/rotted-2.log 2>&1
+echo "run exited $? $(echo "$(now) - $t0" | bc) s after it started (text executed again, after read the new copy):"
+grep -h "input damaged\|^text\|^after\|^run " $W/rotted-2.log | cut -c1-220
 kill $A $Bw 2>/dev/null; stop_redis; stop_minio; echo done

@@ -35,6 +35,10 @@ type Input struct {
 	Artifact
 	ctx   context.Context
 	store storage.Store
+	// port and damage are set for a stage's inputs: reads that meet a
+	// damaged file record it there for Exec.
+	port   string
+	damage *damageLog
 }
 
 // NewInput binds an artifact to the store it lives in, for code outside a
@@ -44,15 +48,34 @@ func NewInput(ctx context.Context, st storage.Store, a Artifact) *Input {
 }
 
 // Open opens file name of the artifact. It fails when the stored object is
-// not the one the manifest lists (storage.ErrDigestMismatch), and the reader
-// verifies the digest as it is read.
+// gone or not the one the manifest lists, and the reader verifies the
+// digest as it is read: both with a *DamagedInputError that names the
+// artifact (wrapping storage.ErrNotFound or storage.ErrDigestMismatch).
 func (in *Input) Open(name string) (io.ReadCloser, error) {
-	return artifact.Open(in.ctx, in.store, in.Artifact, name)
+	if _, ok := in.File(name); !ok {
+		// A name the manifest does not list is the reader's mistake, not
+		// damage.
+		return artifact.Open(in.ctx, in.store, in.Artifact, name)
+	}
+	rc, err := artifact.Open(in.ctx, in.store, in.Artifact, name)
+	if err != nil {
+		return nil, in.damaged(name, err)
+	}
+	return &checkedReader{ReadCloser: rc, in: in, name: name}, nil
 }
 
 // ReadFile reads file name whole, verified.
 func (in *Input) ReadFile(name string) ([]byte, error) {
-	return artifact.ReadFile(in.ctx, in.store, in.Artifact, name)
+	rc, err := in.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	b, err := io.ReadAll(rc)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", in.Key(name), err)
+	}
+	return b, nil
 }
 
 // ReadJSON decodes file name into v.

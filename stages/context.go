@@ -50,6 +50,8 @@ type Context struct {
 	workDir  string
 	workErr  error
 	progress func(ProgressUpdate)
+	// damage collects the damaged inputs the stage's reads met.
+	damage damageLog
 }
 
 // ProgressUpdate is one progress report of a running stage.
@@ -347,7 +349,9 @@ func Exec(ctx context.Context, s *Stage, env Env) (outs map[string]Artifact, err
 			return nil, Permanent(fmt.Errorf("stage %s: input %s takes one artifact, got %d", s.Name, p.Name, len(arts)))
 		}
 		for _, a := range arts {
-			c.inputs[p.Name] = append(c.inputs[p.Name], NewInput(ctx, env.Store, a))
+			in := NewInput(ctx, env.Store, a)
+			in.port, in.damage = p.Name, &c.damage
+			c.inputs[p.Name] = append(c.inputs[p.Name], in)
 		}
 	}
 	for _, p := range s.Outputs {
@@ -364,7 +368,21 @@ func Exec(ctx context.Context, s *Stage, env Env) (outs map[string]Artifact, err
 		}
 	}()
 
-	if err := run(c, s); err != nil {
+	err = run(c, s)
+	if d := c.damage.first(); d != nil {
+		// Whatever the stage made of it (an error wrapped without %w, or
+		// nothing), an execution that read a damaged input publishes
+		// nothing, and the caller learns which artifact it was.
+		var seen *DamagedInputError
+		switch {
+		case err == nil:
+			err = fmt.Errorf("stage %s: %w", s.Name, d)
+		case !errors.As(err, &seen):
+			err = fmt.Errorf("%w (%w)", err, d)
+		}
+		return nil, err
+	}
+	if err != nil {
 		if c.workErr != nil {
 			return nil, fmt.Errorf("stage %s: work dir: %v; %w", s.Name, c.workErr, err)
 		}

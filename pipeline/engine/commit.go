@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/nerflow/nerflow/storage"
+	"github.com/nerflow/nerflow/storage/artifact"
 	"github.com/nerflow/nerflow/storage/layout"
 )
 
@@ -65,6 +66,32 @@ func (e *Engine) commitRecord(ctx context.Context, rec *NodeRecord) error {
 }
 
 var errBadRecord = errors.New("damaged node record")
+
+// errOutputsGone says that a node record names outputs whose files are no
+// longer stored as recorded (deleted, lost in a restore, replaced).
+var errOutputsGone = errors.New("its outputs are no longer stored as recorded")
+
+// cachedRecord is NodeRecord for a cache lookup: a record whose outputs'
+// files are gone or replaced (as their stored size and digest tell, without
+// reading them) is a damaged record, a cache miss, and executing the node
+// again rewrites it. Bytes that rotted under an intact recorded digest are
+// found by whoever reads them (see repair.go).
+func (e *Engine) cachedRecord(ctx context.Context, key string) (*NodeRecord, error) {
+	rec, err := e.NodeRecord(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	for name, a := range rec.Outputs {
+		ok, err := artifact.Stored(ctx, e.store, a)
+		if err != nil {
+			return nil, fmt.Errorf("looking up cache: output %s of %s: %w", name, Short(key), err)
+		}
+		if !ok {
+			return nil, fmt.Errorf("%w %s: output %s at %s: %w", errBadRecord, Short(key), name, a.Prefix, errOutputsGone)
+		}
+	}
+	return rec, nil
+}
 
 // NodeRecord reads the committed record of node key (storage.ErrNotFound
 // when the node was never committed: a cache miss). It is where the

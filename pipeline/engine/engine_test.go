@@ -32,6 +32,8 @@ import (
 type cluster struct {
 	submit *engine.Engine
 	store  storage.Store
+	// bucket is the MinIO bucket of the store, "" for a file store.
+	bucket string
 }
 
 const (
@@ -168,7 +170,7 @@ func distributed(t *testing.T) *cluster {
 		}
 		t.Cleanup(w.Shutdown)
 	}
-	return &cluster{submit: sub, store: st}
+	return &cluster{submit: sub, store: st, bucket: strings.TrimPrefix(url[:strings.Index(url, "/runs?")], "s3://")}
 }
 
 func forBoth(t *testing.T, f func(t *testing.T, c *cluster)) {

@@ -198,7 +198,7 @@ func (e *Engine) rebuildNodes(ctx context.Context, m *RunManifest, ri *runInfo) 
 				return nil, err
 			}
 			key := NodeKey(n, inputs)
-			rec, err := e.NodeRecord(ctx, key)
+			rec, err := e.cachedRecord(ctx, key)
 			switch {
 			case err == nil:
 				ns.State, ns.Key, ns.Outputs = Cached, key, rec.Outputs

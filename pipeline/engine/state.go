@@ -129,8 +129,10 @@ func (k keys) nodeKeys(nodes []string) []string {
 //
 // KEYS: states, waiting, meta, node. ARGV: node, final state, now, outputs
 // (JSON, or "" to leave the node's hash alone), children...
-// Returns {transition, children to enqueue}; transition is 0 for a repeat,
-// 1 for the first completion, 2 when it also finished the run.
+// Returns {transition, children to enqueue, their task id suffixes};
+// transition is 0 for a repeat, 1 for the first completion, 2 when it also
+// finished the run. A child that waited for a repair of this node (see
+// reopenScript) has a suffix: its first task may still be finishing.
 var completeScript = redis.NewScript(`
 if ARGV[4] ~= '' then
   redis.call('HSET', KEYS[4], 'outputs', ARGV[4], 'finished_at', ARGV[3], 'error', '')
@@ -153,15 +155,60 @@ if st ~= 'done' and st ~= 'cached' then
     end
   end
 end
-local ready = {}
+local ready, suffixes = {}, {}
 if redis.call('HGET', KEYS[3], 'state') == 'running' then
   for i = 5, #ARGV do
     if redis.call('HGET', KEYS[1], ARGV[i]) == 'queued' then
       table.insert(ready, ARGV[i])
+      table.insert(suffixes, redis.call('HGET', KEYS[2], 'r:' .. ARGV[i]) or '')
     end
   end
 end
-return {transition, ready}
+return {transition, ready, suffixes}
+`)
+
+// reopenScript undoes the completion of a node whose output a running child
+// found damaged, so that the node executes again and the child after it
+// (repair.go). The node goes back to queued and counts as unfinished again;
+// its pending children wait for it once more; the child goes back to
+// pending, waiting for the node alone (its other parents are finished), and
+// is released by the node's next completion under a task id of its own
+// (the waiting hash's "r:<child>", the child's count of repairs).
+// KEYS: states, waiting, meta, node hash, child hash. ARGV: node, child,
+// damaged output's prefix, most repairs per child, the node's children...
+// Returns {code, n}: code 0 when nothing changed (the run or the child is
+// no longer running), -1 when the child used up its repairs, 1 when the
+// node was reopened, with n its count of reopenings, or was already being
+// executed again, with n 0; 2 when the node was already executed again (its
+// outputs moved): the child is queued again, n its task id suffix.
+var reopenScript = redis.NewScript(`
+if redis.call('HGET', KEYS[3], 'state') ~= 'running' then return {0, 0} end
+if redis.call('HGET', KEYS[1], ARGV[2]) ~= 'running' then return {0, 0} end
+local repairs = redis.call('HINCRBY', KEYS[5], 'repairs', 1)
+if repairs > tonumber(ARGV[4]) then return {-1, 0} end
+redis.call('HSET', KEYS[2], 'r:' .. ARGV[2], repairs)
+local st = redis.call('HGET', KEYS[1], ARGV[1])
+local reopened = 0
+if st == 'done' or st == 'cached' then
+  local outs = redis.call('HGET', KEYS[4], 'outputs') or ''
+  if not string.find(outs, '"prefix":"' .. ARGV[3] .. '"', 1, true) then
+    redis.call('HSET', KEYS[1], ARGV[2], 'queued')
+    return {2, repairs}
+  end
+  redis.call('HSET', KEYS[1], ARGV[1], 'queued')
+  redis.call('HINCRBY', KEYS[3], 'unfinished', 1)
+  reopened = redis.call('HINCRBY', KEYS[4], 'reopened', 1)
+  for i = 5, #ARGV do
+    if ARGV[i] ~= ARGV[2] and redis.call('HGET', KEYS[1], ARGV[i]) == 'pending' then
+      redis.call('HINCRBY', KEYS[2], ARGV[i], 1)
+    end
+  end
+elseif st ~= 'queued' and st ~= 'running' then
+  return {0, 0}
+end
+redis.call('HSET', KEYS[1], ARGV[2], 'pending')
+redis.call('HSET', KEYS[2], ARGV[2], 1)
+return {1, reopened}
 `)
 
 // startScript moves a node to running if its run is running and the node is

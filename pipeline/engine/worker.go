@@ -285,6 +285,11 @@ func (w *Worker) execute(ctx context.Context, p payload) error {
 			// presumed dead): wait for its result instead.
 			continue
 		}
+		if d := (*stages.DamagedInputError)(nil); errors.As(err, &d) {
+			return w.repair(ctx, log, p.Run, ri, n, parentOutputs, d, func(err error) error {
+				return w.fail(ctx, p.Run, n, retried, maxRetry, err)
+			})
+		}
 		if !storage.IsTransient(err) || stages.IsPermanent(err) {
 			return w.fail(ctx, p.Run, n, retried, maxRetry, err)
 		}
@@ -391,7 +396,7 @@ func (w *Worker) run(ctx context.Context, log *slog.Logger, run string, n *spec.
 		// The cache is looked up under the lease below.
 		lease = w.holdKey(log, key, early.token)
 	} else {
-		rec, err := e.NodeRecord(ctx, key)
+		rec, err := e.cachedRecord(ctx, key)
 		if err == nil {
 			if mark != nil {
 				if _, err := e.rdb.Pipelined(ctx, func(p redis.Pipeliner) error { mark(p); return nil }); err != nil {
@@ -414,7 +419,7 @@ func (w *Worker) run(ctx context.Context, log *slog.Logger, run string, n *spec.
 			_ = e.rdb.HSet(ctx, runKeys(e.ns, run).node(n.ID), "waiting_for", holder).Err()
 		})
 		if errors.Is(err, errCommitted) {
-			if rec, err := e.NodeRecord(ctx, key); err == nil {
+			if rec, err := e.cachedRecord(ctx, key); err == nil {
 				return rec.Outputs, Cached, nil
 			}
 			// The other execution's record is damaged: compute it here.
@@ -438,7 +443,7 @@ func (w *Worker) run(ctx context.Context, log *slog.Logger, run string, n *spec.
 	}()
 	// Checked (again) under the lease: the holder we waited for may have
 	// committed just before it let go.
-	rec, err := e.NodeRecord(ctx, key)
+	rec, err := e.cachedRecord(ctx, key)
 	switch {
 	case err == nil:
 		return rec.Outputs, Cached, nil
@@ -568,10 +573,17 @@ func (e *Engine) complete(ctx context.Context, run string, ri *runInfo, n *spec.
 	}
 	transition, _ := res[0].(int64)
 	ready, _ := res[1].([]any)
-	for _, r := range ready {
+	suffixes, _ := res[2].([]any)
+	for i, r := range ready {
 		child, _ := ri.graph.Node(r.(string))
 		if child == nil {
 			continue
+		}
+		id := taskID(run, child.ID)
+		if i < len(suffixes) {
+			if s, _ := suffixes[i].(string); s != "" {
+				id += "~r" + s
+			}
 		}
 		// A child whose only parent this is gets its inputs in the task
 		// (see early.go), unless they would make the task large: asynq
@@ -580,7 +592,7 @@ func (e *Engine) complete(ctx context.Context, run string, ri *runInfo, n *spec.
 		if outputs != nil && len(outputs) <= maxParentsHint && len(child.Parents) == 1 && child.Parents[0] == n.ID {
 			parents = map[string]json.RawMessage{n.ID: outputs}
 		}
-		if err := e.enqueueAs(ctx, run, child, taskID(run, child.ID), 0, parents); err != nil {
+		if err := e.enqueueAs(ctx, run, child, id, 0, parents); err != nil {
 			return err
 		}
 	}

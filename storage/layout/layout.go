@@ -28,6 +28,16 @@ const nodesPrefix = "nodes/"
 // NodeRecord is the key of the record of node key.
 func NodeRecord(key string) string { return nodesPrefix + key + ".json" }
 
+// Nodes is the prefix of every node record.
+const Nodes = nodesPrefix
+
+// NodeOfRecord returns the node key whose record key is, and false for a
+// key under Nodes that is no node record.
+func NodeOfRecord(key string) (string, bool) {
+	k, ok := strings.CutSuffix(strings.TrimPrefix(key, nodesPrefix), ".json")
+	return k, ok && strings.HasPrefix(key, nodesPrefix) && k != "" && !strings.Contains(k, "/")
+}
+
 // AttemptOutputs starts the prefixes of the outputs of one attempt of
 // node key: output o is at AttemptOutputs(key, attempt)+o, its files at
 // "artifacts/<key>-<attempt>-<output>/<file>" (their manifests are in the

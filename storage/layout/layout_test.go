@@ -14,6 +14,14 @@ func TestKeysAreValidAndParseBack(t *testing.T) {
 			t.Errorf("%s: %v", k, err)
 		}
 	}
+	if k, ok := NodeOfRecord(NodeRecord(key)); !ok || k != key {
+		t.Errorf("NodeOfRecord: %q %v", k, ok)
+	}
+	for _, k := range []string{"nodes/a/b.json", "nodes/.json", "nodes/x.tmp", "runs/x.json"} {
+		if got, ok := NodeOfRecord(k); ok {
+			t.Errorf("NodeOfRecord(%q) = %q, want no node record", k, got)
+		}
+	}
 	if id, ok := RunOfManifest(RunManifest(run)); !ok || id != run {
 		t.Errorf("RunOfManifest: %q %v", id, ok)
 	}
