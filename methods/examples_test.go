@@ -82,7 +82,7 @@ func TestSampleData(t *testing.T) {
 	}{
 		{"train.txt", train, 799, false},
 		{"dev.conll", dev, 219, true},
-		{"test.conll", test, 446, true},
+		{"test.conll", test, 416, true},
 	} {
 		if n := len(c.corpus.Sentences); n != c.sentences {
 			t.Errorf("%s: %d sentences; its README says %d", c.name, n, c.sentences)
