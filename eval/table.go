@@ -36,3 +36,30 @@ func (e *errWriter) printf(format string, args ...any) {
 		_, e.err = fmt.Fprintf(e.w, format, args...)
 	}
 }
+
+// WriteComparison prints the report's F1 beside a baseline's on the same
+// gold sentences (the distant labels a model was trained on, say), type by
+// type and micro averaged, with the difference in points: the gain a
+// model adds over what produced its training data.
+func (r Report) WriteComparison(w io.Writer, baseline Report, name string) error {
+	names := r.TypeNames()
+	for _, n := range baseline.TypeNames() {
+		if _, ok := r.Types[n]; !ok {
+			names = append(names, n)
+		}
+	}
+	width := len("micro avg")
+	for _, n := range names {
+		width = max(width, len(n))
+	}
+	ew := &errWriter{w: w}
+	ew.printf("%-*s  %8s  %*s  %7s\n", width, "type", "model F1", max(len(name)+3, 9), name+" F1", "gain")
+	row := func(n string, m, b Score) {
+		ew.printf("%-*s  %8.2f  %*.2f  %+7.2f\n", width, n, 100*m.F1, max(len(name)+3, 9), 100*b.F1, 100*(m.F1-b.F1))
+	}
+	for _, n := range names {
+		row(n, r.Types[n], baseline.Types[n])
+	}
+	row("micro avg", r.Micro, baseline.Micro)
+	return ew.err
+}

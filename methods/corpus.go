@@ -74,7 +74,32 @@ func scoreOn(b *spec.Builder, split, name string, model spec.Ref) *spec.NodeBuil
 	if !b.Has(split) {
 		return nil
 	}
-	return readSplit(b, b.Node(name, train.StageEvaluate).Input("model", model), split, "gold")
+	ev := readSplit(b, b.Node(name, train.StageEvaluate).Input("model", model), split, "gold")
+	if base := labelsBaseline(b, split); !base.Empty() {
+		ev.Input("baseline", base)
+	}
+	return ev
+}
+
+// labelsBaseline returns the report of the distant labels on the corpus
+// input split (node labels-SPLIT: the gazetteers' labels of its sentences
+// scored against its gold tags), which every evaluation on that split sets
+// beside the model's score: what a model gains over simply applying the
+// gazetteers. Without gazetteers (distant tags given as they are) there is
+// nothing to apply, and it returns the empty reference.
+func labelsBaseline(b *spec.Builder, split string) spec.Ref {
+	if !b.Has("gazetteers") {
+		return spec.Ref{}
+	}
+	name := "labels-" + split
+	n := b.Lookup(name)
+	if n == nil {
+		n = b.Node(name, distant.StageName).Pass("scheme").
+			Input("gazetteers", b.In("gazetteers")).Input("stopwords", b.In("stopwords"))
+		readSplit(b, n, split, "corpus")
+		readSplit(b, n, split, "gold")
+	}
+	return n.Out("report")
 }
 
 // vectors adds the node that restricts the word vectors to the words of the

@@ -100,6 +100,15 @@ func crfNLL(g *graph, emissions, trans, start, end *ts.Tensor, b *batch, gold []
 	return g.t(logZ.Sub(logGold, false))
 }
 
+// crfMarginalNLL returns sum over the sentences of b of -log sum_y p(y)
+// prod_t c_t(y_t), for evidence log c ([b.n*K], finite; notAllowed rules a
+// tag out): the forward algorithm on the emissions plus the evidence.
+func crfMarginalNLL(g *graph, emissions, trans, start, end *ts.Tensor, b *batch, evidence func() []float32, k int) *ts.Tensor {
+	logZ := crfLogPartition(g, emissions, trans, start, end, b)
+	weighted := g.t(emissions.Add(g.floats(evidence(), int64(b.n), int64(k)), false))
+	return g.t(logZ.Sub(crfLogPartition(g, weighted, trans, start, end, b), false))
+}
+
 // crfPathScore returns the sum over the sentences of b of score(path), for
 // tags in packed order: a handful of gathers, where the forward algorithm
 // takes a few operations per time step. (Each gotch operation carries a

@@ -112,6 +112,7 @@ func (h *Hyperparams) fields() []Hyperparam {
 		stringp(&r.Sampling, "sampling", "loss negsample: how negatives are drawn from the unannotated spans, uniform (Li et al. 2021) or weighted (by the model's uncertainty and O margin)", stages.OneOf(samplings...)),
 		floatp(&r.NegRatio, "neg_ratio", "loss negsample: negatives per sentence, ceil(neg_ratio * sentence length) (lambda)", stages.Range(0.01, 10)),
 		floatp(&r.Mu, "mu", "loss negsample, weighted: exponent of the O margin in the weights, u * (1 + v)^mu", stages.Range(0, 64)),
+		floatp(&r.MissRate, "miss_rate", "loss partial: the probability that an entity token was left O by the distant labels (1 - their recall); 0: O is certain, 1: O says nothing", stages.Range(0, 1)),
 		{stages.BoolParam("unknown_as_entity", r.UnknownAsEntity, "tokens of the unknown type \"?\" count as entities of some type (else the loss ignores them)"), &r.UnknownAsEntity},
 		// Optimization.
 		intp(&r.Epochs, "epochs", "training epochs", stages.Range(1, 1000)),

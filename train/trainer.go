@@ -39,6 +39,10 @@ type TrainConfig struct {
 	// entity-vs-O loss as entities (and, for the CRF, restricts them to
 	// entity tags); by default they are ignored by the loss altogether.
 	UnknownAsEntity bool `json:"unknown_as_entity"`
+	// MissRate is LossPartial's weight of an entity tag on a token the
+	// distant labels left O: the chance that the labeler missed an entity
+	// there.
+	MissRate float64 `json:"miss_rate,omitempty"`
 	// Sampling, NegRatio and Mu configure LossNegSample: how negatives
 	// are drawn (SamplingUniform or SamplingWeighted), how many per
 	// sentence (ceil(NegRatio * length)), and the weighted draw's exponent.
@@ -68,7 +72,7 @@ type TrainConfig struct {
 // DefaultTrainConfig is supervised training with cross entropy.
 func DefaultTrainConfig() TrainConfig {
 	return TrainConfig{
-		Loss: LossCE, Q: 0.7, Tau: 0.7, Sampling: SamplingUniform, NegRatio: 0.35, Mu: 8,
+		Loss: LossCE, Q: 0.7, Tau: 0.7, MissRate: 0.5, Sampling: SamplingUniform, NegRatio: 0.35, Mu: 8,
 		Epochs: 10, BatchSize: 32, LearningRate: 1e-3, Warmup: 0.1, MaxGradNorm: 5, Seed: 1,
 	}
 }

@@ -235,6 +235,10 @@ func (b *Builder) Node(name, stage string) *NodeBuilder {
 	return n
 }
 
+// Lookup returns the node name added so far, or nil: for a node that
+// several steps share and the first to need it adds.
+func (b *Builder) Lookup(name string) *NodeBuilder { return b.byName[name] }
+
 // Name is the node's name.
 func (n *NodeBuilder) Name() string { return n.spec.Name }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/nerflow/nerflow/corpus"
 	"github.com/nerflow/nerflow/dataset"
+	"github.com/nerflow/nerflow/distant"
 	"github.com/nerflow/nerflow/embeddings"
 	"github.com/nerflow/nerflow/eval"
 	"github.com/nerflow/nerflow/lm"
@@ -82,9 +83,10 @@ func init() {
 			{Name: "gold", Kind: "corpus", Doc: "sentences with gold tags"},
 			{Name: "model", Kind: "checkpoint", Optional: true, Doc: "a tagger to run on the gold sentences"},
 			{Name: "predictions", Kind: "predictions", Optional: true, Doc: "predictions of the gold sentences (instead of a model)"},
+			{Name: "baseline", Kind: "report", Optional: true, Doc: "the distant labels' report (stage " + distant.StageName + " given the same gold sentences): its score is set beside the model's, type by type, with the gain"},
 		},
 		Outputs: []stages.Port{
-			{Name: "report", Kind: "report", Doc: "report.json (eval.Report) and report.txt (a table)"},
+			{Name: "report", Kind: "report", Doc: "report.json (eval.Report, with the baseline's under baseline) and report.txt (a table, then the comparison with the baseline)"},
 		},
 		Run: runEvaluateStage,
 	})
@@ -278,17 +280,57 @@ func runEvaluateStage(c *stages.Context) error {
 	if err != nil {
 		return stages.Permanent(err)
 	}
-	c.Log.Info("evaluated", "f1", rep.Micro.F1, "precision", rep.Micro.Precision, "recall", rep.Micro.Recall)
 	var table bytes.Buffer
 	if err := rep.WriteTable(&table); err != nil {
 		return err
 	}
 	out := c.Output("report")
 	out.SetMeta("f1", fmt.Sprintf("%.4f", rep.Micro.F1))
-	if err := out.WriteJSON("report.json", rep); err != nil {
+	scored := scoredReport{Report: rep}
+	if in := c.Input("baseline"); in != nil {
+		base, err := readBaseline(in, len(gold.Sentences))
+		if err != nil {
+			return err
+		}
+		scored.Baseline = &base
+		table.WriteString("\nagainst the distant labels on the same sentences:\n")
+		if err := rep.WriteComparison(&table, base, "labels"); err != nil {
+			return err
+		}
+		out.SetMeta("baseline_f1", fmt.Sprintf("%.4f", base.Micro.F1))
+		c.Log.Info("evaluated", "f1", rep.Micro.F1, "precision", rep.Micro.Precision, "recall", rep.Micro.Recall,
+			"labels_f1", base.Micro.F1, "gain", rep.Micro.F1-base.Micro.F1)
+	} else {
+		c.Log.Info("evaluated", "f1", rep.Micro.F1, "precision", rep.Micro.Precision, "recall", rep.Micro.Recall)
+	}
+	if err := out.WriteJSON("report.json", scored); err != nil {
 		return err
 	}
 	return out.WriteFile("report.txt", table.Bytes())
+}
+
+// scoredReport is the evaluation's report.json: an eval.Report (what
+// readers of model scores parse), and the baseline's where one was given.
+type scoredReport struct {
+	eval.Report
+	Baseline *eval.Report `json:"baseline,omitempty"`
+}
+
+// readBaseline reads the score of the distant labels on the gold sentences
+// from a distant-labeling report, which must have scored as many sentences
+// as the evaluation has: another split's score would be no baseline.
+func readBaseline(in *stages.Input, sentences int) (eval.Report, error) {
+	var r distant.Report
+	if err := in.ReadJSON("report.json", &r); err != nil {
+		return eval.Report{}, fmt.Errorf("baseline: %w", err)
+	}
+	if r.Gold == nil {
+		return eval.Report{}, stages.Permanent(fmt.Errorf("baseline %s: the distant labels were not scored on gold sentences (connect its gold input)", in.Digest))
+	}
+	if r.Gold.Report.Sentences != sentences {
+		return eval.Report{}, stages.Permanent(fmt.Errorf("baseline %s scored %d gold sentences, this evaluation has %d: not the same split", in.Digest, r.Gold.Report.Sentences, sentences))
+	}
+	return r.Gold.Report, nil
 }
 
 // readSoftTargets reads predictions as soft targets, and the entity types

@@ -3,11 +3,14 @@ package trainstage
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"math"
 	"strings"
 	"testing"
 
 	"github.com/nerflow/nerflow/corpus"
 	"github.com/nerflow/nerflow/dataset"
+	"github.com/nerflow/nerflow/distant"
 	"github.com/nerflow/nerflow/embeddings"
 	"github.com/nerflow/nerflow/eval"
 	"github.com/nerflow/nerflow/stages"
@@ -191,6 +194,40 @@ func TestStagesTrainPredictEvaluate(t *testing.T) {
 	}
 	if _, err := e.exec(train.StageEvaluate, evalParams, map[string][]stages.Artifact{"gold": {data}}); err == nil || !stages.IsPermanent(err) {
 		t.Errorf("evaluate without model or predictions: %v", err)
+	}
+
+	// The distant labels of the dev sentences as the baseline: the
+	// gazetteer finds John Smith, Paris and Berlin, 3 of the 10 gold
+	// entities and nothing wrong, so P 1, R 0.3, F1 6/13; the evaluation
+	// reports that beside the model's score.
+	gaz := stagestest.ImportFiles(e.t, e.st, map[string][]byte{"gaz.tsv": []byte("PER\tJohn Smith\nLOC\tParis\nLOC\tBerlin\n")})
+	labeled, err := e.exec(distant.StageName, map[string]any{"scheme": "bio", "corpus_file": "dev_text.txt", "corpus_labels": "dev_label.txt",
+		"gold_file": "dev_text.txt", "gold_labels": "dev_label.txt"}, map[string][]stages.Artifact{"corpus": {data}, "gold": {data}, "gazetteers": {gaz}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.exec(train.StageEvaluate, evalParams, map[string][]stages.Artifact{"gold": {data}, "model": {model}, "baseline": {labeled["report"]}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var scored struct {
+		eval.Report
+		Baseline *eval.Report
+	}
+	if err := json.Unmarshal(e.read(res["report"], "report.json"), &scored); err != nil {
+		t.Fatal(err)
+	}
+	if scored.Micro != want.Micro || scored.Baseline == nil || math.Abs(scored.Baseline.Micro.F1-6.0/13) > 1e-9 || scored.Baseline.Micro.Precision != 1 {
+		t.Errorf("evaluate with a baseline: model %+v (want %+v), baseline %+v", scored.Micro, want.Micro, scored.Baseline)
+	}
+	table := string(e.read(res["report"], "report.txt"))
+	if wantRow := fmt.Sprintf("micro avg  %8.2f  %9.2f  %+7.2f", 100*want.Micro.F1, 600.0/13, 100*(want.Micro.F1-6.0/13)); !strings.Contains(table, wantRow) {
+		t.Errorf("report.txt lacks the comparison row %q:\n%s", wantRow, table)
+	}
+	// A baseline of another split is refused.
+	allParams := map[string]any{"gold_file": "train_text.txt", "gold_labels": "train_label.txt"}
+	if _, err := e.exec(train.StageEvaluate, allParams, map[string][]stages.Artifact{"gold": {data}, "model": {model}, "baseline": {labeled["report"]}}); err == nil || !stages.IsPermanent(err) || !strings.Contains(err.Error(), "not the same split") {
+		t.Errorf("a baseline of 5 sentences for 10 gold sentences: %v", err)
 	}
 }
 
