@@ -362,6 +362,15 @@ func TestWorkerKilledMidNode(t *testing.T) {
 	c := newClusterEnv(t)
 	a := c.worker(t, "a", "--node-lease", "2s")
 	id := c.submit(t, fmt.Sprintf(resumableSpec, "kill"))
+	// Someone follows the run through a pipe, as into a log file: the
+	// interval after a bare --watch, as people type it.
+	watch := exec.Command(nerflowBinary(t), "status", id, "--watch", "200ms")
+	watch.Env = c.env
+	var watched bytes.Buffer
+	watch.Stdout, watch.Stderr = &watched, &watched
+	if err := watch.Start(); err != nil {
+		t.Fatal(err)
+	}
 	c.waitFor(t, id, "slow reaching step 3", func(st *engine.RunStatus) bool { return slowProgress(st) >= 3 })
 	if err := a.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -396,6 +405,22 @@ func TestWorkerKilledMidNode(t *testing.T) {
 	}
 	if r := resumedFrom(t, c, st); r < 3 {
 		t.Errorf("the new worker resumed from step %d, want >= 3 (the last checkpoint of the killed one)", r)
+	}
+	// The watch ended with the run, having printed each change once over
+	// a hundred-odd polls: the node running, lost, back in the queue or
+	// straight to its second attempt, done; then the final table.
+	if err := watch.Wait(); err != nil {
+		t.Errorf("status --watch of a run that succeeded: %v", err)
+	}
+	piped := watched.String()
+	for _, want := range []string{"slow                     running\n", "slow                     worker lost, waiting to be re-run\n",
+		"running (attempt 2)\n", "slow                     done (attempt 2) in ", "): succeeded, 2 nodes (2 done)"} {
+		if !strings.Contains(piped, want) {
+			t.Errorf("status --watch through a pipe has no %q:\n%s", want, piped)
+		}
+	}
+	if n := strings.Count(piped, "\n"); n > 20 || strings.Contains(piped, "\x1b") {
+		t.Errorf("status --watch through a pipe printed %d lines (escape sequences: %v):\n%s", n, strings.Contains(piped, "\x1b"), piped)
 	}
 }
 

@@ -3,6 +3,7 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"text/tabwriter"
 	"time"
 
@@ -24,8 +25,15 @@ func init() {
 			Long: `Status prints the state of each node of a run (pending, queued, running,
 done, cached, failed, cancelled), its attempt, duration, progress and
 outputs, and the error of failed nodes. Live runs are read from Redis;
-finished and embedded runs from their manifest in the store.`,
-			Args: cobra.ExactArgs(1),
+finished and embedded runs from their manifest in the store.
+
+--watch follows the run until it is over: on a terminal the status is
+redrawn in place every interval; piped, one line is printed per change of a
+node (started, finished, worker lost, re-run) and the whole status at the
+end. The exit status then says whether the run succeeded.`,
+			Example: `  nerflow status RUN --watch
+  nerflow status RUN --watch=10s | tee run.log`,
+			Args: cobra.RangeArgs(1, 2),
 			RunE: func(cmd *cobra.Command, args []string) error {
 				ctx := cmd.Context()
 				e, closeAll, err := a.clusterEngine(ctx, false)
@@ -33,8 +41,12 @@ finished and embedded runs from their manifest in the store.`,
 					return err
 				}
 				defer closeAll()
-				show := func(st *engine.RunStatus) error {
-					out := cmd.OutOrStdout()
+				interval, err := watchInterval(cmd, args, watch)
+				if err != nil {
+					return err
+				}
+				out := cmd.OutOrStdout()
+				show := func(out io.Writer, st *engine.RunStatus) error {
 					if asJSON {
 						enc := json.NewEncoder(out)
 						enc.SetIndent("", "  ")
@@ -49,20 +61,41 @@ finished and embedded runs from their manifest in the store.`,
 					}
 					return printNodeTable(out, st, verbose)
 				}
-				if watch > 0 {
-					_, err := e.Wait(ctx, args[0], watch, func(st *engine.RunStatus) { _ = show(st); fmt.Fprintln(cmd.OutOrStdout()) })
+				if interval > 0 && !asJSON {
+					sw := newStatusWatch(out, interval, show)
+					var shown error
+					final, err := e.Wait(ctx, args[0], interval, func(st *engine.RunStatus) {
+						if shown == nil {
+							shown = sw.update(st, st.State != engine.Running)
+						}
+					})
+					if err != nil {
+						return err
+					}
+					if shown != nil {
+						return fmt.Errorf("showing the status: %w", shown)
+					}
+					if final.State != engine.Succeeded {
+						return fmt.Errorf("run %s %s", final.ID, final.State)
+					}
+					return nil
+				}
+				if interval > 0 {
+					// JSON: one document per poll, for programs that follow a run.
+					_, err := e.Wait(ctx, args[0], interval, func(st *engine.RunStatus) { _ = show(out, st) })
 					return err
 				}
 				st, err := e.Status(ctx, args[0])
 				if err != nil {
 					return err
 				}
-				return show(st)
+				return show(out, st)
 			},
 		}
 		cmd.Flags().BoolVar(&asJSON, "json", false, "print the status as JSON")
 		cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "show artifact locations and the last error of every node")
-		cmd.Flags().DurationVar(&watch, "watch", 0, "print the status every interval until the run is over")
+		cmd.Flags().DurationVar(&watch, "watch", 0, "follow the run until it is over, polling every interval (--watch alone: "+defaultWatch.String()+"); redrawn in place on a terminal, one line per change otherwise")
+		cmd.Flags().Lookup("watch").NoOptDefVal = defaultWatch.String()
 		return cmd
 	})
 
