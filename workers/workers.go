@@ -54,8 +54,10 @@ type Config struct {
 	Concurrency int
 	// GPUOnCPU lets a pool without a GPU serve the gpu queue on the CPU.
 	GPUOnCPU bool
-	// Name prefixes the workers' names (default host:pid); each worker is
-	// NAME/DEVICE.
+	// Name prefixes the workers' names (default host:pid): each worker is
+	// NAME/QUEUES on the CPU and NAME/DEVICE/QUEUES on a GPU, QUEUES as
+	// served, highest priority first ("host:42/gpu,cpu"), so that a name
+	// says what the worker takes.
 	Name string
 	// Worker is the template of every worker's options (timeouts, poll
 	// interval, temp dir); Queues, Concurrency, Device and Name are set by
@@ -112,7 +114,11 @@ func Plan(cfg Config) ([]engine.WorkerOptions, error) {
 	}
 	worker := func(device string, queues []string, n int) engine.WorkerOptions {
 		o := cfg.Worker
-		o.Device, o.Queues, o.Concurrency, o.Name = device, queues, n, cfg.Name+"/"+device
+		o.Device, o.Queues, o.Concurrency = device, queues, n
+		o.Name = cfg.Name + "/" + strings.Join(queues, ",")
+		if device != "cpu" {
+			o.Name = cfg.Name + "/" + device + "/" + strings.Join(queues, ",")
+		}
 		return o
 	}
 	var out []engine.WorkerOptions

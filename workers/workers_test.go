@@ -44,18 +44,18 @@ func TestPlan(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		cfg  workers.Config
-		want string // device:queues:concurrency per worker
+		want string // name=device:queues:concurrency per worker
 		err  string
 	}{
-		{name: "default", cfg: workers.Config{}, want: "cpu:cpu:1"},
-		{name: "cpu", cfg: workers.Config{Queues: []string{"cpu"}, Concurrency: 8}, want: "cpu:cpu:8"},
+		{name: "default", cfg: workers.Config{}, want: "w/cpu=cpu:cpu:1"},
+		{name: "cpu", cfg: workers.Config{Queues: []string{"cpu"}, Concurrency: 8}, want: "w/cpu=cpu:cpu:8"},
 		{name: "gpu without a GPU", cfg: workers.Config{Queues: []string{"gpu", "cpu"}}, err: "needs a GPU device"},
-		{name: "gpu on cpu allowed", cfg: workers.Config{Queues: []string{"gpu", "cpu"}, GPUOnCPU: true, Concurrency: 2}, want: "cpu:gpu,cpu:2"},
-		{name: "one GPU", cfg: workers.Config{Queues: []string{"gpu"}, Devices: []string{"cuda:0"}, Concurrency: 4}, want: "cuda:0:gpu:1"},
+		{name: "gpu on cpu allowed", cfg: workers.Config{Queues: []string{"gpu", "cpu"}, GPUOnCPU: true, Concurrency: 2}, want: "w/gpu,cpu=cpu:gpu,cpu:2"},
+		{name: "one GPU", cfg: workers.Config{Queues: []string{"gpu"}, Devices: []string{"cuda:0"}, Concurrency: 4}, want: "w/cuda:0/gpu=cuda:0:gpu:1"},
 		{name: "two GPUs and cpu", cfg: workers.Config{Queues: []string{"gpu", "cpu"}, Devices: []string{"cuda:0", "cuda:1"}, Concurrency: 4},
-			want: "cuda:0:gpu,cpu:1 cuda:1:gpu,cpu:1 cpu:cpu:4"},
+			want: "w/cuda:0/gpu,cpu=cuda:0:gpu,cpu:1 w/cuda:1/gpu,cpu=cuda:1:gpu,cpu:1 w/cpu=cpu:cpu:4"},
 		{name: "GPU serving cpu only", cfg: workers.Config{Queues: []string{"cpu"}, Devices: []string{"cuda:0"}, Concurrency: 2},
-			want: "cuda:0:cpu:1 cpu:cpu:2"},
+			want: "w/cuda:0/cpu=cuda:0:cpu:1 w/cpu=cpu:cpu:2"},
 		{name: "bad queue", cfg: workers.Config{Queues: []string{"tpu"}}, err: `queue "tpu"`},
 		{name: "bad device", cfg: workers.Config{Devices: []string{"cuda:x"}}, err: `device "cuda:x"`},
 		{name: "cpu and GPU", cfg: workers.Config{Devices: []string{"cpu", "cuda:0"}}, err: "cannot be listed with GPUs"},
@@ -75,10 +75,7 @@ func TestPlan(t *testing.T) {
 			}
 			var got []string
 			for _, o := range plan {
-				got = append(got, o.Device+":"+strings.Join(o.Queues, ",")+":"+strconv.Itoa(o.Concurrency))
-				if o.Name != "w/"+o.Device {
-					t.Errorf("worker name %q", o.Name)
-				}
+				got = append(got, o.Name+"="+o.Device+":"+strings.Join(o.Queues, ",")+":"+strconv.Itoa(o.Concurrency))
 			}
 			if strings.Join(got, " ") != c.want {
 				t.Errorf("plan %v, want %s", got, c.want)
@@ -143,7 +140,7 @@ func TestSeedsSpreadOverWorkers(t *testing.T) {
 			t.Errorf("worker %+v", w)
 		}
 	}
-	want := []string{"a/cpu cpu cpu", "b/cpu cpu cpu", "gpubox/cpu cpu cpu", "gpubox/cuda:0 cuda:0 gpu,cpu"}
+	want := []string{"a/cpu cpu cpu", "b/cpu cpu cpu", "gpubox/cpu cpu cpu", "gpubox/cuda:0/gpu,cpu cuda:0 gpu,cpu"}
 	if !slices.Equal(names, want) {
 		t.Fatalf("workers = %q, want %q", names, want)
 	}
@@ -203,8 +200,8 @@ nodes:
 		if strings.HasPrefix(n.ID, "train[") {
 			byWorker[n.Worker]++
 		}
-		if n.ID == "finetune" && n.Worker != "gpubox/cuda:0" {
-			t.Errorf("the gpu node ran on %s, want gpubox/cuda:0 (the only GPU)", n.Worker)
+		if n.ID == "finetune" && n.Worker != "gpubox/cuda:0/gpu,cpu" {
+			t.Errorf("the gpu node ran on %s, want gpubox/cuda:0/gpu,cpu (the only GPU)", n.Worker)
 		}
 	}
 	if len(byWorker) < 3 {

@@ -84,7 +84,7 @@ func TestServeEmbedded(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	if code, body := call("GET", "/api/v1/workers", "", true); code != http.StatusOK || !strings.Contains(body, `"serve/cpu"`) {
+	if code, body := call("GET", "/api/v1/workers", "", true); code != http.StatusOK || !strings.Contains(body, `"serve/gpu,cpu"`) {
 		t.Errorf("workers: %d %s", code, body)
 	}
 	if code, body := call("POST", "/v1/predict", `{"text":"Paris"}`, true); code != http.StatusNotImplemented {
