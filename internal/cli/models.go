@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -27,7 +28,9 @@ func (a *app) withRegistry(cmd *cobra.Command, fn func(ctx context.Context, reg 
 		return err
 	}
 	defer st.Close()
-	opts := []registry.Option{registry.WithLogger(a.log)}
+	// Registering what finished since the last look is a side effect of
+	// reading: its notes are debug lines, not part of a listing's output.
+	opts := []registry.Option{registry.WithLogger(slog.New(quieter{a.log.Handler()}))}
 	if a.cfg.Redis.Addr != "" {
 		rdb, err := a.redisClient(ctx)
 		if err != nil {
@@ -42,6 +45,29 @@ func (a *app) withRegistry(cmd *cobra.Command, fn func(ctx context.Context, reg 
 	}
 	return fn(ctx, reg)
 }
+
+// quieter passes info records on as debug ones; warnings and errors keep
+// their level.
+type quieter struct{ h slog.Handler }
+
+func (q quieter) demote(l slog.Level) slog.Level {
+	if l == slog.LevelInfo {
+		return slog.LevelDebug
+	}
+	return l
+}
+
+func (q quieter) Enabled(ctx context.Context, l slog.Level) bool {
+	return q.h.Enabled(ctx, q.demote(l))
+}
+
+func (q quieter) Handle(ctx context.Context, r slog.Record) error {
+	r.Level = q.demote(r.Level)
+	return q.h.Handle(ctx, r)
+}
+
+func (q quieter) WithAttrs(as []slog.Attr) slog.Handler { return quieter{q.h.WithAttrs(as)} }
+func (q quieter) WithGroup(name string) slog.Handler    { return quieter{q.h.WithGroup(name)} }
 
 func init() {
 	register(func(a *app) *cobra.Command {

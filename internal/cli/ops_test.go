@@ -1,8 +1,11 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -81,21 +84,23 @@ func TestScheduleCommands(t *testing.T) {
 	if out, err := cli("schedule", "add", "bad", "--cron", "@daily", "nope.yaml"); err == nil {
 		t.Errorf("a missing spec was accepted:\n%s", out)
 	}
-	if _, err := cli("schedule", "pause", "nightly"); err != nil {
-		t.Fatal(err)
+	if out, err := cli("schedule", "pause", "nightly"); err != nil || out != "schedule nightly paused\n" {
+		t.Fatalf("schedule pause: %v\n%s", err, out)
 	}
 	out, err := cli("schedule", "list")
 	if err != nil || !strings.Contains(out, "nightly") || !strings.Contains(out, "--set train.seed=9") || !strings.Contains(out, "paused") {
 		t.Errorf("schedule list: %v\n%s", err, out)
 	}
-	if _, err := cli("schedule", "resume", "nightly"); err != nil {
-		t.Fatal(err)
+	if out, err := cli("schedule", "resume", "nightly"); err != nil || !strings.HasPrefix(out, "schedule nightly resumed; next run ") {
+		t.Fatalf("schedule resume: %v\n%s", err, out)
 	}
 	if out, err := cli("schedule", "history", "nightly"); err != nil || !strings.HasPrefix(out, "TICK") {
 		t.Errorf("schedule history: %v\n%s", err, out)
 	}
-	if _, err := cli("schedule", "rm", "nightly"); err != nil {
-		t.Fatal(err)
+	out, err = cli("schedule", "rm", "nightly")
+	want := "removed schedule nightly (0 2 * * *, " + filepath.Join(dir, "spec.yaml") + ", --set train.seed=9; it never fired); its runs and models stay\n"
+	if err != nil || out != want {
+		t.Fatalf("schedule rm: %v\n%s\nwant\n%s", err, out, want)
 	}
 	if _, err := cli("schedule", "rm", "nightly"); err == nil {
 		t.Error("removing a missing schedule succeeded")
@@ -105,5 +110,52 @@ func TestScheduleCommands(t *testing.T) {
 	}
 	if out, err := cli("worker", "--queues", "gpu"); err == nil || !strings.Contains(err.Error(), "needs a GPU device") {
 		t.Errorf("a CPU worker took the gpu queue: %v\n%s", err, out)
+	}
+}
+
+// runCLIQuiet runs the command line with the default log level, stdout and
+// stderr apart.
+func runCLIQuiet(ctx context.Context, t *testing.T, dir string, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	root := NewRoot()
+	var out, errs bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&errs)
+	root.SetArgs(args)
+	t.Chdir(dir)
+	err = root.ExecuteContext(ctx)
+	return out.String(), errs.String(), err
+}
+
+// The models that `models list` registers on its way (runs finished since
+// the registry last looked) are not announced in the listing's output,
+// unless debug lines are asked for.
+func TestModelsListPrintsNoLogLines(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	writeSpec(t, dir, registerSpec)
+	if out, err := runPipelineCLI(ctx, t, dir, "run", "spec.yaml", "--no-progress"); err != nil {
+		t.Fatalf("run: %v\n%s", err, out)
+	}
+	forget := func() {
+		// As when the run finished on a worker: the registry has not
+		// seen it yet.
+		if err := os.RemoveAll(filepath.Join(dir, ".nerflow", "store", "registry")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	forget()
+	out, errs, err := runCLIQuiet(ctx, t, dir, "models", "list")
+	if err != nil || !strings.Contains(out, "demo") {
+		t.Fatalf("models list: %v\n%s", err, out)
+	}
+	if errs != "" || strings.Contains(out, "level=") {
+		t.Errorf("models list logged:\nstdout:\n%s\nstderr:\n%s", out, errs)
+	}
+	forget()
+	_, errs, err = runCLIQuiet(ctx, t, dir, "models", "list", "--log-level", "debug")
+	if err != nil || !strings.Contains(errs, "level=DEBUG msg=\"model registered\"") {
+		t.Errorf("models list --log-level debug does not say what it registered: %v\n%s", err, errs)
 	}
 }

@@ -58,7 +58,7 @@ variables and flags, in increasing precedence.`,
 			if err != nil {
 				return err
 			}
-			a.v, a.cfg, a.log = v, cfg, cfg.Logger()
+			a.v, a.cfg, a.log = v, cfg, cfg.Logger(cmd.ErrOrStderr())
 			slog.SetDefault(a.log)
 			// A Redis away for minutes costs a few lines, not one per poll.
 			engine.RouteRedisLogs(a.log, 30*time.Second)

@@ -143,7 +143,23 @@ func scheduleRm(a *app) *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.withSchedules(cmd, func(ctx context.Context, store *schedule.Store) error {
-				return store.Remove(ctx, args[0])
+				s, st, err := store.Get(ctx, args[0])
+				if err != nil {
+					return err
+				}
+				if err := store.Remove(ctx, args[0]); err != nil {
+					return err
+				}
+				last := "it never fired"
+				if st != nil && st.Last != nil {
+					last = "last tick " + st.Last.Tick.Format("2006-01-02 15:04") + ": " + st.Last.Outcome
+					if st.Last.Run != "" {
+						last += " (run " + st.Last.Run + ")"
+					}
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "removed schedule %s (%s, %s%s; %s); its runs and models stay\n",
+					s.Name, s.Cron, s.SpecFile, overridesNote(s.Overrides), last)
+				return nil
 			})
 		},
 	}
@@ -161,9 +177,23 @@ func schedulePause(a *app, pause bool) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.withSchedules(cmd, func(ctx context.Context, store *schedule.Store) error {
 				if pause {
-					return store.Pause(ctx, args[0])
+					if err := store.Pause(ctx, args[0]); err != nil {
+						return err
+					}
+					fmt.Fprintf(cmd.OutOrStdout(), "schedule %s paused\n", args[0])
+					return nil
 				}
-				return store.Resume(ctx, args[0])
+				if err := store.Resume(ctx, args[0]); err != nil {
+					return err
+				}
+				if s, _, err := store.Get(ctx, args[0]); err == nil {
+					if c, err := schedule.ParseCron(s.Cron); err == nil {
+						fmt.Fprintf(cmd.OutOrStdout(), "schedule %s resumed; next run %s\n", args[0], c.Next(time.Now().UTC()).Format(time.RFC3339))
+						return nil
+					}
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "schedule %s resumed\n", args[0])
+				return nil
 			})
 		},
 	}

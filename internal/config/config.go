@@ -9,6 +9,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -154,12 +155,12 @@ func ParseLevel(s string) (slog.Level, error) {
 	return l, nil
 }
 
-// Logger builds the process logger, writing to stderr.
-func (c *Config) Logger() *slog.Logger {
+// Logger builds the process logger, writing to w (the command's stderr).
+func (c *Config) Logger(w io.Writer) *slog.Logger {
 	lvl, _ := ParseLevel(c.Log.Level)
 	opts := &slog.HandlerOptions{Level: lvl}
 	if c.Log.Format == "json" {
-		return slog.New(slog.NewJSONHandler(os.Stderr, opts))
+		return slog.New(slog.NewJSONHandler(w, opts))
 	}
-	return slog.New(slog.NewTextHandler(os.Stderr, opts))
+	return slog.New(slog.NewTextHandler(w, opts))
 }
