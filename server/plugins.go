@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"regexp"
+	"strings"
 
 	"github.com/nerflow/nerflow/predict"
 )
@@ -132,17 +133,21 @@ func (s *Server) info(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-// predictRequest is POST /v1/predict: one of text, texts or tokens.
+// predictRequest is POST /v1/predict: one of text, texts or tokens
+// (pointers and nil slices tell a field left out from one given empty).
 type predictRequest struct {
 	// Model, when given, must be the name of the model this server serves.
 	Model  string     `json:"model"`
-	Text   string     `json:"text"`
+	Text   *string    `json:"text"`
 	Texts  []string   `json:"texts"`
 	Tokens [][]string `json:"tokens"`
 }
 
-// maxPredictBody bounds a request (a few hundred sentences).
+// maxPredictBody bounds a request (a few hundred sentences); a larger one
+// gets a 413 (docs/serve.md).
 const maxPredictBody = 1 << 20
+
+const predictFields = `"text" (a string), "texts" (strings) or "tokens" (sentences as lists of tokens)`
 
 func (s *Server) predict(w http.ResponseWriter, r *http.Request) {
 	if s.predictor == nil {
@@ -157,23 +162,35 @@ func (s *Server) predict(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "this server serves model %q, not %q", s.modelName, req.Model)
 		return
 	}
-	var preq predict.Request
 	given := 0
-	if req.Text != "" {
-		preq.Texts = []string{req.Text}
-		given++
+	for _, g := range []bool{req.Text != nil, req.Texts != nil, req.Tokens != nil} {
+		if g {
+			given++
+		}
 	}
-	if len(req.Texts) > 0 {
-		preq.Texts = req.Texts
-		given++
-	}
-	if len(req.Tokens) > 0 {
-		preq.Sentences = req.Tokens
-		given++
-	}
-	if given != 1 {
-		writeError(w, http.StatusBadRequest, `give exactly one of "text" (a string), "texts" (strings) or "tokens" (sentences as lists of tokens)`)
+	var preq predict.Request
+	switch {
+	case given == 0:
+		writeError(w, http.StatusBadRequest, "nothing to tag: give one of %s", predictFields)
 		return
+	case given > 1:
+		writeError(w, http.StatusBadRequest, "give only one of %s", predictFields)
+		return
+	case req.Text != nil && strings.TrimSpace(*req.Text) == "":
+		writeError(w, http.StatusBadRequest, `"text" is empty: give the text to tag, e.g. {"text": "John Smith flew to Paris."}`)
+		return
+	case req.Text != nil:
+		preq.Texts = []string{*req.Text}
+	case len(req.Texts) == 0 && req.Texts != nil:
+		writeError(w, http.StatusBadRequest, `"texts" is empty: give at least one text`)
+		return
+	case req.Texts != nil:
+		preq.Texts = req.Texts
+	case len(req.Tokens) == 0:
+		writeError(w, http.StatusBadRequest, `"tokens" is empty: give at least one sentence`)
+		return
+	default:
+		preq.Sentences = req.Tokens
 	}
 	resp, err := s.predictor.Predict(r.Context(), preq)
 	switch {

@@ -19,6 +19,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -189,7 +190,12 @@ func (s *Server) routes() {
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
-	s.mux.ServeHTTP(rec, r)
+	// A route's handler runs through the mux, which sets the path values.
+	if miss, pattern := s.mux.Handler(r); pattern == "" && isAPI(r.URL.Path) {
+		jsonMiss(miss).ServeHTTP(rec, r)
+	} else {
+		s.mux.ServeHTTP(rec, r)
+	}
 	lvl := slog.LevelDebug
 	if rec.status >= 500 && rec.status != http.StatusServiceUnavailable && rec.status != http.StatusNotImplemented {
 		lvl = slog.LevelWarn
@@ -197,6 +203,38 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.log.Log(r.Context(), lvl, "http", "method", r.Method, "path", r.URL.Path, "status", rec.status,
 		"took", time.Since(start).Round(time.Microsecond))
 }
+
+// isAPI tells the paths whose every answer, errors included, is JSON.
+func isAPI(p string) bool {
+	return strings.HasPrefix(p, "/api/") || strings.HasPrefix(p, "/v1/") || p == "/healthz" || p == "/metrics"
+}
+
+// jsonMiss answers, in JSON, a request that no route takes: miss is the
+// mux's own answer (404, or 405 with the Allow header), whose plain-text
+// body is dropped.
+func jsonMiss(miss http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		probe := &headerProbe{header: http.Header{}, status: http.StatusOK}
+		miss.ServeHTTP(probe, r)
+		what := "no such endpoint"
+		if allow := probe.header.Get("Allow"); allow != "" {
+			w.Header().Set("Allow", allow)
+			what = "method not allowed (allowed: " + allow + ")"
+		}
+		writeError(w, probe.status, "%s %s: %s (see docs/serve.md)", r.Method, r.URL.Path, what)
+	})
+}
+
+// headerProbe is a ResponseWriter that keeps the status and headers of an
+// answer and drops its body.
+type headerProbe struct {
+	header http.Header
+	status int
+}
+
+func (p *headerProbe) Header() http.Header         { return p.header }
+func (p *headerProbe) Write(b []byte) (int, error) { return len(b), nil }
+func (p *headerProbe) WriteHeader(code int)        { p.status = code }
 
 type statusRecorder struct {
 	http.ResponseWriter

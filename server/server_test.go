@@ -190,12 +190,7 @@ func exerciseAPI(t *testing.T, s *stack) {
 	if code != http.StatusOK {
 		t.Fatalf("predict tokens: %d %s", code, b)
 	}
-	for _, bad := range []any{map[string]any{}, map[string]any{"text": "a", "tokens": [][]string{{"a"}}}, map[string]any{"tokens": [][]string{{}}},
-		map[string]any{"text": "a", "model": "other"}} {
-		if code, b := s.do("POST", "/v1/predict", bad, true); code != http.StatusBadRequest && code != http.StatusNotFound {
-			t.Errorf("predict %v: %d %s", bad, code, b)
-		}
-	}
+	checkErrors(t, s)
 	s.promote("tiny@2")
 	var p2 predict.Response
 	_, b = s.do("POST", "/v1/predict", map[string]string{"text": "John Smith flew to Paris."}, true)
@@ -269,5 +264,39 @@ func exerciseAPI(t *testing.T, s *stack) {
 func TestTokenRequired(t *testing.T) {
 	if _, err := server.New(nil, "short"); err == nil {
 		t.Fatal("a short token is accepted")
+	}
+}
+
+// checkErrors: every error of the API, the router's own included, is a
+// JSON {"error": ...} that says what to do; requests the predictor cannot
+// take are refused with the field at fault.
+func checkErrors(t *testing.T, s *stack) {
+	t.Helper()
+	huge := map[string]string{"text": strings.Repeat("Paris is big. ", 80_000)} // 1.1 MB
+	for _, c := range []struct {
+		method, path string
+		body         any
+		code         int
+		says         string
+	}{
+		{"POST", "/v1/predict", map[string]any{}, 400, `nothing to tag: give one of "text"`},
+		{"POST", "/v1/predict", map[string]any{"text": ""}, 400, `"text" is empty`},
+		{"POST", "/v1/predict", map[string]any{"text": " \n "}, 400, `"text" is empty`},
+		{"POST", "/v1/predict", map[string]any{"texts": []string{}}, 400, `"texts" is empty`},
+		{"POST", "/v1/predict", map[string]any{"tokens": [][]string{}}, 400, `"tokens" is empty`},
+		{"POST", "/v1/predict", map[string]any{"text": "a", "tokens": [][]string{{"a"}}}, 400, "give only one of"},
+		{"POST", "/v1/predict", map[string]any{"tokens": [][]string{{}}}, 400, "sentence 1 has no tokens"},
+		{"POST", "/v1/predict", map[string]any{"text": "a", "model": "other"}, 404, `serves model "tiny", not "other"`},
+		{"POST", "/v1/predict", huge, 413, "request body over 1048576 bytes"},
+		{"GET", "/v1/predict", nil, 405, "GET /v1/predict: method not allowed (allowed: POST)"},
+		{"DELETE", "/api/v1/runs", nil, 405, "method not allowed (allowed: GET, HEAD, POST)"},
+		{"GET", "/api/v1/no-such-thing", nil, 404, "GET /api/v1/no-such-thing: no such endpoint"},
+		{"GET", "/api/v1/runs/no-such-run", nil, 404, "no-such-run"},
+	} {
+		code, b := s.do(c.method, c.path, c.body, true)
+		var e struct{ Error string }
+		if err := json.Unmarshal(b, &e); err != nil || code != c.code || !strings.Contains(e.Error, c.says) {
+			t.Errorf("%s %s %.80v: %d %.300s, want %d and a JSON error saying %q", c.method, c.path, c.body, code, b, c.code, c.says)
+		}
 	}
 }
