@@ -1,6 +1,11 @@
 package distant
 
-import "github.com/nerflow/nerflow/corpus"
+import (
+	"fmt"
+	"strings"
+
+	"github.com/nerflow/nerflow/corpus"
+)
 
 // Run is distant labeling from loaded data to labels and report, shared by
 // the command and the stage: it compiles the gazetteers, labels every
@@ -18,4 +23,47 @@ func Run(c *corpus.Corpus, gazetteers []*Gazetteer, gold *corpus.Corpus, scheme 
 		report.Warnings = report.warnings()
 	}
 	return labeled, report, err
+}
+
+// EntrySentences returns one labeled sentence per typed gazetteer entry:
+// the entry's tokens, tagged by the matcher of all the gazetteers (so
+// ambiguous, stopword and conflicting entries come out as they would in
+// running text), each token sequence once, in gazetteer order. Appended to
+// a distantly labeled corpus, they show a tagger every entry, also those
+// the corpus never mentions, which it otherwise cannot learn. Entries that
+// label to nothing but O or the unknown type are left out: they teach no
+// type.
+func EntrySentences(gazetteers []*Gazetteer, scheme corpus.Scheme, opts ...Option) (*corpus.Corpus, error) {
+	m, err := NewMatcher(gazetteers, opts...)
+	if err != nil {
+		return nil, err
+	}
+	l, err := m.NewLabeler(scheme)
+	if err != nil {
+		return nil, err
+	}
+	out := &corpus.Corpus{}
+	seen := map[string]bool{}
+	for _, g := range gazetteers {
+		for _, e := range g.Entries {
+			key := strings.Join(e.Tokens, " ")
+			if e.Type == "" || len(e.Tokens) == 0 || seen[key] {
+				continue
+			}
+			seen[key] = true
+			tags, err := l.Label(e.Tokens)
+			if err != nil {
+				return nil, fmt.Errorf("%s line %d (%q): %w", g.Name, e.Line, e.Phrase, err)
+			}
+			typed := false
+			for _, tag := range tags {
+				t, err := scheme.ParseTag(tag)
+				typed = typed || (err == nil && t.Prefix != 'O' && t.Type != corpus.UnknownType)
+			}
+			if typed {
+				out.Sentences = append(out.Sentences, corpus.Sentence{Tokens: e.Tokens, Tags: tags})
+			}
+		}
+	}
+	return out, nil
 }

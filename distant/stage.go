@@ -31,6 +31,7 @@ func init() {
 			stages.IntListParam("priorities", nil, "priority of each gazetteer input, in order (missing ones are 0); higher wins type conflicts"),
 			stages.StringListParam("types", nil, "type given to the untyped phrases of each gazetteer input, in order (empty: unknown type)"),
 			stages.StringParam("format", "conll", "format of the labeled corpus", stages.OneOf("conll", "jsonl", "jsonl-spans", "ck")),
+			stages.BoolParam("entry_sentences", false, "append every typed gazetteer entry to the labeled corpus as a sentence of its own, so that a tagger trained on it learns the entries the corpus never mentions (for gazetteers of up to a few thousand entries: a large dictionary would outweigh the corpus)"),
 			stages.IntParam("top", 20, "frequent and ambiguous phrases listed in the report", stages.Range(0, 10000)),
 		}, append(dataset.SourceParams("corpus", "sentences to label"), dataset.SourceParams("gold", "gold sentences")...)...),
 		Inputs: []stages.Port{
@@ -120,6 +121,15 @@ func runStage(c *stages.Context) error {
 	}
 	c.Log.Info("distant labels", "sentences", report.Sentences, "tokens", report.Tokens,
 		"coverage", report.Coverage, "unknown_coverage", report.UnknownCoverage)
+	if p.Bool("entry_sentences") {
+		// After the report: its coverage and scores are the corpus's.
+		entries, err := EntrySentences(gazetteers, scheme, opts...)
+		if err != nil {
+			return stages.Permanent(err)
+		}
+		labeled.Sentences = append(labeled.Sentences, entries.Sentences...)
+		c.Log.Info("appended gazetteer entries as sentences", "sentences", len(entries.Sentences))
+	}
 
 	format := corpus.Format(p.String("format"))
 	out := c.Output("labeled")

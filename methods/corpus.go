@@ -95,7 +95,7 @@ func labelsBaseline(b *spec.Builder, split string) spec.Ref {
 	n := b.Lookup(name)
 	if n == nil {
 		n = b.Node(name, distant.StageName).Pass("scheme").
-			Input("gazetteers", b.In("gazetteers")).Input("stopwords", b.In("stopwords"))
+			Input("gazetteers", gazetteersFor(b, split)...).Input("stopwords", b.In("stopwords"))
 		readSplit(b, n, split, "corpus")
 		readSplit(b, n, split, "gold")
 	}
@@ -123,7 +123,35 @@ func distantInputs() []stages.Port {
 	return append(corpusInputs("sentences with distant tags, or raw sentences (one file) to label with the gazetteers"),
 		stages.Port{Name: "gazetteers", Kind: "gazetteer", Many: true, Optional: true,
 			Doc: "phrase lists: label the train input with them (stage " + distant.StageName + ") instead of reading its tags"},
-		stages.Port{Name: "stopwords", Kind: "stopwords", Optional: true, Doc: "words whose phrases the gazetteers do not match"})
+		stages.Port{Name: "stopwords", Kind: "stopwords", Optional: true, Doc: "words whose phrases the gazetteers do not match"},
+		stages.Port{Name: "names", Kind: "names", Many: true, Optional: true,
+			Doc: "lists of first names and titles (stage " + distant.StageNames + "): the person names they find in the train input label it as PER beside the gazetteers (e.g. examples/data/names/names.tsv)"})
+}
+
+// gazetteersFor returns the gazetteers that label the corpus input split:
+// the gazetteers input, and with name lists the person names found in the
+// split's own sentences (node names, or names-SPLIT but for train), so
+// that every split is labeled by the same procedure.
+func gazetteersFor(b *spec.Builder, split string) []spec.Ref {
+	refs := []spec.Ref{b.In("gazetteers")}
+	if !b.Has("names") {
+		return refs
+	}
+	name := "names"
+	if split != "train" {
+		name += "-" + split
+	}
+	n := b.Node(name, distant.StageNames).Input("names", b.In("names")).Input("gazetteers", b.In("gazetteers"))
+	readSplit(b, n, split, "corpus")
+	return append(refs, n.Out("gazetteer"))
+}
+
+// distantParams declares the parameters of a method on distant labels
+// that its label node reads.
+func distantParams() []stages.Param {
+	return []stages.Param{
+		stages.BoolParam("entry_sentences", false, "with gazetteers: every typed entry is also a training sentence of its own, so that the taggers learn the entries the corpus never mentions (for gazetteers of up to a few thousand entries)"),
+	}
 }
 
 // trainingCorpus returns what connects the distantly labeled training
@@ -134,6 +162,9 @@ func trainingCorpus(b *spec.Builder) func(n *spec.NodeBuilder) {
 		if b.Has("stopwords") {
 			b.Errorf("inputs.stopwords", "stopwords only matter with gazetteers")
 		}
+		if b.Has("names") {
+			b.Errorf("inputs.names", "the person names label the train input beside the gazetteers: connect gazetteers too")
+		}
 		return func(n *spec.NodeBuilder) { readSplit(b, n, "train", "corpus") }
 	}
 	for _, f := range []string{"train_file", "train_labels"} {
@@ -141,8 +172,8 @@ func trainingCorpus(b *spec.Builder) func(n *spec.NodeBuilder) {
 			b.Errorf("params."+f, "the gazetteers label the train input, which is one file of raw sentences: connect that file instead")
 		}
 	}
-	label := b.Node("label", distant.StageName).Pass("scheme").
-		Input("corpus", b.In("train")).Input("gazetteers", b.In("gazetteers")).Input("stopwords", b.In("stopwords"))
+	label := b.Node("label", distant.StageName).Pass("scheme", "entry_sentences").
+		Input("corpus", b.In("train")).Input("gazetteers", gazetteersFor(b, "train")...).Input("stopwords", b.In("stopwords"))
 	return func(n *spec.NodeBuilder) { n.Input("corpus", label.Out("labeled")) }
 }
 

@@ -39,7 +39,7 @@ func init() {
 			stages.FloatParam("q", 0.7, "exponent of generalized cross entropy", stages.Range(0, 1)),
 			stages.FloatParam("tau", 0.7, "noisy-label removal: a distant label the model gives at most this probability is noise", stages.Range(0, 1)),
 			stages.IntParam("update_interval", 200, "batches between noisy-label removals", stages.AtLeast(1)),
-		}, fileParams()...),
+		}, append(fileParams(), distantParams()...)...),
 		Inputs: distantInputs(),
 		Build:  buildDistant,
 	})

@@ -39,6 +39,8 @@ func init() {
 			stages.IntParam("epochs", 3, "noise-robust training epochs of each seed", stages.Range(1, 1000)),
 			stages.FloatParam("drop_o", 0.5, "fraction of the distant O tokens left out of the loss", stages.Range(0, 0.99)),
 			stages.BoolParam("gce", true, "generalized cross entropy (false: cross entropy; ablation)"),
+			stages.BoolParam("partial", false, "the seeds are partial-label CRFs (loss "+train.LossPartial+": a distant O is evidence of strength 1 - miss_rate, a match is kept) instead of token classifiers with generalized cross entropy and noisy-label removal"),
+			stages.FloatParam("miss_rate", train.DefaultTrainConfig().MissRate, "partial: the chance that the distant labels left an entity token O (1 - their recall)", stages.Range(0, 1)),
 			stages.FloatParam("q", 0.7, "exponent of generalized cross entropy", stages.Range(0, 1)),
 			stages.BoolParam("removal", true, "noisy-label removal (false: every distant label counts; ablation)"),
 			stages.FloatParam("tau", 0.7, "noisy-label removal: a distant label the model gives at most this probability is noise", stages.Range(0, 1)),
@@ -51,7 +53,7 @@ func init() {
 			stages.FloatParam("entity_threshold", d.Targets.Threshold, "self-training: p(entity) under which a token's types are left out", stages.Range(0, 1)),
 			stages.StringParam("entity_target", selftrain.EntityEnsemble, "self-training's entity-vs-O target: ensemble (the averaged predictions' p(entity), fixed, as RoSTER's code; hard when ensemble=false leaves no average), hard (the model's decision), model (its p(entity)) or sharpen (the model's [p(O), p(entity)] squared and divided by their frequencies, as BOND)", stages.OneOf(selftrain.EntityTargets...)),
 			stages.BoolParam("augment", true, "self-training on contextual augmentations too, from language models trained on the gpu queue (false: originals only; ablation)"),
-		}, fileParams()...),
+		}, append(fileParams(), distantParams()...)...),
 		Inputs: append(distantInputs(), stages.Port{Name: "unlabeled", Kind: "text", Many: true, Optional: true,
 			Doc: "more text for the language models of the augmentation: Brown-corpus files (stage " + augment.StageLM + "'s defaults)"}),
 		Build: buildRoster,
@@ -102,13 +104,24 @@ func buildRoster(b *spec.Builder) error {
 
 	// Step 1: noise-robust training, one tagger per seed.
 	noise := fanSeeds(b.Node("noise", train.StageTrain), seeds, true).Queue("gpu").
-		Set("head", train.TokenHead).Pass("scheme", "epochs", "drop_o").Input("embeddings", vec)
-	if p.Bool("gce") {
-		noise.Set("loss", train.LossGCE).Pass("q")
-	} else {
-		noise.Set("loss", train.LossCE)
+		Pass("scheme", "epochs").Input("embeddings", vec)
+	switch {
+	case p.Bool("partial"):
+		// The CRF's marginals are the distributions the ensemble averages;
+		// the distilled and self-trained models are token classifiers as
+		// in RoSTER.
+		noise.Set("head", train.CRFHead).Set("loss", train.LossPartial).Pass("miss_rate")
+		for _, name := range []string{"gce", "removal", "drop_o"} {
+			if b.IsSet(name) {
+				b.Errorf("params."+name, "applies to the token classifiers, which partial=true replaces with partial-label CRFs")
+			}
+		}
+	case p.Bool("gce"):
+		noise.Set("head", train.TokenHead).Set("loss", train.LossGCE).Pass("q", "drop_o")
+	default:
+		noise.Set("head", train.TokenHead).Set("loss", train.LossCE).Pass("drop_o")
 	}
-	if p.Bool("removal") {
+	if p.Bool("removal") && !p.Bool("partial") {
 		noise.Pass("tau", "update_interval")
 	}
 	corpus(noise)

@@ -1,0 +1,40 @@
+package distant
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/nerflow/nerflow/corpus"
+)
+
+// Each typed entry becomes a sentence tagged as the matcher tags it in
+// running text: once per token sequence; an entry whose types tie (Paris)
+// is of unknown type and a stopword-only entry (May) is not matched, so
+// neither teaches a type and both are left out, as are untyped phrases.
+func TestEntrySentences(t *testing.T) {
+	typed, err := Read(strings.NewReader("PER\tJohn Smith\nLOC\tParis\nPER\tParis\nPER\tMay\nLOC\tNew York\nLOC\tNew York\nORG\tNew York Times\n"),
+		Source{Path: "typed.tsv"}, WithStopwords([]string{"May"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	untyped, err := Read(strings.NewReader("Acme Corp\n"), Source{Path: "untyped.txt"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := EntrySentences([]*Gazetteer{typed, untyped}, corpus.BIO, WithStopwords([]string{"May"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, s := range c.Sentences {
+		var parts []string
+		for i, tok := range s.Tokens {
+			parts = append(parts, tok+"/"+s.Tags[i])
+		}
+		got = append(got, strings.Join(parts, " "))
+	}
+	want := []string{"John/B-PER Smith/I-PER", "New/B-LOC York/I-LOC", "New/B-ORG York/I-ORG Times/I-ORG"}
+	if strings.Join(got, " | ") != strings.Join(want, " | ") {
+		t.Errorf("entry sentences:\n got %q\nwant %q", got, want)
+	}
+}

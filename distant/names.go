@@ -1,0 +1,212 @@
+package distant
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/nerflow/nerflow/corpus"
+)
+
+// A typed gazetteer names the people it knows; most people in a text are
+// not in it. Person names have a shape that lists of common first names
+// and of titles recognize without knowing the person: a known first name
+// followed by capitalized words ("John F. Tims", "Anna Weber Jr."), or a
+// title followed by capitalized words ("Sen. Kennedy", "Mrs. Smith"; the
+// title stays outside the name, as CoNLL annotates). MineNames finds such
+// phrases in a corpus and returns them as a PER gazetteer, which then
+// labels the corpus beside the other gazetteers (at a lower priority, so a
+// typed entry wins a tie).
+
+// NameLists are the word lists name mining uses.
+type NameLists struct {
+	First  map[string]bool // first names, as written ("John")
+	Titles map[string]bool // titles and honorifics, as written ("Mr.", "Sen.")
+}
+
+// ReadNameLists reads name lists: one entry a line, "first<TAB>John" or
+// "title<TAB>Sen.", blank lines and lines starting with # ignored. name is
+// the file's name, for errors.
+func ReadNameLists(r io.Reader, name string, into *NameLists) error {
+	if into.First == nil {
+		into.First, into.Titles = map[string]bool{}, map[string]bool{}
+	}
+	sc := bufio.NewScanner(r)
+	for line := 1; sc.Scan(); line++ {
+		text := strings.TrimSpace(sc.Text())
+		if text == "" || strings.HasPrefix(text, "#") {
+			continue
+		}
+		kind, word, ok := strings.Cut(text, "\t")
+		word = strings.TrimSpace(word)
+		switch {
+		case !ok || word == "" || strings.ContainsAny(word, " \t"):
+			return fmt.Errorf("%s:%d: want KIND<TAB>WORD (one word), got %q", name, line, text)
+		case kind == "first":
+			into.First[word] = true
+		case kind == "title":
+			into.Titles[word] = true
+		default:
+			return fmt.Errorf("%s:%d: kind %q: want first or title", name, line, kind)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	return nil
+}
+
+// nameSuffixes end a name without being capitalized words of their own
+// shape.
+var nameSuffixes = map[string]bool{"Jr.": true, "Sr.": true, "II": true, "III": true, "IV": true, "2d": true, "3d": true}
+
+// MinedNames is what MineNames found.
+type MinedNames struct {
+	// Phrases are the distinct person names found, in order of first
+	// appearance, each with its count.
+	Phrases []string
+	Counts  map[string]int
+	// Ambiguous lists the first names left out because the corpus also
+	// uses them as ordinary words (their lower-case form is frequent).
+	Ambiguous []string
+}
+
+// MineNames finds person names in c's sentences: a first name that the
+// corpus does not also use as a common word, followed by capitalized words
+// and initials (at least one word that is not an initial); or a title
+// followed by capitalized words and initials, the title left out. A word
+// is common when its lower-case form occurs at least minCommon times in c:
+// a common first name (Will, May, Mark in English text) starts no name,
+// and a common capitalized word (County, Court) ends one.
+func MineNames(c *corpus.Corpus, lists NameLists, minCommon int) MinedNames {
+	lower := map[string]int{}
+	for _, s := range c.Sentences {
+		for _, tok := range s.Tokens {
+			if r, _ := utf8.DecodeRuneInString(tok); unicode.IsLower(r) {
+				lower[tok]++
+			}
+		}
+	}
+	// A capitalized word whose lower-case form is common in the corpus is
+	// a word of a title or an organization (County, Court, Hospital), not
+	// of a name; titles end a name too.
+	stop := maps.Clone(lists.Titles)
+	if stop == nil {
+		stop = map[string]bool{}
+	}
+	for w, n := range lower {
+		if n >= minCommon {
+			r, size := utf8.DecodeRuneInString(w)
+			stop[string(unicode.ToUpper(r))+w[size:]] = true
+		}
+	}
+	ambiguous := map[string]bool{}
+	out := MinedNames{Counts: map[string]int{}}
+	add := func(toks []string) {
+		phrase := strings.Join(toks, " ")
+		if out.Counts[phrase] == 0 {
+			out.Phrases = append(out.Phrases, phrase)
+		}
+		out.Counts[phrase]++
+	}
+	for _, s := range c.Sentences {
+		toks := s.Tokens
+		for i := 0; i < len(toks); i++ {
+			tok := toks[i]
+			switch {
+			case lists.Titles[tok]:
+				if end := nameRun(toks, i+1, stop); end > i+1 {
+					add(toks[i+1 : end])
+					i = end - 1
+				}
+			case lists.First[tok]:
+				if lower[strings.ToLower(tok)] >= minCommon {
+					ambiguous[tok] = true
+					continue
+				}
+				if end := nameRun(toks, i+1, stop); end > i+1 {
+					add(toks[i:end])
+					i = end - 1
+				}
+			}
+		}
+	}
+	for w := range ambiguous {
+		out.Ambiguous = append(out.Ambiguous, w)
+	}
+	slices.Sort(out.Ambiguous)
+	return out
+}
+
+// nameRun returns the end of the run of name words starting at from:
+// capitalized words and initials, then any suffixes, or from itself when
+// the run has no word but initials. A stop word (a title: "Vice President
+// Johnson" names Johnson; a common word: "Fulton County") ends the run.
+func nameRun(toks []string, from int, stop map[string]bool) int {
+	end, words := from, 0
+	for end < len(toks) {
+		tok := toks[end]
+		switch {
+		case stop[tok]:
+			goto suffixes
+		case isInitial(tok):
+		case isNameWord(tok):
+			words++
+		default:
+			goto suffixes
+		}
+		end++
+	}
+suffixes:
+	for end < len(toks) && nameSuffixes[toks[end]] && words > 0 {
+		end++
+	}
+	if words == 0 {
+		return from
+	}
+	return end
+}
+
+// isInitial reports an initial: one upper-case letter and a period.
+func isInitial(tok string) bool {
+	r, n := utf8.DecodeRuneInString(tok)
+	return unicode.IsUpper(r) && tok[n:] == "."
+}
+
+// isNameWord reports a capitalized word: an upper-case letter, then
+// letters, apostrophes or hyphens, at least one of them lower-case (an
+// all-capitals token is an acronym or a headline, not a name).
+func isNameWord(tok string) bool {
+	r, n := utf8.DecodeRuneInString(tok)
+	if !unicode.IsUpper(r) || nameSuffixes[tok] {
+		return false
+	}
+	hasLower := false
+	for _, c := range tok[n:] {
+		switch {
+		case unicode.IsLower(c):
+			hasLower = true
+		case unicode.IsLetter(c) || c == '\'' || c == '-':
+		default:
+			return false
+		}
+	}
+	return hasLower
+}
+
+// WriteGazetteer writes the names as a typed gazetteer of type PER, one
+// "PER<TAB>phrase" line each.
+func (m MinedNames) WriteGazetteer(w io.Writer) error {
+	bw := bufio.NewWriter(w)
+	for _, p := range m.Phrases {
+		if _, err := fmt.Fprintf(bw, "PER\t%s\n", p); err != nil {
+			return err
+		}
+	}
+	return bw.Flush()
+}

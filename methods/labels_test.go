@@ -1,0 +1,85 @@
+package methods_test
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/nerflow/nerflow/distant"
+	"github.com/nerflow/nerflow/train"
+)
+
+// rosterOnGazetteers is a roster call that labels raw text with a gazetteer
+// and name lists, scored on a dev and a test split.
+const rosterOnGazetteers = `
+name: r
+method: roster
+params: {seeds: [1, 2], partial: true, miss_rate: 0.4, entry_sentences: true, dev_file: test.conll, test_file: test.conll}
+inputs:
+  train: ../../data/raw.txt
+  gazetteers: [../../data/gaz/per.txt]
+  names: [../../data/gaz/loc.txt]
+  dev: ../../data
+  test: ../../data
+`
+
+// Every split is labeled by the same procedure: the gazetteers plus the
+// person names found in that split's own sentences; each evaluation sets
+// the labels of its split beside the model's score. With partial=true the
+// seeds are partial-label CRFs.
+func TestLabelsOfEverySplitAreTheBaseline(t *testing.T) {
+	g, err := expand(t, fixture(t), rosterOnGazetteers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inputs := func(id string) map[string][]string {
+		n, ok := g.Node(id)
+		if !ok {
+			t.Fatalf("no node %s in %v", id, ids(g))
+		}
+		m := map[string][]string{}
+		for _, in := range n.Inputs {
+			m[in.Port] = append(m[in.Port], in.Node)
+		}
+		return m
+	}
+	for split, names := range map[string]string{"train": "names", "dev": "names-dev", "test": "names-test"} {
+		label := "label"
+		if split != "train" {
+			label = "labels-" + split
+		}
+		if n, _ := g.Node(names); n.Stage != distant.StageNames {
+			t.Errorf("%s: stage %q", names, n.Stage)
+		}
+		if !slices.Contains(inputs(label)["gazetteers"], names) {
+			t.Errorf("%s reads gazetteers %v, want %s's names among them", label, inputs(label)["gazetteers"], names)
+		}
+	}
+	if p := nodeParams(t, g, "label"); p["entry_sentences"] != true {
+		t.Errorf("label params %v", p)
+	}
+	for _, ev := range []string{"eval-noise[seed=1]", "eval-distil", "eval-selftrain"} {
+		if got := inputs(ev)["baseline"]; !slices.Equal(got, []string{"labels-dev"}) {
+			t.Errorf("%s baseline %v, want labels-dev", ev, got)
+		}
+	}
+	if got := inputs("test")["baseline"]; !slices.Equal(got, []string{"labels-test"}) {
+		t.Errorf("test baseline %v", got)
+	}
+	if p := nodeParams(t, g, "noise[seed=2]"); p["head"] != train.CRFHead || p["loss"] != train.LossPartial || p["miss_rate"] != 0.4 || p["update_interval"] != 0.0 {
+		t.Errorf("partial seeds: %v", p)
+	}
+}
+
+func TestPartialSeedsRefuseTokenSettings(t *testing.T) {
+	text := strings.Replace(rosterOnGazetteers, "partial: true,", "partial: true, gce: false,", 1)
+	if _, err := expand(t, fixture(t), text); err == nil || !strings.Contains(err.Error(), "partial-label CRFs") {
+		t.Errorf("gce with partial seeds: %v", err)
+	}
+	text = strings.Replace(rosterOnGazetteers, "  gazetteers: [../../data/gaz/per.txt]\n", "", 1)
+	text = strings.Replace(text, "entry_sentences: true, ", "", 1)
+	if _, err := expand(t, fixture(t), text); err == nil || !strings.Contains(err.Error(), "connect gazetteers too") {
+		t.Errorf("names without gazetteers: %v", err)
+	}
+}
+
