@@ -42,6 +42,8 @@
   }
   const runDur = r => fmtDur((r.finished_at ? new Date(r.finished_at) : new Date()) - new Date(r.created_at));
   const fmt = (v, d = 4) => typeof v === "number" ? v.toFixed(d) : "";
+  // gain prints a difference of two F1 scores in points, signed.
+  const gain = v => (v >= 0 ? "+" : "") + (100 * v).toFixed(2);
   const enc = encodeURIComponent;
   const fileURL = (run, node, out, file, dl) =>
     `/api/v1/runs/${enc(run)}/nodes/${enc(node)}/outputs/${enc(out)}/files/${file.split("/").map(enc).join("/")}${dl ? "?download=1" : ""}`;
@@ -193,13 +195,24 @@
         best ? h("span", { class: "muted" }, `best epoch ${best}, dev F1 ${fmt(rep.result.best_dev_f1)}`) : ""));
   }
 
+  // An evaluation given the distant labels of its split (input baseline)
+  // shows their F1 beside the model's, and the gain: what training added
+  // to simply applying the gazetteers.
   function evalCard(node, rep) {
-    const row = (name, s, bold) => h("tr", {}, h("td", {}, bold ? h("b", {}, name) : name), h("td", { class: "num" }, fmt(s.precision)),
-      h("td", { class: "num" }, fmt(s.recall)), h("td", { class: "num" }, bold ? h("b", {}, fmt(s.f1)) : fmt(s.f1)),
-      h("td", { class: "num" }, s.support ?? ""), h("td", { class: "num" }, s.predicted ?? ""));
+    const base = rep.baseline;
+    const baseOf = name => base ? (name === "micro" ? base.micro : (base.types || {})[name]) || {} : null;
+    const row = (name, s, bold) => {
+      const b = baseOf(name);
+      return h("tr", {}, h("td", {}, bold ? h("b", {}, name) : name), h("td", { class: "num" }, fmt(s.precision)),
+        h("td", { class: "num" }, fmt(s.recall)), h("td", { class: "num" }, bold ? h("b", {}, fmt(s.f1)) : fmt(s.f1)),
+        h("td", { class: "num" }, s.support ?? ""), h("td", { class: "num" }, s.predicted ?? ""),
+        b ? h("td", { class: "num", "data-labels-f1": name }, fmt(b.f1)) : "",
+        b ? h("td", { class: "num", "data-gain": name }, gain((s.f1 || 0) - (b.f1 || 0))) : "");
+    };
     const types = Object.keys(rep.types || {}).sort();
+    const cols = ["type", "P", "R", "F1", "gold", "pred"].concat(base ? ["labels F1", "gain"] : []);
     return h("div", { class: "panel", "data-eval": node }, h("h3", { class: "mono" }, node),
-      h("table", {}, h("thead", {}, h("tr", {}, ["type", "P", "R", "F1", "gold", "pred"].map((c, i) => h("th", { class: i ? "num" : "" }, c)))),
+      h("table", {}, h("thead", {}, h("tr", {}, cols.map((c, i) => h("th", { class: i ? "num" : "" }, c)))),
         h("tbody", {}, types.map(t => row(t, rep.types[t])), row("micro", rep.micro || {}, true))),
       h("p", { class: "muted" }, `${rep.sentences} sentences, ${rep.tokens} tokens, token accuracy ${fmt(rep.token_accuracy)}`));
   }
