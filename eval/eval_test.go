@@ -270,3 +270,23 @@ func TestAgreesWithConllevalAlgorithm(t *testing.T) {
 		}
 	}
 }
+
+// The comparison lists every type of either report, the baseline's too,
+// with the F1 gain in points.
+func TestWriteComparison(t *testing.T) {
+	model := Report{Micro: Score{Precision: 0.5, Recall: 1, F1: 2.0 / 3}, Types: map[string]Score{"PER": {Precision: 0.5, Recall: 1, F1: 2.0 / 3}}}
+	labels := Report{Micro: Score{Precision: 1, Recall: 0.25, F1: 0.4}, Types: map[string]Score{"PER": {Precision: 1, Recall: 0.5, F1: 2.0 / 3}, "LOC": {}}}
+	var b strings.Builder
+	if err := model.WriteComparison(&b, labels, "labels"); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"PER          50.00  100.00   66.67   100.00   50.00   66.67    +0.00",
+		"LOC           0.00    0.00    0.00     0.00    0.00    0.00    +0.00",
+		"micro avg    50.00  100.00   66.67   100.00   25.00   40.00   +26.67",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("comparison lacks %q:\n%s", want, b.String())
+		}
+	}
+}

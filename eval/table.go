@@ -37,10 +37,10 @@ func (e *errWriter) printf(format string, args ...any) {
 	}
 }
 
-// WriteComparison prints the report's F1 beside a baseline's on the same
-// gold sentences (the distant labels a model was trained on, say), type by
-// type and micro averaged, with the difference in points: the gain a
-// model adds over what produced its training data.
+// WriteComparison prints the report's precision, recall and F1 beside a
+// baseline's on the same gold sentences (the distant labels a model was
+// trained on, say), type by type and micro averaged, with the difference
+// in F1 points: the gain a model adds over what produced its training data.
 func (r Report) WriteComparison(w io.Writer, baseline Report, name string) error {
 	names := r.TypeNames()
 	for _, n := range baseline.TypeNames() {
@@ -53,9 +53,11 @@ func (r Report) WriteComparison(w io.Writer, baseline Report, name string) error
 		width = max(width, len(n))
 	}
 	ew := &errWriter{w: w}
-	ew.printf("%-*s  %8s  %*s  %7s\n", width, "type", "model F1", max(len(name)+3, 9), name+" F1", "gain")
+	ew.printf("%-*s  %23s  %23s  %7s\n", width, "", "model", name, "")
+	ew.printf("%-*s  %7s %7s %7s  %7s %7s %7s  %7s\n", width, "type", "P", "R", "F1", "P", "R", "F1", "F1 gain")
 	row := func(n string, m, b Score) {
-		ew.printf("%-*s  %8.2f  %*.2f  %+7.2f\n", width, n, 100*m.F1, max(len(name)+3, 9), 100*b.F1, 100*(m.F1-b.F1))
+		ew.printf("%-*s  %7.2f %7.2f %7.2f  %7.2f %7.2f %7.2f  %+7.2f\n", width, n, 100*m.Precision, 100*m.Recall, 100*m.F1,
+			100*b.Precision, 100*b.Recall, 100*b.F1, 100*(m.F1-b.F1))
 	}
 	for _, n := range names {
 		row(n, r.Types[n], baseline.Types[n])

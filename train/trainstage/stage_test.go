@@ -221,7 +221,8 @@ func TestStagesTrainPredictEvaluate(t *testing.T) {
 		t.Errorf("evaluate with a baseline: model %+v (want %+v), baseline %+v", scored.Micro, want.Micro, scored.Baseline)
 	}
 	table := string(e.read(res["report"], "report.txt"))
-	if wantRow := fmt.Sprintf("micro avg  %8.2f  %9.2f  %+7.2f", 100*want.Micro.F1, 600.0/13, 100*(want.Micro.F1-6.0/13)); !strings.Contains(table, wantRow) {
+	if wantRow := fmt.Sprintf("micro avg  %7.2f %7.2f %7.2f  %7.2f %7.2f %7.2f  %+7.2f", 100*want.Micro.Precision, 100*want.Micro.Recall, 100*want.Micro.F1,
+		100.0, 30.0, 600.0/13, 100*(want.Micro.F1-6.0/13)); !strings.Contains(table, wantRow) {
 		t.Errorf("report.txt lacks the comparison row %q:\n%s", wantRow, table)
 	}
 	// A baseline of another split is refused.
