@@ -5,11 +5,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/nerflow/nerflow/pipeline/engine"
 )
 
 // chromium finds Debian's chromium (scripts/setup.sh installs it). Without
@@ -43,13 +46,18 @@ func screenshotDir(t *testing.T) string {
 }
 
 // TestDashboardInChromium signs in to the dashboard in headless Chromium,
-// watches a run live and cancels it from its page, looks at a finished
-// run's DAG, training curves, evaluations, node logs, and tags a text on
-// the predict page; it checks each page's content in the DOM and saves a
-// screenshot of each.
+// watches a run live and cancels it from its page, sees a node whose
+// worker died shown as lost until it is done, looks at a finished run's
+// DAG, training curves, evaluations (in percent), node logs and outputs (in
+// binary units), tags a text on the predict page, and looks at a model's
+// page; it checks each page's content in the DOM, that no page is wider
+// than a 1280 or 1400 px window, and saves a screenshot of each.
 func TestDashboardInChromium(t *testing.T) {
 	exe := chromium(t)
-	s := newStack(t, true)
+	// No re-drive of lost nodes: the worker this test plays dead is alive
+	// and finishes its node, so that the lost state stays on screen until
+	// then instead of racing a re-drive.
+	s := newStack(t, true, func(o *engine.WorkerOptions) { o.ReconcileInterval = time.Hour })
 	done := s.submit("tiny.yaml")
 	if r := s.wait(done); r.State != "succeeded" {
 		t.Fatalf("run %s: %s", r.State, r.Error)
@@ -83,6 +91,7 @@ func TestDashboardInChromium(t *testing.T) {
 
 	// The runs list shows both runs.
 	b.do("runs", chromedp.Poll[chromedp.Void](`document.querySelectorAll("#runs tbody tr").length >= 2`))
+	b.fits("runs")
 	b.shot("02-runs.png")
 	runsText := value(b, chromedp.Text(chromedp.CSS("#runs tbody")))
 	if !strings.Contains(runsText, done) || !strings.Contains(runsText, live) || !strings.Contains(runsText, "succeeded") {
@@ -107,11 +116,48 @@ func TestDashboardInChromium(t *testing.T) {
 	b.hash("#/runs/" + live)
 	b.do("live run", chromedp.Poll[chromedp.Void](`[...document.querySelectorAll("g.node")].some(g => g.dataset.state === "running" && g.dataset.node.startsWith("work"))`),
 		chromedp.Click(chromedp.CSS(`g.node[data-node="work[steps=30]"]`)), chromedp.WaitVisible(chromedp.CSS("#node .progress")))
+	b.fits("live run")
 	b.shot("03-run-live.png")
 	b.do("cancel", chromedp.Click(chromedp.CSS("button.danger")), chromedp.WaitVisible(chromedp.CSS(`g.node[data-state="cancelled"]`)))
 	states := value(b, chromedp.Evaluate[string](`[...document.querySelectorAll("g.node")].map(g => g.dataset.node + "=" + g.dataset.state).join(" ")`))
 	if !strings.Contains(states, "work[steps=30]=cancelled") {
 		t.Errorf("after cancel from the dashboard: %s", states)
+	}
+
+	// A worker that died mid-node, as after kill -9: its process is gone
+	// (no server of that pid beats) and its record of the node, started a
+	// minute ago, stays. The page shows the node lost, with a warning and
+	// its progress frozen, live, and then done.
+	lost := s.submit("slow.yaml", "work.step_time=300ms")
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		st, err := s.e.Status(context.Background(), lost)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n, _ := st.Node("work[steps=30]"); n != nil && n.State == engine.Running && n.Progress != nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("work[steps=30] of run %s did not start: %+v", lost, st)
+		}
+	}
+	nodeKey := s.ns + ":{" + lost + "}:node:work[steps=30]"
+	if err := s.rdb.HSet(context.Background(), nodeKey, "pid", "0", "started_at", time.Now().Add(-time.Minute).UTC().Format(time.RFC3339Nano)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	b.hash("#/runs/" + lost)
+	b.do("lost node", chromedp.WaitVisible(chromedp.CSS(`g.node[data-node="work[steps=30]"][data-state="lost"]`)), chromedp.WaitVisible(chromedp.CSS("#lost")),
+		chromedp.Click(chromedp.CSS(`g.node[data-node="work[steps=30]"]`)), chromedp.WaitVisible(chromedp.CSS("#node .progress.lost")))
+	b.shot("04-run-lost.png")
+	if text := value(b, chromedp.Text(chromedp.CSS("#node"))); !strings.Contains(text, "worker lost") || !strings.Contains(text, "waiting to be re-run") {
+		t.Errorf("the lost node's detail:\n%s", text)
+	}
+	if text := value(b, chromedp.Text(chromedp.CSS("#lost"))); !strings.Contains(text, "work[steps=30]") {
+		t.Errorf("the lost node's warning: %q", text)
+	}
+	b.do("lost node done", chromedp.WaitVisible(chromedp.CSS(`g.node[data-node="work[steps=30]"][data-state="done"]`)))
+	if b.count("#lost") != 0 {
+		t.Error("the warning of a lost node stays after it is done")
 	}
 
 	// The finished run: DAG, curves per training node, evaluations per
@@ -122,23 +168,40 @@ func TestDashboardInChromium(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(`[data-curve="train[seed=1]"] svg`)),
 		chromedp.Click(chromedp.CSS(`g.node[data-node="train[seed=1]"]`)),
 		chromedp.Poll[chromedp.Void](`(document.querySelector("#node pre.logs") || {}).textContent?.includes("INFO")`))
-	b.shot("04-run.png")
+	b.fits("finished run")
+	b.shot("05-run.png")
 	nodes, doneNodes := b.count("g.node"), b.count(`g.node[data-state="done"]`)
 	curves, evals := b.count("[data-curve] path.f1"), b.count("[data-eval] tbody tr")
 	if nodes != 8 || doneNodes != 8 || curves != 2 || evals != 6 {
 		t.Errorf("run page: %d nodes (%d done), %d dev-F1 curves, %d evaluation rows", nodes, doneNodes, curves, evals)
 	}
 	evalText := value(b, chromedp.Text(chromedp.CSS(`[data-eval="eval[seed=1]"]`)))
-	for _, want := range []string{"PER", "LOC", "micro"} {
+	for _, want := range []string{"PER", "LOC", "micro", "F1 %"} {
 		if !strings.Contains(evalText, want) {
 			t.Errorf("evaluation card lacks %q:\n%s", want, evalText)
+		}
+	}
+	// Scores in percent with two decimals, as the CLI prints them; sizes
+	// in binary units, as the CLI's.
+	percent := regexp.MustCompile(`^\d{1,3}\.\d\d$`)
+	for _, sel := range []string{`[data-eval="eval[seed=1]"] tbody tr:last-child td:nth-child(4)`, `[data-eval="eval[seed=1]"] tbody tr:first-child td:nth-child(2)`} {
+		if v := value(b, chromedp.Text(chromedp.CSS(sel))); !percent.MatchString(v) {
+			t.Errorf("score %q is not a percentage (%s)", v, sel)
+		}
+	}
+	sizes := strings.Split(value(b, chromedp.Evaluate[string](`[...document.querySelectorAll("#node table td.num")].map(td => td.textContent).join("|")`)), "|")
+	human := regexp.MustCompile(`^\d+(\.\d)? (B|KiB|MiB|GiB)$`)
+	for _, v := range sizes {
+		if !human.MatchString(v) {
+			t.Errorf("output size %q is not in binary units (all: %q)", v, sizes)
 		}
 	}
 
 	// Predict: the text is tagged through POST /v1/predict.
 	b.hash("#/predict")
 	b.do("predict", chromedp.WaitVisible(chromedp.CSS("#tag")), chromedp.Click(chromedp.CSS("#tag")), chromedp.WaitVisible(chromedp.CSS("#annotated")))
-	b.shot("05-predict.png")
+	b.fits("predict")
+	b.shot("06-predict.png")
 	if b.count("#annotated .entity") == 0 {
 		t.Log("the tiny model found no entity in the sample text (accuracy is not asserted)")
 	}
@@ -146,27 +209,58 @@ func TestDashboardInChromium(t *testing.T) {
 	// Workers and models list what the server has; a nightly schedule is
 	// added from the schedules page's form.
 	b.hash("#/workers")
-	b.do("workers", chromedp.WaitVisible(chromedp.CSS(`tr[data-key="test/cpu"]`)))
-	b.shot("06-workers.png")
+	b.do("workers", chromedp.WaitVisible(chromedp.CSS(`tr[data-key="test/cpu"]`)), chromedp.WaitVisible(chromedp.CSS(`tr[data-key="test-gpu/gpu"]`)))
+	b.fits("workers")
+	b.shot("07-workers.png")
 	specFile, _ := filepath.Abs("testdata/tiny.yaml")
 	b.hash("#/schedules")
 	b.do("schedule", chromedp.WaitVisible(chromedp.CSS("#sched-name")), chromedp.SendKeys(chromedp.CSS("#sched-name"), "nightly"),
 		chromedp.SendKeys(chromedp.CSS("#sched-spec"), specFile), chromedp.SendKeys(chromedp.CSS("#sched-set"), "train.epochs=2"),
 		chromedp.Click(chromedp.CSS("#sched-add")), chromedp.WaitVisible(chromedp.CSS(`tr[data-key="nightly"]`)))
-	b.shot("07-schedules.png")
-	if text := value(b, chromedp.Text(chromedp.CSS(`tr[data-key="nightly"]`))); !strings.Contains(text, "0 2 * * *") || !strings.Contains(text, "train.epochs=2") {
+	b.fits("schedules")
+	b.shot("08-schedules.png")
+	if text := value(b, chromedp.Text(chromedp.CSS(`tr[data-key="nightly"]`))); !strings.Contains(text, "0 2 * * *") || !strings.Contains(text, "--set train.epochs=2") {
 		t.Errorf("schedule row: %q", text)
 	}
 	b.hash("#/models")
 	b.do("models", chromedp.WaitVisible(chromedp.CSS(`tr[data-key="tiny@1"]`)))
-	b.shot("08-models.png")
+	b.fits("models")
+	b.shot("09-models.png")
+	if v := value(b, chromedp.Text(chromedp.CSS(`tr[data-key="tiny@1"] td:nth-child(3)`))); !percent.MatchString(v) {
+		t.Errorf("the models list's F1 %q is not a percentage", v)
+	}
 
 	// Promote tiny@2 from the models page: the tag moves in the registry.
 	b.hash("#/models")
 	b.do("promote", chromedp.WaitVisible(chromedp.CSS(`tr[data-key="tiny@2"] button`)), chromedp.Click(chromedp.CSS(`tr[data-key="tiny@2"] button`)),
 		// The tags cell (the second column), not the tag picker's options.
 		chromedp.Poll[chromedp.Void](`(document.querySelector('tr[data-key="tiny@2"] td:nth-child(2)') || {}).textContent === "production"`))
-	b.shot("09-models-promoted.png")
+	b.shot("10-models-promoted.png")
+
+	// A model's page: its versions and tags, lineage back to the run that
+	// trained it, its files and its evaluations.
+	b.do("model page", chromedp.Click(chromedp.CSS(`tr[data-key="tiny@2"] a`)), chromedp.WaitVisible(chromedp.CSS(`#versions tr.current[data-key="tiny@2"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#versions tr[data-key="tiny@1"]`)), chromedp.WaitVisible(chromedp.CSS("#lineage a")), chromedp.WaitVisible(chromedp.CSS("[data-eval] tbody tr")))
+	b.fits("model")
+	b.shot("11-model.png")
+	lineage := value(b, chromedp.Text(chromedp.CSS("#lineage")))
+	for _, want := range []string{done, "train.tagger v", `"seed"`} {
+		if !strings.Contains(lineage, want) {
+			t.Errorf("model page's lineage lacks %q:\n%s", want, lineage)
+		}
+	}
+	if text := value(b, chromedp.Text(chromedp.CSS("#versions"))); !strings.Contains(text, "production") {
+		t.Errorf("model page's versions lack the production tag:\n%s", text)
+	}
+	for _, v := range strings.Split(value(b, chromedp.Evaluate[string](`[...document.querySelectorAll("#files td.num")].map(td => td.textContent).join("|")`)), "|") {
+		if !human.MatchString(v) {
+			t.Errorf("model file size %q is not in binary units", v)
+		}
+	}
+	b.do("model's run", chromedp.Click(chromedp.CSS("#lineage dd a")), chromedp.WaitVisible(chromedp.CSS("g.node")))
+	if h := value(b, chromedp.Evaluate[string](`location.hash`)); h != "#/runs/"+done {
+		t.Errorf("the model's run link went to %s, want #/runs/%s", h, done)
+	}
 	if _, err := s.watcher.Check(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -197,6 +291,19 @@ func value[T any](b *browser, a chromedp.Action[T]) T {
 		b.t.Fatal(err)
 	}
 	return v
+}
+
+// fits checks that the page needs no horizontal scrolling in a window 1280
+// or 1400 px wide, then gives the window its size back.
+func (b *browser) fits(page string) {
+	b.t.Helper()
+	for _, w := range []int64{1280, 1400} {
+		b.do("viewport", chromedp.EmulateViewport(w, 1000))
+		if over := value(b, chromedp.Evaluate[int](`document.documentElement.scrollWidth - window.innerWidth`)); over > 0 {
+			b.t.Errorf("the %s page is %d px wider than a %d px window", page, over, w)
+		}
+	}
+	b.do("viewport", chromedp.ResetViewport())
 }
 
 // hash moves the single-page app to another page.

@@ -46,6 +46,8 @@ type stack struct {
 	token   string
 	secrets []string // strings no response or log line may contain
 	e       *engine.Engine
+	rdb     redis.UniversalClient
+	ns      string // the engine's Redis namespace
 	store   storage.Store
 	batcher *predict.Batcher
 	watcher *predict.Watcher
@@ -79,8 +81,9 @@ func randomHex(n int) string {
 }
 
 // newStack starts a stack on the real test services (real=true) or on the
-// embedded defaults (miniredis and a file store).
-func newStack(t *testing.T, real bool) *stack {
+// embedded defaults (miniredis and a file store); tune, if given, adjusts
+// the workers' options.
+func newStack(t *testing.T, real bool, tune ...func(*engine.WorkerOptions)) *stack {
 	t.Helper()
 	s := &stack{t: t, token: "tok-" + randomHex(16), logs: &lockedBuffer{}}
 	s.secrets = []string{s.token}
@@ -115,6 +118,7 @@ func newStack(t *testing.T, real bool) *stack {
 	logh := nodelog.NewHandler(slog.NewTextHandler(s.logs, &slog.HandlerOptions{Level: slog.LevelDebug}), rdb, ns)
 	log := slog.New(logh)
 	s.e = engine.New(rdb, s.store, engine.WithNamespace(ns), engine.WithLogger(log))
+	s.rdb, s.ns = rdb, ns
 	// Two pools, as a cluster would have: the taggers of testdata/tiny.yaml
 	// train on the gpu queue one at a time (served on the CPU here), the
 	// other nodes run two at a time. Two trainings at once in one process
@@ -122,6 +126,9 @@ func newStack(t *testing.T, real bool) *stack {
 	// which is not what these tests are about.
 	wopts := engine.WorkerOptions{ProgressInterval: 50 * time.Millisecond, DelayedPollInterval: 100 * time.Millisecond,
 		RetryDelay: func(int) time.Duration { return 50 * time.Millisecond }, TempDir: t.TempDir()}
+	for _, f := range tune {
+		f(&wopts)
+	}
 	var pools []*workers.Pool
 	for _, cfg := range []workers.Config{
 		{Queues: []string{"cpu"}, Concurrency: 2, Name: "test", Worker: wopts},

@@ -31,7 +31,16 @@
     return body;
   }
 
-  const badge = state => h("span", { class: `badge ${state}` }, state);
+  // shown is a node's state as people should see it: a running node whose
+  // worker died is "lost" (it waits to be re-run), a node back in the queue
+  // after an attempt is "requeued".
+  function shown(n) {
+    if (n.state === "running" && n.lost) return "lost";
+    if ((n.state === "queued" || n.state === "pending") && n.attempt > 0) return "requeued";
+    return n.state;
+  }
+  const stateText = s => ({ lost: "worker lost", requeued: "re-queued" })[s] || s;
+  const badge = state => h("span", { class: `badge ${state}` }, stateText(state));
   const fmtTime = t => t ? new Date(t).toLocaleString() : "";
   function fmtDur(ms) {
     if (!(ms >= 0)) return "";
@@ -41,9 +50,19 @@
     return `${Math.floor(s / 3600)}h ${Math.floor(s % 3600 / 60)}m`;
   }
   const runDur = r => fmtDur((r.finished_at ? new Date(r.finished_at) : new Date()) - new Date(r.created_at));
-  const fmt = (v, d = 4) => typeof v === "number" ? v.toFixed(d) : "";
   // gain prints a difference of two F1 scores in points, signed.
   const gain = v => (v >= 0 ? "+" : "") + (100 * v).toFixed(2);
+  // Scores are shown as percentages with two decimals, as the CLI prints
+  // them (48.73, not 0.4873); sizes in binary units, as the CLI's.
+  const pct = v => typeof v === "number" ? (100 * v).toFixed(2) : "";
+  function fmtBytes(n) {
+    if (typeof n !== "number") return "";
+    if (n < 1024) return `${n} B`;
+    const units = ["KiB", "MiB", "GiB", "TiB"];
+    let u = -1;
+    do { n /= 1024; u++; } while (n >= 1024 && u < units.length - 1);
+    return `${n < 10 ? n.toFixed(1) : Math.round(n)} ${units[u]}`;
+  }
   const enc = encodeURIComponent;
   const fileURL = (run, node, out, file, dl) =>
     `/api/v1/runs/${enc(run)}/nodes/${enc(node)}/outputs/${enc(out)}/files/${file.split("/").map(enc).join("/")}${dl ? "?download=1" : ""}`;
@@ -93,27 +112,30 @@
   }
 
   // ---- one run ----------------------------------------------------------
-  function runPage(id) {
-    let selected = null, last = null;
+  function runPage(id, node) {
+    let selected = node || null, last = null;
     const reports = new Map(); // node id -> rendered report card (fetched once)
     const head = h("div"), dag = h("div", { class: "dag panel" }), detail = h("div", { class: "panel grow", id: "node" });
     const curves = h("div", { class: "cards" }), evals = h("div", { class: "cards" });
     show(head, dag, h("div", { class: "row" }, detail),
       h("h2", {}, "Training curves"), curves, h("h2", {}, "Evaluations"), evals);
-    const legend = h("div", { class: "legend" }, ["pending", "queued", "running", "done", "cached", "failed", "cancelled"].map(badge));
+    const legend = h("div", { class: "legend" }, ["pending", "queued", "running", "lost", "requeued", "done", "cached", "failed", "cancelled"].map(badge));
 
     async function refresh() {
       let run;
       try { run = await api(`/api/v1/runs/${enc(id)}`); } catch (e) { head.replaceChildren(problem(e)); return; }
       last = run;
-      const states = Object.fromEntries(run.nodes.map(n => [n.id, n.state]));
+      const states = Object.fromEntries(run.nodes.map(n => [n.id, shown(n)]));
+      const lost = run.nodes.filter(n => shown(n) === "lost").map(n => n.id);
       head.replaceChildren(h("div", { class: "toolbar" }, h("h1", { class: "mono" }, run.id), badge(run.state), h("span", { class: "muted" }, run.name),
         h("span", { class: "spacer" }),
         h("button", { class: "danger", disabled: run.state !== "running", onclick: () => act("cancel") }, "Cancel"),
         h("button", { class: "plain", disabled: run.state !== "failed" && run.state !== "cancelled", onclick: () => act("retry") }, "Retry")),
         h("p", { class: "muted" }, `created ${fmtTime(run.created_at)} · ${runDur(run)} · ${countLine(run.nodes)}`),
-        run.error ? h("p", { class: "error" }, run.error) : "");
-      dag.replaceChildren(window.nerflowDAG.render(run.graph.nodes, states, selected, nid => { selected = nid; refresh(); }), legend);
+        run.error ? h("p", { class: "error" }, run.error) : "",
+        lost.length ? h("p", { class: "warning", id: "lost" }, `The worker running ${lost.join(", ")} stopped: ` +
+          "waiting for another worker to re-run it from its last checkpoint.") : "");
+      dag.replaceChildren(window.nerflowDAG.render(run.graph.nodes, states, selected, nid => { selected = nid; refresh(); }, stateText), legend);
       if (selected) nodeDetail(run, selected); else detail.replaceChildren(h("p", { class: "muted" }, "Click a node for its progress, outputs and logs."));
       for (const n of run.nodes) {
         if (reports.has(n.id) || !n.outputs || !n.outputs.report) continue;
@@ -143,23 +165,27 @@
     async function nodeDetail(run, nid) {
       const n = run.nodes.find(x => x.id === nid);
       if (!n) return;
-      const rows = [["state", badge(n.state)], ["stage", n.stage], ["queue", n.queue], ["worker", n.worker || ""],
+      const state = shown(n);
+      const rows = [["state", [badge(state), state === "lost" ? h("span", { class: "muted" }, " waiting to be re-run") : ""]],
+        ["stage", n.stage], ["queue", n.queue], ["worker", n.worker || ""],
         ["attempt", n.attempt ? n.attempt + 1 : 1], ["started", fmtTime(n.started_at)],
         ["duration", n.started_at ? fmtDur(((n.finished_at && n.state !== "running") ? new Date(n.finished_at) : new Date()) - new Date(n.started_at)) : ""],
         ["key", h("span", { class: "mono" }, (n.key || "").slice(0, 16))]];
       const kids = [h("h3", { class: "mono" }, n.id), h("dl", { class: "kv" }, rows.flatMap(([k, v]) => [h("dt", {}, k), h("dd", {}, v)]))];
       if (n.progress) {
         const pct = n.progress.total ? Math.min(100, 100 * n.progress.done / n.progress.total) : 0;
-        const bar = h("div", { class: "progress" }, h("div"));
+        const bar = h("div", { class: `progress ${state}` }, h("div"));
         bar.firstChild.style.width = pct.toFixed(1) + "%";
-        kids.push(h("h3", {}, "Progress"), bar, h("div", { class: "muted" }, `${n.progress.done}/${n.progress.total} ${n.progress.note || ""}`));
+        const where = n.progress.total ? `${n.progress.done}/${n.progress.total} (${pct.toFixed(0)}%)` : `${n.progress.done}`;
+        kids.push(h("h3", {}, "Progress"), bar, h("div", { class: "muted" }, `${where} ${n.progress.note || ""}`,
+          state === "lost" ? " · as of the lost worker's last report" : ""));
       }
       if (n.error) kids.push(h("h3", {}, "Error"), h("p", { class: "error" }, n.error));
       const outs = Object.entries(n.outputs || {});
       if (outs.length) {
         kids.push(h("h3", {}, "Outputs"), h("table", {}, h("tbody", {}, outs.flatMap(([name, a]) => (a.files || []).map(f =>
           h("tr", {}, h("td", {}, name), h("td", { class: "muted" }, a.kind || ""), h("td", {}, h("a", { href: fileURL(run.id, n.id, name, f.name, true) }, f.name)),
-            h("td", { class: "num" }, `${f.size} B`)))))));
+            h("td", { class: "num", title: `${f.size} bytes` }, fmtBytes(f.size))))))));
       }
       const logs = h("pre", { class: "logs" }, "…");
       kids.push(h("h3", {}, "Logs"), logs);
@@ -181,18 +207,20 @@
 
   function countLine(nodes) {
     const c = {};
-    nodes.forEach(n => c[n.state] = (c[n.state] || 0) + 1);
-    return `${nodes.length} nodes: ` + Object.entries(c).map(([s, k]) => `${k} ${s}`).join(", ");
+    nodes.forEach(n => c[shown(n)] = (c[shown(n)] || 0) + 1);
+    return `${nodes.length} nodes: ` + Object.entries(c).map(([s, k]) => `${k} ${stateText(s)}`).join(", ");
   }
 
   function curveCard(node, rep) {
     const epochs = (rep.result && rep.result.epochs) || [];
-    const hasDev = epochs.some(e => e.dev_f1 > 0);
+    // A dev set was scored when a best epoch was picked, even if every
+    // epoch scored 0.
     const best = rep.result && rep.result.best_epoch;
+    const hasDev = best > 0;
     return h("div", { class: "panel", "data-curve": node }, h("h3", { class: "mono" }, node),
       epochs.length ? window.nerflowChart.render(epochs, hasDev) : h("p", { class: "muted" }, "no epochs"),
       h("div", { class: "legend" }, h("span", { class: "badge", style: "background:#d9822b" }, "train loss"), hasDev ? h("span", { class: "badge running" }, "dev F1") : "",
-        best ? h("span", { class: "muted" }, `best epoch ${best}, dev F1 ${fmt(rep.result.best_dev_f1)}`) : ""));
+        best ? h("span", { class: "muted" }, `best epoch ${best}, dev F1 ${pct(rep.result.best_dev_f1)}`) : ""));
   }
 
   // An evaluation given the distant labels of its split (input baseline)
@@ -203,18 +231,18 @@
     const baseOf = name => base ? (name === "micro" ? base.micro : (base.types || {})[name]) || {} : null;
     const row = (name, s, bold) => {
       const b = baseOf(name);
-      return h("tr", {}, h("td", {}, bold ? h("b", {}, name) : name), h("td", { class: "num" }, fmt(s.precision)),
-        h("td", { class: "num" }, fmt(s.recall)), h("td", { class: "num" }, bold ? h("b", {}, fmt(s.f1)) : fmt(s.f1)),
+      return h("tr", {}, h("td", {}, bold ? h("b", {}, name) : name), h("td", { class: "num" }, pct(s.precision)),
+        h("td", { class: "num" }, pct(s.recall)), h("td", { class: "num" }, bold ? h("b", {}, pct(s.f1)) : pct(s.f1)),
         h("td", { class: "num" }, s.support ?? ""), h("td", { class: "num" }, s.predicted ?? ""),
-        b ? h("td", { class: "num", "data-labels-f1": name }, fmt(b.f1)) : "",
+        b ? h("td", { class: "num", "data-labels-f1": name }, pct(b.f1)) : "",
         b ? h("td", { class: "num", "data-gain": name }, gain((s.f1 || 0) - (b.f1 || 0))) : "");
     };
     const types = Object.keys(rep.types || {}).sort();
-    const cols = ["type", "P", "R", "F1", "gold", "pred"].concat(base ? ["labels F1", "gain"] : []);
+    const cols = ["type", "P %", "R %", "F1 %", "gold", "pred"].concat(base ? ["labels F1 %", "gain"] : []);
     return h("div", { class: "panel", "data-eval": node }, h("h3", { class: "mono" }, node),
       h("table", {}, h("thead", {}, h("tr", {}, cols.map((c, i) => h("th", { class: i ? "num" : "" }, c)))),
         h("tbody", {}, types.map(t => row(t, rep.types[t])), row("micro", rep.micro || {}, true))),
-      h("p", { class: "muted" }, `${rep.sentences} sentences, ${rep.tokens} tokens, token accuracy ${fmt(rep.token_accuracy)}`));
+      h("p", { class: "muted" }, `${rep.sentences} sentences, ${rep.tokens} tokens, token accuracy ${pct(rep.token_accuracy)}%`));
   }
 
   // ---- workers, schedules, models: tables of whatever the API lists -------
@@ -227,7 +255,11 @@
     return String(v);
   }
 
-  function listPage(title, path, key, empty, actions, form) {
+  // listPage shows what the API lists at path under key, refreshed. columns,
+  // when given, are [title, item => content] pairs; otherwise every field
+  // is a column. actions(item, done) gives a row's buttons; form(done) a
+  // form above the table.
+  function listPage({ title, path, key, empty, columns, actions, form }) {
     const body = h("div");
     let last = "";
     show(h("h1", {}, title), form ? form(() => { last = ""; refresh(); }) : "", body);
@@ -239,10 +271,10 @@
         last = json;
         const items = data[key] || [];
         if (!items.length) { body.replaceChildren(h("p", { class: "muted" }, empty)); return; }
-        const cols = [...new Set(items.flatMap(Object.keys))];
+        const cols = columns || [...new Set(items.flatMap(Object.keys))].map(c => [c.replaceAll("_", " "), it => cell(it[c])]);
         const done = () => { last = ""; refresh(); };
-        body.replaceChildren(h("table", { id: key }, h("thead", {}, h("tr", {}, cols.map(c => h("th", {}, c.replaceAll("_", " "))), actions ? h("th") : "")),
-          h("tbody", {}, items.map(it => h("tr", { "data-key": it.ref || it.name }, cols.map(c => h("td", {}, cell(it[c]))), actions ? h("td", {}, actions(it, done)) : "")))));
+        body.replaceChildren(h("div", { class: "scroll" }, h("table", { id: key }, h("thead", {}, h("tr", {}, cols.map(([t]) => h("th", {}, t)), actions ? h("th") : "")),
+          h("tbody", {}, items.map(it => h("tr", { "data-key": it.ref || it.name }, cols.map(([, f]) => h("td", {}, f(it))), actions ? h("td", { class: "actions" }, actions(it, done)) : ""))))));
       } catch (e) {
         last = "";
         body.replaceChildren(problem(e));
@@ -270,18 +302,82 @@
     } }, name, cron, file, sets, missed, h("button", { type: "submit", id: "sched-add" }, "Add schedule"), out);
   }
 
+  const runLink = id => id ? h("a", { class: "mono", href: `#/runs/${enc(id)}` }, id) : "–";
+
   function schedulesPage() {
-    listPage("Schedules", "/api/v1/schedules", "schedules", "No schedules yet: add one above or with nerflow schedule add NAME --cron '0 2 * * *' SPEC.", (s, done) => [
-      h("button", { class: "plain", onclick: () => post(`/api/v1/schedules/${enc(s.name)}/${s.paused ? "resume" : "pause"}`).then(done) }, s.paused ? "Resume" : "Pause"), " ",
-      h("button", { class: "danger", onclick: () => confirm(`Delete schedule ${s.name}?`) && post(`/api/v1/schedules/${enc(s.name)}/delete`).then(done) }, "Delete")], scheduleForm);
+    listPage({
+      title: "Schedules", path: "/api/v1/schedules", key: "schedules", form: scheduleForm,
+      empty: "No schedules yet: add one above or with nerflow schedule add NAME --cron '0 2 * * *' SPEC.",
+      columns: [["name", s => s.name], ["cron", s => h("span", { class: "mono" }, s.cron)],
+        ["spec", s => [h("span", { class: "mono path" }, s.spec_file), ...(s.overrides || []).flatMap(o => [h("br"), h("span", { class: "muted mono" }, `--set ${o}`)])]],
+        ["missed", s => s.missed], ["next", s => s.paused ? badge("paused") : cell(s.next)],
+        ["last tick", s => s.last_outcome || "–"], ["last run", s => runLink(s.last_run)], ["last success", s => runLink(s.last_success)]],
+      actions: (s, done) => [
+        h("button", { class: "plain", onclick: () => post(`/api/v1/schedules/${enc(s.name)}/${s.paused ? "resume" : "pause"}`).then(done) }, s.paused ? "Resume" : "Pause"), " ",
+        h("button", { class: "danger", onclick: () => confirm(`Delete schedule ${s.name}?`) && post(`/api/v1/schedules/${enc(s.name)}/delete`).then(done) }, "Delete")],
+    });
+  }
+
+  const modelLink = ref => h("a", { class: "mono", href: `#/models/${enc(ref)}` }, ref);
+  const tagBadges = tags => (tags || []).length ? tags.map(t => h("span", { class: "badge tag" }, t)) : "–";
+
+  function promoteControl(ref, done) {
+    const tag = h("select", {}, h("option", {}, "production"), h("option", {}, "staging"));
+    return [tag, " ", h("button", { class: "plain", onclick: () => post(`/api/v1/models/${enc(ref)}/promote`, { tag: tag.value }).then(done) }, "Promote")];
   }
 
   function modelsPage() {
-    listPage("Models", "/api/v1/models", "models", "No registered models: every run's final model is registered when it succeeds.", (m, done) => {
-      const ref = m.ref || `${m.name}@${m.version}`;
-      const tag = h("select", {}, h("option", {}, "production"), h("option", {}, "staging"));
-      return [tag, " ", h("button", { class: "plain", onclick: () => post(`/api/v1/models/${enc(ref)}/promote`, { tag: tag.value }).then(done) }, "Promote")];
+    listPage({
+      title: "Models", path: "/api/v1/models", key: "models",
+      empty: "No registered models: every run's final model is registered when it succeeds.",
+      columns: [["model", m => modelLink(m.ref)], ["tags", m => tagBadges(m.tags)], ["F1 %", m => pct(m.f1) || "–"],
+        ["trained by", m => m.stage || "–"], ["run", m => runLink(m.run)], ["model digest", m => h("span", { class: "mono" }, m.digest)],
+        ["registered", m => fmtTime(m.registered)]],
+      actions: (m, done) => promoteControl(m.ref, done),
     });
+  }
+
+  // modelPage shows one model version: the model's versions and tags, the
+  // version's metrics per type, its lineage (run, training node and
+  // parameters, datasets) and its files.
+  function modelPage(ref) {
+    const body = h("div");
+    show(body);
+    async function refresh() {
+      let v, rows;
+      try {
+        [v, { models: rows }] = await Promise.all([api(`/api/v1/models/${enc(ref)}`), api("/api/v1/models")]);
+      } catch (e) { body.replaceChildren(h("h1", { class: "mono" }, ref), problem(e)); return; }
+      const versions = rows.filter(r => r.ref.slice(0, r.ref.lastIndexOf("@")) === v.name);
+      const me = versions.find(r => r.ref === `${v.name}@${v.version}`) || {};
+      const producer = (v.model && v.model.producer) || {};
+      const files = (v.model && v.model.files) || [];
+      const total = files.reduce((s, f) => s + f.size, 0);
+      const lineage = [["run", runLink(v.run)], ["trained by", v.node ? h("a", { class: "mono", href: `#/runs/${enc(producer.run || v.run)}/${enc(v.node)}` }, v.node) : "–"],
+        ["stage", v.stage ? `${v.stage} v${v.stage_version || 1}` : "–"], ["spec", v.spec_file ? h("span", { class: "mono path" }, v.spec_file) : (v.spec || "–")],
+        ["overrides", (v.overrides || []).length ? v.overrides.map(o => `--set ${o}`).join(" ") : "–"],
+        ["parameters", v.params ? h("pre", { class: "mono params" }, JSON.stringify(v.params, null, 1)) : "–"],
+        ["node key", h("span", { class: "mono" }, (v.key || "").slice(0, 16) || "–")], ["nerflow", v.nerflow || "–"],
+        ["registered", fmtTime(v.registered)]];
+      body.replaceChildren(
+        h("div", { class: "toolbar" }, h("h1", { class: "mono" }, `${v.name}@${v.version}`), tagBadges(me.tags), h("span", { class: "spacer" }),
+          promoteControl(`${v.name}@${v.version}`, refresh)),
+        h("div", { class: "row" },
+          h("div", { class: "panel grow" }, h("h3", {}, "Lineage"), h("dl", { class: "kv", id: "lineage" }, lineage.flatMap(([k, x]) => [h("dt", {}, k), h("dd", {}, x)]))),
+          h("div", { class: "panel grow" }, h("h3", {}, "Versions"), h("table", { id: "versions" }, h("thead", {}, h("tr", {}, ["version", "tags", "F1 %", "run"].map(c => h("th", {}, c)))),
+            h("tbody", {}, versions.map(r => h("tr", { "data-key": r.ref, class: r.ref === me.ref ? "current" : "" }, h("td", {}, modelLink(r.ref)), h("td", {}, tagBadges(r.tags)),
+              h("td", { class: "num" }, pct(r.f1) || "–"), h("td", {}, runLink(r.run)))))))),
+        h("h2", {}, "Datasets upstream"),
+        (v.datasets || []).length ? h("div", { class: "scroll" }, h("table", { id: "datasets" }, h("thead", {}, h("tr", {}, ["source", "digest", "used as"].map(c => h("th", {}, c)))),
+          h("tbody", {}, v.datasets.map(d => h("tr", {}, h("td", { class: "mono path" }, d.source), h("td", { class: "mono" }, (d.digest || "").slice(7, 19)),
+            h("td", {}, (d.ports || []).join(", "))))))) : h("p", { class: "muted" }, "none recorded"),
+        h("h2", {}, `Model files (${fmtBytes(total)})`),
+        h("table", { id: "files" }, h("tbody", {}, files.map(f => h("tr", {}, h("td", { class: "mono" }, f.name),
+          h("td", { class: "num", title: `${f.size} bytes` }, fmtBytes(f.size)))))),
+        h("h2", {}, "Evaluations"),
+        (v.metrics || []).length ? h("div", { class: "cards" }, v.metrics.map(m => evalCard(m.node || "evaluation", m))) : h("p", { class: "muted" }, "No evaluation was registered with this model."));
+    }
+    every(10000, refresh);
   }
 
   // ---- predict ------------------------------------------------------------
@@ -330,9 +426,13 @@
     const parts = location.hash.replace(/^#\/?/, "").split("/").map(decodeURIComponent);
     const page = parts[0] || "runs";
     document.querySelectorAll("#nav a").forEach(a => a.classList.toggle("active", a.dataset.page === page));
-    if (page === "runs" && parts[1]) return runPage(parts[1]);
-    if (page === "workers") return listPage("Workers", "/api/v1/workers", "workers", "No live workers: start one with nerflow worker.");
+    if (page === "runs" && parts[1]) return runPage(parts[1], parts[2]);
+    if (page === "workers") return listPage({ title: "Workers", path: "/api/v1/workers", key: "workers", empty: "No live workers: start one with nerflow worker.",
+      columns: [["name", w => h("span", { class: "mono" }, w.name)], ["host", w => w.host], ["device", w => w.device], ["queues", w => w.queues.join(", ")],
+        ["busy", w => `${w.busy} (${Math.round(100 * w.utilization)}%)`], ["version", w => w.version], ["up since", w => fmtTime(w.started)],
+        ["running", w => w.running.length ? w.running.map(r => { const [run, ...node] = r.split("/"); return h("div", {}, h("a", { class: "mono", href: `#/runs/${enc(run)}/${enc(node.join("/"))}` }, r)); }) : "–"]] });
     if (page === "schedules") return schedulesPage();
+    if (page === "models" && parts[1]) return modelPage(parts[1]);
     if (page === "models") return modelsPage();
     if (page === "predict") return predictPage();
     return runsPage();

@@ -1,5 +1,5 @@
 // A small SVG line chart of a training run: loss per epoch on the left
-// axis, dev F1 (0..1) on the right one.
+// axis, dev F1 (in percent) on the right one.
 "use strict";
 
 window.nerflowChart = (function () {
@@ -35,7 +35,7 @@ window.nerflowChart = (function () {
       const y = T + k * (H - T - B) / 4;
       el("line", { class: "grid", x1: L, x2: W - R, y1: y, y2: y }, svg);
       text(svg, L - 6, y + 4, (maxLoss * (1 - k / 4)).toPrecision(2), "end");
-      if (hasDev) text(svg, W - R + 6, y + 4, (1 - k / 4).toFixed(2), "start");
+      if (hasDev) text(svg, W - R + 6, y + 4, `${100 * (1 - k / 4)}%`, "start");
     }
     el("line", { class: "axis", x1: L, x2: W - R, y1: H - B, y2: H - B }, svg);
     epochs.forEach((e, i) => { if (n <= 12 || i % Math.ceil(n / 12) === 0) text(svg, xs(i), H - B + 15, String(e.epoch)); });

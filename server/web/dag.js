@@ -55,9 +55,11 @@ window.nerflowDAG = (function () {
 
   function clip(s, n) { return s.length > n ? s.slice(0, n - 1) + "…" : s; }
 
-  // render draws the graph; states maps node id -> state, selected is the
-  // highlighted node, onClick receives a node id.
-  function render(nodes, states, selected, onClick) {
+  // render draws the graph; states maps node id -> state (the CSS color
+  // --STATE), label says a state in words, selected is the highlighted
+  // node, onClick receives a node id.
+  function render(nodes, states, selected, onClick, label) {
+    label = label || (s => s);
     const { pos, width, height } = layout(nodes);
     const svg = el("svg", { width, height, viewBox: `0 0 ${width} ${height}`, role: "img", "aria-label": "run graph" });
     for (const n of nodes) {
@@ -75,9 +77,9 @@ window.nerflowDAG = (function () {
       const g = el("g", { class: "node" + (n.id === selected ? " selected" : ""), transform: `translate(${p.x},${p.y})`, "data-node": n.id, "data-state": state }, svg);
       el("rect", { width: W, height: H, rx: 6, fill: `var(--${state}, #9aa3b2)` }, g);
       el("text", { x: 10, y: 19 }, g).textContent = clip(n.id, 26);
-      el("text", { x: 10, y: 36, class: "stage" }, g).textContent = clip(`${n.stage} · ${state}`, 30);
+      el("text", { x: 10, y: 36, class: "stage" }, g).textContent = clip(`${n.stage} · ${label(state)}`, 30);
       const title = el("title", {}, g);
-      title.textContent = `${n.id}\n${n.stage} (${n.queue})\n${state}`;
+      title.textContent = `${n.id}\n${n.stage} (${n.queue})\n${label(state)}`;
       g.addEventListener("click", () => onClick(n.id));
     }
     return svg;
