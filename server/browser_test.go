@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
 	"github.com/nerflow/nerflow/pipeline/engine"
@@ -63,6 +65,10 @@ func TestDashboardInChromium(t *testing.T) {
 		t.Fatalf("run %s: %s", r.State, r.Error)
 	}
 	s.promote("tiny@1")
+	failed := s.submit("fail.yaml")
+	if r := s.wait(failed); r.State != "failed" {
+		t.Fatalf("run %s: %s", failed, r.State)
+	}
 	live := s.submit("slow.yaml", "work.step_time=400ms")
 	dir := screenshotDir(t)
 
@@ -85,6 +91,7 @@ func TestDashboardInChromium(t *testing.T) {
 	if u := value(b, chromedp.Location()); !strings.HasSuffix(u, "/login") {
 		t.Errorf("the dashboard without a session went to %s, not /login", u)
 	}
+	b.acceptDialogs()
 	b.do("login", chromedp.SendKeys(chromedp.CSS("#token"), s.token))
 	b.shot("01-login.png")
 	b.do("sign in", chromedp.Submit(chromedp.CSS("#token")), chromedp.WaitVisible(chromedp.CSS("#runs tbody a")))
@@ -212,20 +219,36 @@ func TestDashboardInChromium(t *testing.T) {
 	b.do("workers", chromedp.WaitVisible(chromedp.CSS(`tr[data-key="test/cpu"]`)), chromedp.WaitVisible(chromedp.CSS(`tr[data-key="test-gpu/gpu"]`)))
 	b.fits("workers")
 	b.shot("07-workers.png")
+	// Queues: counts per queue, and the failed run's archived task,
+	// deleted from the page.
+	b.hash("#/queues")
+	b.do("queues", chromedp.WaitVisible(chromedp.CSS(`#queues tr[data-key="cpu"]`)), chromedp.WaitVisible(chromedp.CSS(`#queues tr[data-key="gpu"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#archived tr[data-key="`+failed+`/bad"]`)))
+	b.fits("queues")
+	b.shot("08-queues.png")
+	if text := value(b, chromedp.Text(chromedp.CSS(`#archived tr[data-key="`+failed+`/bad"]`))); !strings.Contains(text, "no such gazetteer") || !strings.Contains(text, "Retry run") {
+		t.Errorf("archived task row: %q", text)
+	}
+	if v := value(b, chromedp.Text(chromedp.CSS(`#queues tr[data-key="cpu"] td:nth-child(6)`))); v != "1" {
+		t.Errorf("the cpu queue shows %q archived tasks, want 1", v)
+	}
+	b.do("delete archived", chromedp.Click(chromedp.CSS(`#archived tr[data-key="`+failed+`/bad"] button.danger`)),
+		chromedp.Poll[chromedp.Void](`!document.querySelector("#archived tr") && document.querySelector('#queues tr[data-key="cpu"] td:nth-child(6)').textContent === "0"`))
+
 	specFile, _ := filepath.Abs("testdata/tiny.yaml")
 	b.hash("#/schedules")
 	b.do("schedule", chromedp.WaitVisible(chromedp.CSS("#sched-name")), chromedp.SendKeys(chromedp.CSS("#sched-name"), "nightly"),
 		chromedp.SendKeys(chromedp.CSS("#sched-spec"), specFile), chromedp.SendKeys(chromedp.CSS("#sched-set"), "train.epochs=2"),
 		chromedp.Click(chromedp.CSS("#sched-add")), chromedp.WaitVisible(chromedp.CSS(`tr[data-key="nightly"]`)))
 	b.fits("schedules")
-	b.shot("08-schedules.png")
+	b.shot("09-schedules.png")
 	if text := value(b, chromedp.Text(chromedp.CSS(`tr[data-key="nightly"]`))); !strings.Contains(text, "0 2 * * *") || !strings.Contains(text, "--set train.epochs=2") {
 		t.Errorf("schedule row: %q", text)
 	}
 	b.hash("#/models")
 	b.do("models", chromedp.WaitVisible(chromedp.CSS(`tr[data-key="tiny@1"]`)))
 	b.fits("models")
-	b.shot("09-models.png")
+	b.shot("10-models.png")
 	if v := value(b, chromedp.Text(chromedp.CSS(`tr[data-key="tiny@1"] td:nth-child(3)`))); !percent.MatchString(v) {
 		t.Errorf("the models list's F1 %q is not a percentage", v)
 	}
@@ -235,14 +258,14 @@ func TestDashboardInChromium(t *testing.T) {
 	b.do("promote", chromedp.WaitVisible(chromedp.CSS(`tr[data-key="tiny@2"] button`)), chromedp.Click(chromedp.CSS(`tr[data-key="tiny@2"] button`)),
 		// The tags cell (the second column), not the tag picker's options.
 		chromedp.Poll[chromedp.Void](`(document.querySelector('tr[data-key="tiny@2"] td:nth-child(2)') || {}).textContent === "production"`))
-	b.shot("10-models-promoted.png")
+	b.shot("11-models-promoted.png")
 
 	// A model's page: its versions and tags, lineage back to the run that
 	// trained it, its files and its evaluations.
 	b.do("model page", chromedp.Click(chromedp.CSS(`tr[data-key="tiny@2"] a`)), chromedp.WaitVisible(chromedp.CSS(`#versions tr.current[data-key="tiny@2"]`)),
 		chromedp.WaitVisible(chromedp.CSS(`#versions tr[data-key="tiny@1"]`)), chromedp.WaitVisible(chromedp.CSS("#lineage a")), chromedp.WaitVisible(chromedp.CSS("[data-eval] tbody tr")))
 	b.fits("model")
-	b.shot("11-model.png")
+	b.shot("12-model.png")
 	lineage := value(b, chromedp.Text(chromedp.CSS("#lineage")))
 	for _, want := range []string{done, "train.tagger v", `"seed"`} {
 		if !strings.Contains(lineage, want) {
@@ -304,6 +327,25 @@ func (b *browser) fits(page string) {
 		}
 	}
 	b.do("viewport", chromedp.ResetViewport())
+}
+
+// acceptDialogs accepts every confirmation the page asks for (delete
+// buttons), as a user would.
+func (b *browser) acceptDialogs() {
+	go func() {
+		for _, err := range chromedp.Events(b.ctx, page.JavascriptDialogOpening) {
+			if err != nil {
+				return
+			}
+			// Answered from another goroutine than the one receiving events.
+			go func() {
+				_ = chromedp.Do(b.ctx, chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+					_, err := cdp.Call(ctx, t, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: true})
+					return err
+				}))
+			}()
+		}
+	}()
 }
 
 // hash moves the single-page app to another page.

@@ -130,6 +130,7 @@ func (s *Server) info(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{
 		"workers": s.workers != nil, "schedules": s.schedules != nil, "models": s.models != nil,
 		"predict": s.predictor != nil, "model": s.modelName, "logs": s.logs != nil, "metrics": s.metrics != nil,
+		"queues": s.queues != nil,
 	})
 }
 

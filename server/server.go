@@ -100,6 +100,7 @@ type Server struct {
 	schedules Schedules
 	models    Models
 	predictor Predictor
+	queues    Queues
 	modelName string
 	metrics   http.Handler
 	mux       *http.ServeMux
@@ -177,6 +178,9 @@ func (s *Server) routes() {
 	api("GET /api/v1/models", s.listModels)
 	api("GET /api/v1/models/{ref}", s.getModel)
 	api("POST /api/v1/models/{ref}/promote", s.promoteModel)
+	api("GET /api/v1/queues", s.listQueues)
+	api("GET /api/v1/queues/{queue}/archived", s.listArchived)
+	api("POST /api/v1/queues/{queue}/archived/delete", s.deleteArchived)
 	api("GET /api/v1/info", s.info)
 	api("POST /v1/predict", s.predict)
 	if s.metrics != nil {

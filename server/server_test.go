@@ -1,12 +1,14 @@
 package server_test
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/url"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nerflow/nerflow/eval"
 	"github.com/nerflow/nerflow/pipeline/engine"
@@ -299,4 +301,80 @@ func checkErrors(t *testing.T, s *stack) {
 			t.Errorf("%s %s %.80v: %d %.300s, want %d and a JSON error saying %q", c.method, c.path, c.body, code, b, c.code, c.says)
 		}
 	}
+}
+
+// The queue views: each queue's counts, its archived tasks (node
+// executions that failed for good) with their run, node and error, and
+// deleting one; queues that are not nerflow's are not found.
+func TestQueues(t *testing.T) {
+	s := newStack(t, true)
+	var qs struct{ Queues []map[string]any }
+	s.get("/api/v1/queues", &qs)
+	if len(qs.Queues) != 2 || qs.Queues[0]["name"] != "cpu" || qs.Queues[1]["name"] != "gpu" {
+		t.Fatalf("queues before any run: %+v", qs.Queues)
+	}
+	id := s.submit("fail.yaml")
+	if r := s.wait(id); r.State != engine.Failed {
+		t.Fatalf("run %s: %s", id, r.State)
+	}
+	s.get("/api/v1/queues", &qs)
+	if cpu := qs.Queues[0]; cpu["archived"] != 1.0 || cpu["failed_today"] != 1.0 || cpu["active"] != 0.0 {
+		t.Errorf("cpu queue after a failed node: %+v", cpu)
+	}
+	var tasks struct {
+		Tasks []struct{ ID, Run, Node, Error string }
+	}
+	s.get("/api/v1/queues/cpu/archived", &tasks)
+	if len(tasks.Tasks) != 1 || tasks.Tasks[0].Run != id || tasks.Tasks[0].Node != "bad" || tasks.Tasks[0].Error != "stage test.fail: no such gazetteer" {
+		t.Fatalf("archived tasks: %+v", tasks.Tasks)
+	}
+	task := tasks.Tasks[0].ID
+	for _, c := range []struct {
+		path string
+		body any
+		code int
+	}{
+		{"/api/v1/queues/tpu/archived/delete", map[string]string{"id": task}, 404},
+		{"/api/v1/queues/cpu/archived/delete", map[string]string{}, 400},
+		{"/api/v1/queues/cpu/archived/delete", map[string]string{"id": "no/such"}, 404},
+		{"/api/v1/queues/cpu/archived/delete", map[string]string{"id": task}, 200},
+		{"/api/v1/queues/cpu/archived/delete", map[string]string{"id": task}, 404},
+	} {
+		if code, b := s.do("POST", c.path, c.body, true); code != c.code {
+			t.Errorf("POST %s %v: %d %s, want %d", c.path, c.body, code, b, c.code)
+		}
+	}
+	if code, b := s.do("GET", "/api/v1/queues/gpu/archived", nil, true); code != 200 || !strings.Contains(string(b), `"tasks": []`) {
+		t.Errorf("archived tasks of the gpu queue, never used: %d %s", code, b)
+	}
+	if code, b := s.do("POST", "/api/v1/queues/gpu/archived/delete", map[string]string{"id": task}, true); code != 404 {
+		t.Errorf("deleting from the gpu queue, never used: %d %s", code, b)
+	}
+	if code, b := s.do("GET", "/api/v1/queues/tpu/archived", nil, true); code != 404 || !strings.Contains(string(b), "cpu and gpu") {
+		t.Errorf("archived tasks of queue tpu: %d %s", code, b)
+	}
+	s.get("/api/v1/queues/cpu/archived", &tasks)
+	s.get("/api/v1/queues", &qs)
+	if len(tasks.Tasks) != 0 || qs.Queues[0]["archived"] != 0.0 {
+		t.Errorf("after the delete: tasks %+v, queue %+v", tasks.Tasks, qs.Queues[0])
+	}
+
+	// A live task is not deleted: that would lose its node's execution.
+	slow := s.submit("slow.yaml", "work.step_time=200ms")
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		st, err := s.e.Status(context.Background(), slow)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n, _ := st.Node("work[steps=20]"); n != nil && n.State == engine.Running {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("work[steps=20] did not start")
+		}
+	}
+	if code, b := s.do("POST", "/api/v1/queues/cpu/archived/delete", map[string]string{"id": slow + "/work[steps=20]"}, true); code != http.StatusConflict {
+		t.Errorf("deleting a running node's task: %d %s", code, b)
+	}
+	s.do("POST", "/api/v1/runs/"+slow+"/cancel", nil, true)
 }

@@ -153,7 +153,7 @@ func newStack(t *testing.T, real bool, tune ...func(*engine.WorkerOptions)) *sta
 	srv, err := server.New(s.e, s.token, server.WithLogger(log), server.WithSpecDir(dir),
 		server.WithNodeLogs(nodelog.NewReader(rdb, ns)), server.WithPredictor(s.batcher, "tiny"),
 		server.WithWorkers(server.NewWorkerList(rdb, ns)), server.WithModels(server.NewModelRegistry(reg)),
-		server.WithSchedules(server.NewScheduleList(schedule.NewStore(rdb, ns))),
+		server.WithSchedules(server.NewScheduleList(schedule.NewStore(rdb, ns))), server.WithQueues(server.NewQueueInspector(rdb, ns)),
 		server.WithMetrics(metrics.Handler(metrics.NewRegistry(metrics.NewCollector(s.e, rdb, ns, log)))))
 	if err != nil {
 		t.Fatal(err)

@@ -131,6 +131,7 @@ func (a *app) serve(ctx context.Context, o serveOptions) error {
 		server.WithWorkers(server.NewWorkerList(c.rdb, a.cfg.Redis.Namespace)),
 		server.WithModels(server.NewModelRegistry(reg)),
 		server.WithSchedules(server.NewScheduleList(schedules)),
+		server.WithQueues(server.NewQueueInspector(c.rdb, a.cfg.Redis.Namespace)),
 		server.WithMetrics(metrics.Handler(metrics.NewRegistry(metrics.NewCollector(c.engine, c.rdb, a.cfg.Redis.Namespace, a.log)))),
 	}
 	if given > 0 {

@@ -380,6 +380,48 @@
     every(10000, refresh);
   }
 
+  // ---- queues ---------------------------------------------------------------
+  // queuesPage shows each queue's counts and the tasks it archived (node
+  // executions that failed for good). Retrying one retries its run
+  // (the engine re-runs the run's failed nodes); deleting one drops the
+  // task's record only.
+  function queuesPage() {
+    const counts = h("div"), archived = h("div"), status = h("div");
+    show(h("h1", {}, "Queues"), status, counts, h("h2", {}, "Archived tasks"),
+      h("p", { class: "muted" }, "Node executions that failed for good. Retry run re-runs the run's failed and cancelled nodes; Delete drops the task's record (the run stays failed)."),
+      archived);
+    let last = "";
+    const refresh = async () => {
+      try {
+        const { queues } = await api("/api/v1/queues");
+        const lists = await Promise.all(queues.map(q => api(`/api/v1/queues/${enc(q.name)}/archived`).then(r => r.tasks.map(t => Object.assign(t, { queue: q.name })))));
+        status.replaceChildren();
+        const json = JSON.stringify([queues, lists]);
+        if (json === last) return;
+        last = json;
+        const num = v => h("td", { class: "num" }, v);
+        counts.replaceChildren(h("div", { class: "scroll" }, h("table", { id: "queues" },
+          h("thead", {}, h("tr", {}, ["queue", "pending", "active", "scheduled", "retry", "archived", "completed", "processed today", "failed today", "oldest pending"]
+            .map((c, i) => h("th", { class: i ? "num" : "" }, c)))),
+          h("tbody", {}, queues.map(q => h("tr", { "data-key": q.name }, h("td", {}, q.name, q.paused ? [" ", badge("paused")] : ""), num(q.pending), num(q.active),
+            num(q.scheduled), num(q.retry), num(q.archived), num(q.completed), num(q.processed_today), num(q.failed_today),
+            num(q.pending ? fmtDur(1000 * q.latency_seconds) : "–")))))));
+        const tasks = lists.flat();
+        const done = () => { last = ""; refresh(); };
+        const act = (p, body) => post(p, body).then(done).catch(e => status.replaceChildren(problem(e)));
+        archived.replaceChildren(tasks.length ? h("table", { id: "archived" },
+          h("thead", {}, h("tr", {}, ["queue", "run", "node", "error", "failed", "attempts", ""].map(c => h("th", {}, c)))),
+          h("tbody", {}, tasks.map(t => h("tr", { "data-key": t.id }, h("td", {}, t.queue), h("td", {}, runLink(t.run)),
+            h("td", {}, t.run ? h("a", { class: "mono", href: `#/runs/${enc(t.run)}/${enc(t.node)}` }, t.node) : h("span", { class: "mono" }, t.id)),
+            h("td", { class: "error wrap" }, t.error), h("td", {}, fmtTime(t.failed_at)), h("td", { class: "num" }, t.attempts),
+            h("td", { class: "actions" }, t.run ? h("button", { class: "plain", onclick: () => act(`/api/v1/runs/${enc(t.run)}/retry`) }, "Retry run") : "", " ",
+              h("button", { class: "danger", onclick: () => confirm(`Delete the archived task ${t.id}?`) && act(`/api/v1/queues/${enc(t.queue)}/archived/delete`, { id: t.id }) }, "Delete"))))))
+          : h("p", { class: "muted" }, "No archived tasks."));
+      } catch (e) { last = ""; status.replaceChildren(problem(e)); }
+    };
+    every(4000, refresh);
+  }
+
   // ---- predict ------------------------------------------------------------
   const palette = ["#ffd8a8", "#b2f2bb", "#a5d8ff", "#eebefa", "#ffec99", "#c3fae8", "#ffc9c9"];
   function predictPage() {
@@ -435,6 +477,7 @@
     if (page === "models" && parts[1]) return modelPage(parts[1]);
     if (page === "models") return modelsPage();
     if (page === "predict") return predictPage();
+    if (page === "queues") return queuesPage();
     return runsPage();
   }
 

@@ -1,0 +1,222 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/nerflow/nerflow/pipeline/engine"
+)
+
+// Queues shows nerflow's task queues (asynq's, one per spec queue) and the
+// tasks they archived: node executions that failed for good. Retrying one
+// is retrying its run (POST /api/v1/runs/{id}/retry), which re-runs the
+// run's failed nodes through the engine; asynq's own retry of an archived
+// task would find its node failed and do nothing.
+type Queues interface {
+	Queues(ctx context.Context) (any, error)
+	// Archived lists up to limit archived tasks of queue (cpu or gpu).
+	Archived(ctx context.Context, queue string, limit int) (any, error)
+	// DeleteArchived deletes an archived task (its record only: the
+	// run's state does not change).
+	DeleteArchived(ctx context.Context, queue, task string) error
+}
+
+// ErrNotArchived, wrapped by Queues.DeleteArchived, makes a 409: the task
+// is live, not archived.
+var ErrNotArchived = errors.New("not archived")
+
+// WithQueues serves /api/v1/queues.
+func WithQueues(q Queues) Option { return func(s *Server) { s.queues = q } }
+
+// specQueues are the queues a spec's nodes name.
+var specQueues = []string{"cpu", "gpu"}
+
+func validQueue(q string) error {
+	for _, name := range specQueues {
+		if q == name {
+			return nil
+		}
+	}
+	return fmt.Errorf("%w: queue %q (nerflow's queues are cpu and gpu)", ErrNotFound, q)
+}
+
+func (s *Server) listQueues(w http.ResponseWriter, r *http.Request) {
+	s.listing("queues", "this server has no queue inspector", s.queues != nil, s.queueList)(w, r)
+}
+
+func (s *Server) queueList(ctx context.Context) (any, error) { return s.queues.Queues(ctx) }
+
+func (s *Server) listArchived(w http.ResponseWriter, r *http.Request) {
+	q := r.PathValue("queue")
+	s.listing("tasks", "this server has no queue inspector", s.queues != nil, func(ctx context.Context) (any, error) {
+		if err := validQueue(q); err != nil {
+			return nil, err
+		}
+		return s.queues.Archived(ctx, q, 100)
+	})(w, r)
+}
+
+// deleteArchived is POST /api/v1/queues/{queue}/archived/delete {"id": TASK}
+// (task ids hold slashes: RUN/NODE).
+func (s *Server) deleteArchived(w http.ResponseWriter, r *http.Request) {
+	if s.queues == nil {
+		writeError(w, http.StatusNotImplemented, "this server has no queue inspector")
+		return
+	}
+	q := r.PathValue("queue")
+	if err := validQueue(q); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	var req struct {
+		ID string `json:"id"`
+	}
+	if !decodeBody(w, r, 4096, &req) {
+		return
+	}
+	if req.ID == "" {
+		writeError(w, http.StatusBadRequest, `give the task as {"id": "RUN/NODE"}`)
+		return
+	}
+	if err := s.queues.DeleteArchived(r.Context(), q, req.ID); err != nil {
+		if errors.Is(err, ErrNotArchived) {
+			writeError(w, http.StatusConflict, "%v: only archived tasks are deleted", err)
+			return
+		}
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"deleted": req.ID})
+}
+
+// NewQueueInspector inspects the asynq queues of namespace ns.
+func NewQueueInspector(rdb redis.UniversalClient, ns string) Queues {
+	return queueInspector{insp: asynq.NewInspectorFromRedisClient(rdb), ns: ns}
+}
+
+type queueInspector struct {
+	insp *asynq.Inspector
+	ns   string
+}
+
+// queueRow is one queue as the dashboard shows it.
+type queueRow struct {
+	Name      string `json:"name"`
+	Size      int    `json:"size"`
+	Pending   int    `json:"pending"`
+	Active    int    `json:"active"`
+	Scheduled int    `json:"scheduled"`
+	Retry     int    `json:"retry"`
+	Archived  int    `json:"archived"`
+	Completed int    `json:"completed"`
+	// ProcessedToday and FailedToday count since midnight UTC.
+	ProcessedToday int  `json:"processed_today"`
+	FailedToday    int  `json:"failed_today"`
+	Paused         bool `json:"paused"`
+	// LatencySeconds is how long the oldest pending task has waited.
+	LatencySeconds float64 `json:"latency_seconds"`
+}
+
+func (qi queueInspector) Queues(context.Context) (any, error) {
+	rows := make([]queueRow, 0, len(specQueues))
+	for _, q := range specQueues {
+		if ok, err := qi.exists(q); err != nil || !ok {
+			if err != nil {
+				return nil, err
+			}
+			rows = append(rows, queueRow{Name: q})
+			continue
+		}
+		info, err := qi.insp.GetQueueInfo(qi.ns + ":" + q)
+		if err != nil {
+			return nil, fmt.Errorf("queue %s: %w", q, err)
+		}
+		rows = append(rows, queueRow{Name: q, Size: info.Size, Pending: info.Pending, Active: info.Active, Scheduled: info.Scheduled,
+			Retry: info.Retry, Archived: info.Archived, Completed: info.Completed, ProcessedToday: info.Processed,
+			FailedToday: info.Failed, Paused: info.Paused, LatencySeconds: info.Latency.Seconds()})
+	}
+	return rows, nil
+}
+
+// archivedRow is one archived task: the node execution it was and why it
+// failed.
+type archivedRow struct {
+	ID       string     `json:"id"`
+	Run      string     `json:"run"`
+	Node     string     `json:"node"`
+	Error    string     `json:"error"`
+	FailedAt *time.Time `json:"failed_at"`
+	Attempts int        `json:"attempts"`
+}
+
+// exists tells whether asynq knows queue: it does once a task was
+// enqueued to it, and its errors for one it does not know are no
+// ErrQueueNotFound.
+func (qi queueInspector) exists(queue string) (bool, error) {
+	known, err := qi.insp.Queues()
+	if err != nil {
+		return false, fmt.Errorf("listing queues: %w", err)
+	}
+	return slices.Contains(known, qi.ns+":"+queue), nil
+}
+
+func (qi queueInspector) Archived(_ context.Context, queue string, limit int) (any, error) {
+	if ok, err := qi.exists(queue); err != nil || !ok {
+		return []archivedRow{}, err
+	}
+	ts, err := qi.insp.ListArchivedTasks(qi.ns+":"+queue, asynq.PageSize(limit))
+	if err != nil {
+		return nil, fmt.Errorf("archived tasks of queue %s: %w", queue, err)
+	}
+	rows := make([]archivedRow, 0, len(ts))
+	for _, t := range ts {
+		// The engine marks final failures SkipRetry; asynq keeps that in
+		// the message, which says nothing the queue view does not.
+		r := archivedRow{ID: t.ID, Error: strings.TrimPrefix(t.LastErr, asynq.SkipRetry.Error()+": "), Attempts: t.Retried + 1}
+		if t.Type == engine.TaskType {
+			var p struct{ Run, Node string }
+			if json.Unmarshal(t.Payload, &p) == nil {
+				r.Run, r.Node = p.Run, p.Node
+			}
+		}
+		if !t.LastFailedAt.IsZero() {
+			at := t.LastFailedAt
+			r.FailedAt = &at
+		}
+		rows = append(rows, r)
+	}
+	return rows, nil
+}
+
+func (qi queueInspector) DeleteArchived(_ context.Context, queue, task string) error {
+	qname := qi.ns + ":" + queue
+	if ok, err := qi.exists(queue); err != nil || !ok {
+		if err != nil {
+			return err
+		}
+		return fmt.Errorf("%w: task %s in queue %s", ErrNotFound, task, queue)
+	}
+	info, err := qi.insp.GetTaskInfo(qname, task)
+	switch {
+	case errors.Is(err, asynq.ErrTaskNotFound), errors.Is(err, asynq.ErrQueueNotFound):
+		return fmt.Errorf("%w: task %s in queue %s", ErrNotFound, task, queue)
+	case err != nil:
+		return fmt.Errorf("task %s: %w", task, err)
+	case info.State != asynq.TaskStateArchived:
+		// Deleting a live task would lose a node's execution.
+		return fmt.Errorf("%w: task %s is %s", ErrNotArchived, task, info.State)
+	}
+	if err := qi.insp.DeleteTask(qname, task); err != nil && !errors.Is(err, asynq.ErrTaskNotFound) {
+		return fmt.Errorf("deleting task %s: %w", task, err)
+	}
+	return nil
+}
