@@ -16,6 +16,7 @@ const (
 	variantCE        = "ce"          // cross entropy
 	variantGCE       = "gce"         // generalized cross entropy
 	variantGCERemove = "gce-removal" // GCE with noisy-label removal
+	variantPartial   = "partial"     // the partial-label CRF (loss partial)
 )
 
 // Distant is the ablation of RoSTER's noise-robust training on distant
@@ -28,10 +29,11 @@ func init() {
 		Name: "distant",
 		Doc: "Trains taggers with RoSTER's token head on distant labels (given, or made from gazetteers) with " +
 			"cross entropy, generalized cross entropy, and GCE with noisy-label removal, O tokens partly " +
-			"dropped from the loss; scores each on the dev and test sets given and registers it as NAME-VARIANT.",
+			"dropped from the loss, or a partial-label CRF (variant partial); scores each on the dev and test sets given, beside the " +
+			"distant labels of those sets, and registers it as NAME-VARIANT.",
 		Params: append([]stages.Param{
 			stages.StringListParam("variants", []string{variantCE, variantGCE, variantGCERemove}, "the losses compared, one tagger each",
-				stages.OneOf(variantCE, variantGCE, variantGCERemove)),
+				stages.OneOf(variantCE, variantGCE, variantGCERemove, variantPartial)),
 			stages.IntListParam("seeds", []int{1}, "seeds; several train one tagger per seed and variant (fan-out), each scored and registered", stages.AtLeast(0)),
 			stages.StringParam("scheme", "io", "tag scheme of the labels and the taggers", stages.OneOf("io", "bio", "bioes")),
 			stages.IntParam("epochs", 6, "training epochs", stages.Range(1, 1000)),
@@ -39,6 +41,7 @@ func init() {
 			stages.FloatParam("q", 0.7, "exponent of generalized cross entropy", stages.Range(0, 1)),
 			stages.FloatParam("tau", 0.7, "noisy-label removal: a distant label the model gives at most this probability is noise", stages.Range(0, 1)),
 			stages.IntParam("update_interval", 200, "batches between noisy-label removals", stages.AtLeast(1)),
+			stages.FloatParam("miss_rate", train.DefaultTrainConfig().MissRate, "variant partial: the chance that the distant labels left an entity token O (1 - their recall)", stages.Range(0, 1)),
 		}, append(fileParams(), distantParams()...)...),
 		Inputs: distantInputs(),
 		Build:  buildDistant,
@@ -50,7 +53,7 @@ func buildDistant(b *spec.Builder) error {
 	p := b.Params()
 	variants := p.Strings("variants")
 	if len(variants) == 0 {
-		b.Errorf("params.variants", "want at least one of %s, %s, %s", variantCE, variantGCE, variantGCERemove)
+		b.Errorf("params.variants", "want at least one of %s, %s, %s, %s", variantCE, variantGCE, variantGCERemove, variantPartial)
 	}
 	seeds := p.Ints("seeds")
 	if len(seeds) == 0 {
@@ -61,8 +64,13 @@ func buildDistant(b *spec.Builder) error {
 	fan := func(n *spec.NodeBuilder, param bool) *spec.NodeBuilder { return fanSeeds(n, seeds, param) }
 	for _, v := range slices.Compact(slices.Clone(variants)) {
 		t := fan(b.Node(v, train.StageTrain), true).
-			Set("head", train.TokenHead).Pass("scheme", "epochs", "drop_o").Input("embeddings", vec)
+			Set("head", train.TokenHead).Pass("scheme", "epochs").Input("embeddings", vec)
+		if v != variantPartial {
+			t.Pass("drop_o")
+		}
 		switch v {
+		case variantPartial:
+			t.Set("head", train.CRFHead).Set("loss", train.LossPartial).Pass("miss_rate")
 		case variantCE:
 			t.Set("loss", train.LossCE)
 		case variantGCE:
@@ -77,6 +85,9 @@ func buildDistant(b *spec.Builder) error {
 			if b.Has(e.split) {
 				ev := fan(b.Node(e.prefix+v, train.StageEvaluate), false).Input("model", t.Out("model"))
 				readSplit(b, ev, e.split, "gold")
+				if base := labelsBaseline(b, e.split); !base.Empty() {
+					ev.Input("baseline", base)
+				}
 				reports = append(reports, ev.Out("report"))
 			}
 		}

@@ -80,7 +80,7 @@ func TestSampleData(t *testing.T) {
 		sentences int
 		tagged    bool
 	}{
-		{"train.txt", train, 799, false},
+		{"train.txt", train, 3988, false},
 		{"dev.conll", dev, 219, true},
 		{"test.conll", test, 416, true},
 	} {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/nerflow/nerflow/distant"
+	"github.com/nerflow/nerflow/pipeline/spec"
 	"github.com/nerflow/nerflow/train"
 )
 
@@ -79,3 +80,25 @@ func TestPartialSeedsRefuseTokenSettings(t *testing.T) {
 	}
 }
 
+// Method distant's variant partial is the partial-label CRF, scored beside
+// the labels of its test set.
+func TestDistantPartialVariant(t *testing.T) {
+	g, err := expand(t, fixture(t), `
+method: distant
+params: {variants: [partial], miss_rate: 0.3}
+inputs:
+  train: ../../data/raw.txt
+  gazetteers: [../../data/gaz/per.txt]
+  test: ../../data/test.conll
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := nodeParams(t, g, "partial"); p["head"] != train.CRFHead || p["loss"] != train.LossPartial || p["miss_rate"] != 0.3 || p["drop_o"] != 0.0 {
+		t.Errorf("partial params %v", p)
+	}
+	ev, _ := g.Node("test-partial")
+	if i := slices.IndexFunc(ev.Inputs, func(in spec.Input) bool { return in.Port == "baseline" }); i < 0 || ev.Inputs[i].Node != "labels-test" {
+		t.Errorf("test-partial inputs %+v", ev.Inputs)
+	}
+}

@@ -219,8 +219,9 @@ func TestDistantSeedsAndVariants(t *testing.T) {
 	}
 }
 
-// Gazetteers add the distant labeling node; no vectors remove the
-// embeddings node; a test set adds an evaluation per tagger.
+// Gazetteers add the distant labeling node and the labels of the test set
+// (the evaluation's baseline); no vectors remove the embeddings node; a
+// test set adds an evaluation per tagger.
 func TestDistantInputsChangeTheGraph(t *testing.T) {
 	dir := fixture(t)
 	g, err := expand(t, dir, `
@@ -234,7 +235,7 @@ inputs:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{"label", "ce", "test-ce", "register-ce"}; !slices.Equal(ids(g), want) {
+	if want := []string{"label", "ce", "labels-test", "test-ce", "register-ce"}; !slices.Equal(ids(g), want) {
 		t.Fatalf("nodes %v, want %v", ids(g), want)
 	}
 	label, _ := g.Node("label")
