@@ -34,6 +34,8 @@ type PutOptions struct {
 	// Digest, when set, is the digest the content must have: Put fails with
 	// ErrDigestMismatch, publishing nothing, when it does not.
 	Digest string
+	// IfAbsent makes Put publish only where no object is (see IfAbsent).
+	IfAbsent bool
 }
 
 // WithMetadata stores key=value with the object. Keys are lower-case ASCII
@@ -59,6 +61,14 @@ func WithContentType(mediaType string) PutOption {
 // in a manifest, an artifact moved between stores).
 func WithDigest(digest string) PutOption {
 	return func(o *PutOptions) { o.Digest = digest }
+}
+
+// IfAbsent makes Put publish the object only if key holds none, checked
+// and published in one atomic step of the store (a hard link on a
+// filesystem, If-None-Match on S3): of two writers racing, exactly one
+// publishes, and the other's Put fails with ErrExists, publishing nothing.
+func IfAbsent() PutOption {
+	return func(o *PutOptions) { o.IfAbsent = true }
 }
 
 // NewPutOptions applies opts and validates the result.

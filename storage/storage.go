@@ -40,6 +40,8 @@ var (
 	// returns it too when the content does not match WithDigest.
 	ErrDigestMismatch = errors.New("storage: digest mismatch")
 	ErrInvalidKey     = errors.New("storage: invalid key")
+	// ErrExists is Put's error, with IfAbsent, when key holds an object.
+	ErrExists = errors.New("storage: object exists")
 )
 
 // ObjectInfo describes one stored object.

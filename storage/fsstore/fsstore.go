@@ -181,7 +181,17 @@ func (s *Store) put(ctx context.Context, key string, r io.Reader, opts []storage
 	if err := ctx.Err(); err != nil {
 		return storage.ObjectInfo{}, err
 	}
-	if err := os.Rename(f.Name(), path); err != nil {
+	if o.IfAbsent {
+		// link(2) fails where the name exists, atomically, where rename
+		// would replace it.
+		if err := os.Link(f.Name(), path); err != nil {
+			if errors.Is(err, fs.ErrExist) {
+				return storage.ObjectInfo{}, fmt.Errorf("%w: %q", storage.ErrExists, key)
+			}
+			return storage.ObjectInfo{}, err
+		}
+		os.Remove(f.Name())
+	} else if err := os.Rename(f.Name(), path); err != nil {
 		if fi, statErr := os.Lstat(path); statErr == nil && fi.IsDir() {
 			return storage.ObjectInfo{}, fmt.Errorf("%q is already the directory of other keys, so it cannot be an object too in a filesystem store", key)
 		}

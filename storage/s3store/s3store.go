@@ -167,12 +167,19 @@ func (s *Store) put(ctx context.Context, key string, r io.Reader, opts []storage
 	for k, v := range o.Metadata {
 		headers[amzMeta+k] = v
 	}
-	up, err := s.client.PutObject(ctx, bucket, object, body, info.Size, minio.PutObjectOptions{
+	po := minio.PutObjectOptions{
 		UserMetadata: headers,
 		ContentType:  o.Metadata[storage.MetadataContentType],
 		PartSize:     s.cfg.PartSize,
-	})
+	}
+	if o.IfAbsent {
+		po.SetMatchETagExcept("*") // If-None-Match: *
+	}
+	up, err := s.client.PutObject(ctx, bucket, object, body, info.Size, po)
 	if err != nil {
+		if o.IfAbsent && minio.ToErrorResponse(err).Code == "PreconditionFailed" {
+			return storage.ObjectInfo{}, fmt.Errorf("%w: %q", storage.ErrExists, key)
+		}
 		return storage.ObjectInfo{}, err
 	}
 	info.ModTime = up.LastModified

@@ -60,6 +60,7 @@ func Run(t *testing.T, h Harness) {
 		{"List", testList},
 		{"Delete", testDelete},
 		{"Overwrite", testOverwrite},
+		{"IfAbsent", testIfAbsent},
 		{"InvalidKeys", testInvalidKeys},
 		{"InvalidMetadata", testInvalidMetadata},
 		{"NotFound", testNotFound},
@@ -633,5 +634,55 @@ func checkKeys(t *testing.T, s storage.Store, prefix string, want []string) {
 	}
 	if !slices.Equal(got, want) && !(len(got) == 0 && len(want) == 0) {
 		t.Errorf("List(%q) = %q, want %q", prefix, got, want)
+	}
+}
+
+// testIfAbsent: of writers racing to create one key with IfAbsent, exactly
+// one publishes; the others fail with ErrExists and change nothing.
+func testIfAbsent(t *testing.T, s storage.Store) {
+	ctx := context.Background()
+	const writers = 8
+	errs := make(chan error, writers)
+	for i := range writers {
+		go func() {
+			_, err := storage.PutBytes(ctx, s, "nodes/k.json", []byte{byte('a' + i)}, storage.IfAbsent())
+			errs <- err
+		}()
+	}
+	won := 0
+	for range writers {
+		switch err := <-errs; {
+		case err == nil:
+			won++
+		case !errors.Is(err, storage.ErrExists):
+			t.Errorf("a losing IfAbsent Put: %v, want ErrExists", err)
+		}
+	}
+	if won != 1 {
+		t.Fatalf("%d IfAbsent Puts published, want exactly 1", won)
+	}
+	first, _, err := storage.GetBytes(ctx, s, "nodes/k.json")
+	if err != nil || len(first) != 1 {
+		t.Fatalf("the winner's object: %q, %v", first, err)
+	}
+	if _, err := storage.PutBytes(ctx, s, "nodes/k.json", []byte("later"), storage.IfAbsent()); !errors.Is(err, storage.ErrExists) {
+		t.Errorf("IfAbsent over an object: %v, want ErrExists", err)
+	}
+	if got, _, _ := storage.GetBytes(ctx, s, "nodes/k.json"); string(got) != string(first) {
+		t.Errorf("after a refused IfAbsent Put the object holds %q, want %q", got, first)
+	}
+	// Without the option, Put replaces as before; after a Delete, IfAbsent
+	// publishes again.
+	if _, err := storage.PutBytes(ctx, s, "nodes/k.json", []byte("z")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Delete(ctx, "nodes/k.json"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := storage.PutBytes(ctx, s, "nodes/k.json", []byte("again"), storage.IfAbsent()); err != nil {
+		t.Errorf("IfAbsent after Delete: %v", err)
+	}
+	if objs, _ := s.List(ctx, "nodes/"); len(objs) != 1 {
+		t.Errorf("nodes/ lists %d objects, want 1 (no staging leftovers)", len(objs))
 	}
 }
