@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Measures, with the default worker settings, the time from each fault to
-# the run's completion (docs/operations.md): a worker SIGKILLed mid-node,
+# the run's completion (docs/operations.md): a worker SIGKILLed mid-node, a
+# worker SIGSTOPped until its node was re-run elsewhere, then continued,
 # Redis stopped 30 s and restarted empty, MinIO stopped 30 s, two identical
 # submits at once, an output rotted in a file store. It starts its own redis-server and MinIO on the ports
 # RP and MP (default 16392, 19392) and two `nerflow worker` processes built
@@ -38,12 +39,22 @@ A=$(worker a); Bw=$(worker b)
 echo "== SIGKILL of the worker running a node (default --node-lease 15s, --reconcile-interval 5s)"
 id=$($B submit $(spec kill 150)); wait_progress $id 30
 holder=$($B status $id --json | python3 -c 'import json,sys; s=json.load(sys.stdin); print([x for x in s["nodes"] if x["id"]=="slow"][0]["worker"])')
-pid=${holder##*:}; kill -9 $pid; t0=$(now)
+pid=${holder##*:}; pid=${pid%%/*}; kill -9 $pid; t0=$(now)
 until $B status $id 2>/dev/null | grep -q "worker lost"; do sleep 0.2; done; echo "lost shown after $(echo "$(now) - $t0" | bc) s"
 until grep -q "resuming from checkpoint.*$id" $W/worker-*.log 2>/dev/null; do sleep 0.2; done; echo "re-run started (resumed from its checkpoint) $(echo "$(now) - $t0" | bc) s after the kill"
 r=$(wait_over $id); echo "run $r $(echo "$(now) - $t0" | bc) s after the kill (node: 150 steps of 100 ms + a checkpoint each, killed after step 30, resumed from its checkpoint)"
 $B status $id | head -3
 [ $pid = $A ] && A=$(worker a2) || Bw=$(worker b2)
+
+echo "== SIGSTOP of the worker running a node until another worker re-ran it, then SIGCONT (the late commit must be fenced off)"
+id=$($B submit $(spec stop 150)); wait_progress $id 30
+holder=$($B status $id --json | python3 -c 'import json,sys; s=json.load(sys.stdin); print([x for x in s["nodes"] if x["id"]=="slow"][0]["worker"])')
+pid=${holder##*:}; pid=${pid%%/*}; kill -STOP $pid; t0=$(now)
+r=$(wait_over $id); echo "run $r $(echo "$(now) - $t0" | bc) s after the SIGSTOP"
+kill -CONT $pid; t1=$(now)
+for _ in $(seq 150); do grep -q "this attempt.s are discarded" $W/worker-*.log 2>/dev/null && break; sleep 0.2; done
+echo "the woken worker was fenced off $(echo "$(now) - $t1" | bc) s after SIGCONT:"; grep -h "this attempt's are discarded" $W/worker-*.log | cut -c1-260
+$B status $id | head -4
 
 echo "== Redis stopped 30 s mid-node, restarted empty (default restore delay 10s)"
 id=$($B submit $(spec redis 400)); wait_progress $id 30

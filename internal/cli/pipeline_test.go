@@ -268,6 +268,13 @@ func newClusterEnv(t *testing.T) *clusterEnv {
 // worker starts `nerflow worker` as a process of its own.
 func (c *clusterEnv) worker(t *testing.T, name string, args ...string) *exec.Cmd {
 	t.Helper()
+	cmd, _ := c.workerWithLog(t, name, args...)
+	return cmd
+}
+
+// workerWithLog is worker, also returning the path of the worker's log.
+func (c *clusterEnv) workerWithLog(t *testing.T, name string, args ...string) (*exec.Cmd, string) {
+	t.Helper()
 	cmd := exec.Command(nerflowBinary(t), append([]string{"worker", "--queues", "cpu"}, args...)...)
 	cmd.Env = c.env
 	logf, err := os.Create(filepath.Join(t.TempDir(), name+".log"))
@@ -287,7 +294,7 @@ func (c *clusterEnv) worker(t *testing.T, name string, args ...string) *exec.Cmd
 			t.Logf("log of worker %s:\n%s", name, b)
 		}
 	})
-	return cmd
+	return cmd, logf.Name()
 }
 
 // submit runs `nerflow submit` and returns the run id it prints.

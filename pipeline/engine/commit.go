@@ -57,11 +57,12 @@ func (o *outputStore) Put(ctx context.Context, key string, r io.Reader, opts ...
 func (o *outputStore) Close() error { return nil }
 
 // commitRecord writes the node record, the cache entry of its key, through
-// a batch that is not flushed (see above).
+// a batch that is not flushed (see above), where no record is: it fails
+// with storage.ErrExists otherwise (see the fencing in lock.go).
 func (e *Engine) commitRecord(ctx context.Context, rec *NodeRecord) error {
 	b := storage.NewBatch(e.store)
 	defer b.Close()
-	_, err := storage.PutJSON(ctx, b, layout.NodeRecord(rec.Key), rec)
+	_, err := storage.PutJSON(ctx, b, layout.NodeRecord(rec.Key), rec, storage.IfAbsent())
 	return err
 }
 

@@ -31,7 +31,7 @@ const maxParentsHint = 16 << 10
 type earlyClaim struct {
 	key, token string
 	started    time.Time
-	setnx      *redis.BoolCmd
+	cmd        *redis.Cmd // claimScript's, in the start script's pipeline
 }
 
 // early returns the early claim of node n from the parents' outputs in
@@ -75,23 +75,36 @@ func (w *Worker) startArgs(ctx context.Context, c *earlyClaim, n *spec.Node, ret
 	}
 	mark := append([]any{retried}, w.markFields(c.key, c.started, n, taskID)...)
 	return mark, func(p redis.Pipeliner) {
-		c.setnx = p.SetNX(ctx, runKeys(w.e.ns, "").keyLock(c.key), c.token, w.opts.NodeLease)
+		c.cmd = claimScript.EvalSha(ctx, p, []string{runKeys(w.e.ns, "").keyLock(c.key)},
+			c.token, w.opts.NodeLease.Milliseconds(), keyClaimKeep.Milliseconds())
 	}
 }
 
-// claimed reports whether c holds its key.
-func (c *earlyClaim) claimed() bool {
-	return c != nil && c.setnx != nil && c.setnx.Err() == nil && c.setnx.Val()
+// generation is the generation of c's claim on its key, 0 when c does not
+// hold it (the script was not loaded, or another execution holds the key).
+func (c *earlyClaim) generation() int64 {
+	if c == nil || c.cmd == nil {
+		return 0
+	}
+	res, err := c.cmd.Slice()
+	if err != nil {
+		return 0
+	}
+	gen, _, err := claimResult(res)
+	if err != nil {
+		return 0
+	}
+	return gen
 }
 
 // release lets the key go, in the background, if c holds it.
 func (w *Worker) release(c *earlyClaim) {
-	if !c.claimed() {
+	if c.generation() == 0 {
 		return
 	}
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
-		_ = releaseScript.Run(ctx, w.e.rdb, []string{runKeys(w.e.ns, "").keyLock(c.key)}, c.token).Err()
+		_ = keyReleaseScript.Run(ctx, w.e.rdb, []string{runKeys(w.e.ns, "").keyLock(c.key)}, c.token).Err()
 	}()
 }

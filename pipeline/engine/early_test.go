@@ -89,7 +89,7 @@ nodes:
 	if _, err := e.NodeRecord(ctx, real.key); err != nil {
 		t.Errorf("b's record: %v", err)
 	}
-	for rdb.Exists(ctx, k.keyLock(wrong.key)).Val() == 1 {
+	for h, _ := e.keyHolder(ctx, wrong.key); h != ""; h, _ = e.keyHolder(ctx, wrong.key) {
 		if ctx.Err() != nil {
 			t.Fatal("the early claim on the wrong key was never released")
 		}

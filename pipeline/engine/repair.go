@@ -32,13 +32,12 @@ import (
 // maxRepairs bounds how often one node has its inputs made again.
 const maxRepairs = 3
 
-// repair handles an attempt of node n that read the damaged input d: it
-// has d's producer executed again, and n after it. Its result is for
+// repair handles a try of the node that read the damaged input d: it has
+// d's producer executed again, and the node after it. Its result is for
 // asynq, like execute's.
-func (w *Worker) repair(ctx context.Context, log *slog.Logger, run string, ri *runInfo, n *spec.Node,
-	parentOutputs map[string]map[string]stages.Artifact, d *stages.DamagedInputError, fail func(error) error) error {
-	e := w.e
-	parent := producerOf(ri, n, parentOutputs, d.Artifact)
+func (x *execution) repair(ctx context.Context, d *stages.DamagedInputError) error {
+	w, e, log, run, n, fail := x.w, x.w.e, x.log, x.run, x.n, func(err error) error { return x.fail(ctx, err) }
+	parent := producerOf(x.ri, n, x.parents, d.Artifact)
 	if parent == nil {
 		// An imported dataset: nothing in the run can make it again.
 		log.Error("input artifact damaged; it is no output of a parent that could make it again", "err", d)

@@ -128,7 +128,8 @@ func (k keys) nodeKeys(nodes []string) []string {
 // trip: children read their inputs there.
 //
 // KEYS: states, waiting, meta, node. ARGV: node, final state, now, outputs
-// (JSON, or "" to leave the node's hash alone), children...
+// (JSON, or "" to leave the node's hash alone), the node key they are the
+// outputs of ("": unchanged), children...
 // Returns {transition, children to enqueue, their task id suffixes};
 // transition is 0 for a repeat, 1 for the first completion, 2 when it also
 // finished the run. A child that waited for a repair of this node (see
@@ -137,13 +138,16 @@ var completeScript = redis.NewScript(`
 if ARGV[4] ~= '' then
   redis.call('HSET', KEYS[4], 'outputs', ARGV[4], 'finished_at', ARGV[3], 'error', '')
 end
+if ARGV[5] ~= '' then
+  redis.call('HSET', KEYS[4], 'key', ARGV[5])
+end
 local st = redis.call('HGET', KEYS[1], ARGV[1])
 local transition = 0
 if st ~= 'done' and st ~= 'cached' then
   redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
   transition = 1
   if redis.call('HGET', KEYS[3], 'state') == 'running' then
-    for i = 5, #ARGV do
+    for i = 6, #ARGV do
       local n = redis.call('HINCRBY', KEYS[2], ARGV[i], -1)
       if n == 0 and redis.call('HGET', KEYS[1], ARGV[i]) == 'pending' then
         redis.call('HSET', KEYS[1], ARGV[i], 'queued')
@@ -157,7 +161,7 @@ if st ~= 'done' and st ~= 'cached' then
 end
 local ready, suffixes = {}, {}
 if redis.call('HGET', KEYS[3], 'state') == 'running' then
-  for i = 5, #ARGV do
+  for i = 6, #ARGV do
     if redis.call('HGET', KEYS[1], ARGV[i]) == 'queued' then
       table.insert(ready, ARGV[i])
       table.insert(suffixes, redis.call('HGET', KEYS[2], 'r:' .. ARGV[i]) or '')

@@ -17,7 +17,6 @@ import (
 	"github.com/nerflow/nerflow/pipeline/spec"
 	"github.com/nerflow/nerflow/stages"
 	"github.com/nerflow/nerflow/storage"
-	"github.com/nerflow/nerflow/storage/layout"
 )
 
 // WorkerOptions configures a worker.
@@ -215,98 +214,6 @@ func (w *Worker) handle(ctx context.Context, t *asynq.Task) error {
 	return err
 }
 
-// execute runs one attempt of a node. Its return value is for asynq: nil
-// (finished or nothing to do), an error (retry), or SkipRetry (final).
-func (w *Worker) execute(ctx context.Context, p payload) error {
-	e := w.e
-	ri, err := e.info(ctx, p.Run)
-	if errors.Is(err, ErrNoRun) {
-		return fmt.Errorf("%w: %v", asynq.SkipRetry, err)
-	}
-	if err != nil {
-		return err
-	}
-	n, ok := ri.graph.Node(p.Node)
-	if !ok {
-		return fmt.Errorf("%w: run %s has no node %q", asynq.SkipRetry, p.Run, p.Node)
-	}
-	retried, _ := asynq.GetRetryCount(ctx)
-	maxRetry, _ := asynq.GetMaxRetry(ctx)
-	taskID, _ := asynq.GetTaskID(ctx)
-	early := w.early(ri, p.Run, n, p)
-	mark, claim := w.startArgs(ctx, early, n, retried, taskID)
-	state, redrives, parentOutputs, err := e.start(ctx, p.Run, n, mark, claim)
-	if err != nil {
-		w.release(early)
-		return err
-	}
-	switch state {
-	case Running:
-	case Done, Cached:
-		w.release(early)
-		// A repeat of a finished node: make sure its children were enqueued.
-		return e.complete(ctx, p.Run, ri, n, state, nil)
-	default:
-		w.release(early)
-		return nil // the run is over; startScript cancelled the node
-	}
-	log := e.log.With("run", p.Run, "node", n.ID, "stage", n.Stage)
-	attempt := retried + redrives
-	log.Debug("node attempt starting", "task", taskID, "worker", w.opts.Name, "attempt", attempt)
-
-	// An unreachable store or Redis is waited out here, with back-off (1 s
-	// doubling, capped at maxOutageBackoff), for OutagePatience: the
-	// attempt is tried again from the start (a resumable stage from its
-	// checkpoint) without being counted.
-	var outage time.Time
-	backoff := time.Second
-	for {
-		outputs, key, final, err := w.attempt(ctx, log, p.Run, ri, n, parentOutputs, attempt, taskID, early)
-		early = nil // it served the first try, which released it
-		if err == nil {
-			if !outage.IsZero() {
-				log.Info("store and Redis reachable again; node finished", "waited", time.Since(outage).Round(time.Second))
-			}
-			outJSON, _ := json.Marshal(outputs)
-			log.Debug("node finished", "state", final, "key", Short(key))
-			// The outputs are committed: recording that in Redis waits out
-			// an outage too (it is idempotent).
-			return w.patiently(ctx, log, func() error {
-				return e.complete(ctx, p.Run, ri, n, final, outJSON)
-			})
-		}
-		if ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			// Shut down or interrupted by a cancel: not the stage's fault.
-			// asynq hands the task back (shutdown) or the run is over.
-			return err
-		}
-		if errors.Is(err, errKeyTaken) {
-			// Another execution took the node key over (this one was
-			// presumed dead): wait for its result instead.
-			continue
-		}
-		if d := (*stages.DamagedInputError)(nil); errors.As(err, &d) {
-			return w.repair(ctx, log, p.Run, ri, n, parentOutputs, d, func(err error) error {
-				return w.fail(ctx, p.Run, n, retried, maxRetry, err)
-			})
-		}
-		if !storage.IsTransient(err) || stages.IsPermanent(err) {
-			return w.fail(ctx, p.Run, n, retried, maxRetry, err)
-		}
-		if outage.IsZero() {
-			outage = time.Now()
-			log.Warn("store or Redis unreachable; waiting, without spending an attempt", "patience", w.opts.OutagePatience, "err", err)
-		}
-		if time.Since(outage) > w.opts.OutagePatience {
-			return w.fail(ctx, p.Run, n, retried, maxRetry, fmt.Errorf("%w %s: %w", errGaveUp, w.opts.OutagePatience, err))
-		}
-		log.Debug("still unreachable", "err", err, "next try in", backoff)
-		if !waitBackoff(ctx, &backoff) {
-			return err
-		}
-	}
-}
-
 // waitBackoff sleeps for *backoff, then doubles it up to maxOutageBackoff;
 // it reports false if ctx ended first.
 func waitBackoff(ctx context.Context, backoff *time.Duration) bool {
@@ -336,41 +243,6 @@ func (w *Worker) patiently(ctx context.Context, log *slog.Logger, f func() error
 	}
 }
 
-// attempt is one try of a node: gather its inputs, compute its key, find
-// it in the cache or execute it under the key's lease.
-// early, if not nil, is the claim sent with the start script; attempt
-// releases it, or run does once it has used it.
-func (w *Worker) attempt(ctx context.Context, log *slog.Logger, run string, ri *runInfo, n *spec.Node,
-	parentOutputs map[string]map[string]stages.Artifact, attempt int, taskID string, early *earlyClaim) (map[string]stages.Artifact, string, string, error) {
-	inputs, err := resolveInputs(ri, n, parentOutputs)
-	if err == nil {
-		err = validateInputs(inputs)
-	}
-	if err != nil {
-		w.release(early)
-		return nil, "", "", err
-	}
-	key := NodeKey(n, inputs)
-	started := time.Now().UTC()
-	// Who executes the node, for status and the reconciler; sent with the
-	// first Redis call of the attempt rather than in a round trip of its own.
-	mark := func(p redis.Pipeliner) {
-		p.HSet(ctx, runKeys(w.e.ns, run).node(n.ID), append(w.markFields(key, started, n, taskID), "attempt", attempt)...)
-	}
-	if early != nil && early.key != key {
-		// The task's hint and the recorded outputs disagree: the
-		// recorded ones count.
-		w.release(early)
-		early = nil
-	}
-	if early != nil {
-		mark = nil // the start script recorded it
-		started = early.started
-	}
-	outputs, final, err := w.run(ctx, log, run, n, key, inputs, attempt, started, mark, early)
-	return outputs, key, final, err
-}
-
 // validateInputs checks that each input's digest, of which the node key is
 // made, is the digest of its manifest's content, of a format this worker
 // reads.
@@ -383,127 +255,6 @@ func validateInputs(inputs map[string][]stages.Artifact) error {
 		}
 	}
 	return nil
-}
-
-// run finds the node's outputs in the cache or executes its stage. mark
-// records who runs the node, with the first Redis call (nil: done already);
-// early, if it holds the key, is the lease to run under.
-func (w *Worker) run(ctx context.Context, log *slog.Logger, run string, n *spec.Node, key string,
-	inputs map[string][]stages.Artifact, attempt int, started time.Time, mark func(redis.Pipeliner), early *earlyClaim) (map[string]stages.Artifact, string, error) {
-	e := w.e
-	var lease *keyLease
-	if early.claimed() {
-		// The cache is looked up under the lease below.
-		lease = w.holdKey(log, key, early.token)
-	} else {
-		rec, err := e.cachedRecord(ctx, key)
-		if err == nil {
-			if mark != nil {
-				if _, err := e.rdb.Pipelined(ctx, func(p redis.Pipeliner) error { mark(p); return nil }); err != nil {
-					return nil, "", err
-				}
-			}
-			return rec.Outputs, Cached, nil
-		}
-		if !errors.Is(err, storage.ErrNotFound) && !errors.Is(err, errBadRecord) && !errors.Is(err, storage.ErrDigestMismatch) {
-			return nil, "", fmt.Errorf("looking up cache: %w", err)
-		}
-		// Not in the cache: claim the key, or wait for whoever computes
-		// it. The token names this execution (for status); an early claim's
-		// is kept, in case its reply was lost but not the claim.
-		token := w.token(run, n)
-		if early != nil {
-			token = early.token
-		}
-		lease, err = w.acquireKey(ctx, log, key, token, mark, func(holder string) {
-			_ = e.rdb.HSet(ctx, runKeys(e.ns, run).node(n.ID), "waiting_for", holder).Err()
-		})
-		if errors.Is(err, errCommitted) {
-			if rec, err := e.cachedRecord(ctx, key); err == nil {
-				return rec.Outputs, Cached, nil
-			}
-			// The other execution's record is damaged: compute it here.
-			lease, err = w.acquireKey(ctx, log, key, token, nil, nil)
-		}
-		if err != nil {
-			return nil, "", err
-		}
-	}
-	// Released in the background: whoever waits for the key looks for the
-	// record too, and the node's completion need not wait for Redis.
-	defer lease.stopAsync()
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	go func() {
-		select {
-		case <-lease.lost:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
-	// Checked (again) under the lease: the holder we waited for may have
-	// committed just before it let go.
-	rec, err := e.cachedRecord(ctx, key)
-	switch {
-	case err == nil:
-		return rec.Outputs, Cached, nil
-	case errors.Is(err, errBadRecord), errors.Is(err, storage.ErrDigestMismatch):
-		// A damaged record is a cache miss: executing again rewrites it.
-		log.Warn("ignoring damaged node record", "key", Short(key), "err", err)
-	case !errors.Is(err, storage.ErrNotFound):
-		return nil, "", fmt.Errorf("looking up cache: %w", err)
-	}
-	st, ok := stages.Lookup(n.Stage)
-	if !ok {
-		return nil, "", stages.Permanent(fmt.Errorf("stage %s is not registered in this worker (%s)", n.Stage, w.opts.Name))
-	}
-	if st.Version != n.Version {
-		return nil, "", stages.Permanent(fmt.Errorf("stage %s is version %d in this worker, the run wants %d", n.Stage, st.Version, n.Version))
-	}
-	params, err := st.ParamsFromCanonical(n.Params)
-	if err != nil {
-		return nil, "", stages.Permanent(err)
-	}
-	out := newOutputStore(e.store, layout.AttemptOutputs(key, stages.NewAttemptID()))
-	defer out.batch.Close()
-	// The node record holds the outputs' manifests: each is stored once,
-	// there, and not beside its files too.
-	outputs, err := stages.Exec(ctx, st, stages.Env{
-		Store: out, Run: run, Node: n.ID, Key: key, Params: params, Inputs: inputs,
-		OutputPrefixOf: out.outputPrefix, RecordsManifests: true,
-		CheckpointPrefix: layout.Checkpoints(key),
-		Device:           w.opts.Device, Attempt: attempt, Log: log, TempDir: w.opts.TempDir,
-		Progress: w.progressWriter(run, n.ID),
-	})
-	select {
-	case <-lease.lost:
-		return nil, "", errKeyTaken
-	default:
-	}
-	if err != nil {
-		return nil, "", err
-	}
-	rec = &NodeRecord{Key: key, Stage: n.Stage, Version: n.Version, Params: n.Params, Inputs: map[string][]string{},
-		Outputs: outputs, Run: run, Node: n.ID, Started: started, Finished: time.Now().UTC()}
-	for port, arts := range inputs {
-		for _, a := range arts {
-			rec.Inputs[port] = append(rec.Inputs[port], a.Digest)
-		}
-	}
-	// The record is the commit point of the cache: written last,
-	// atomically, once the outputs are durable.
-	if err := out.batch.Flush(ctx); err != nil {
-		return nil, "", fmt.Errorf("committing outputs: %w", err)
-	}
-	if err := e.commitRecord(ctx, rec); err != nil {
-		return nil, "", fmt.Errorf("committing outputs: %w", err)
-	}
-	if st.Resumable {
-		if err := stages.DropCheckpoints(ctx, e.store, layout.Checkpoints(key)); err != nil {
-			log.Warn("dropping checkpoints", "err", err)
-		}
-	}
-	return outputs, Done, nil
 }
 
 // start moves node n of run to running (see startScript). It returns the
@@ -565,8 +316,14 @@ func (e *Engine) start(ctx context.Context, run string, n *spec.Node, mark []any
 // are nil, and enqueues the children it released (or, on a repeat, any
 // child still waiting to be enqueued).
 func (e *Engine) complete(ctx context.Context, run string, ri *runInfo, n *spec.Node, final string, outputs []byte) error {
+	return e.completeKey(ctx, run, ri, n, final, outputs, "")
+}
+
+// completeKey is complete that also records the node key of the outputs:
+// the hash may have lost it (Redis restarted empty while the node ran).
+func (e *Engine) completeKey(ctx context.Context, run string, ri *runInfo, n *spec.Node, final string, outputs []byte, key string) error {
 	k := runKeys(e.ns, run)
-	argv := append([]any{n.ID, final, nowString(), string(outputs)}, anyStrings(n.Children)...)
+	argv := append([]any{n.ID, final, nowString(), string(outputs), key}, anyStrings(n.Children)...)
 	res, err := completeScript.Run(ctx, e.rdb, []string{k.states(), k.waiting(), k.meta(), k.node(n.ID)}, argv...).Slice()
 	if err != nil {
 		return fmt.Errorf("completing node: %w", err)
