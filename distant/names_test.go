@@ -1,10 +1,16 @@
 package distant
 
 import (
+	"context"
+	"os"
+	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/nerflow/nerflow/corpus"
+	"github.com/nerflow/nerflow/stages"
+	"github.com/nerflow/nerflow/storage/fsstore"
 )
 
 func TestMineNames(t *testing.T) {
@@ -52,5 +58,65 @@ func TestReadNameListsErrors(t *testing.T) {
 		if err := ReadNameLists(strings.NewReader(in), "names.tsv", &lists); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: error %v, want %q", in, err, want)
 		}
+	}
+}
+
+// The stage reads name lists, leaves out a first name that a typed
+// gazetteer lists as one word of another type (Georgia as LOC), and writes
+// the names it finds as a PER gazetteer with a report; a malformed list is
+// a permanent error naming its line.
+func TestNamesStage(t *testing.T) {
+	ctx := context.Background()
+	st, err := fsstore.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	imp := func(name, content, kind string) stages.Artifact {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		a, err := stages.Import(ctx, st, "datasets", p, kind)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	text := imp("raw.txt", "Georgia Tech beat Anna Weber 's team .\nMr. Smith and Georgia Brown met .\n", "corpus")
+	lists := imp("names.tsv", "first\tAnna\nfirst\tGeorgia\ntitle\tMr.\n", "names")
+	gaz := imp("gaz.tsv", "LOC\tGeorgia\n", "gazetteer")
+	s, ok := stages.Lookup(StageNames)
+	if !ok {
+		t.Fatal("stage not registered")
+	}
+	params, err := s.ResolveParams(map[string]any{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(inputs map[string][]stages.Artifact) (map[string]stages.Artifact, error) {
+		return stages.Exec(ctx, s, stages.Env{Store: st, Params: params, OutputPrefix: "runs/1/names", Inputs: inputs})
+	}
+	outs, err := run(map[string][]stages.Artifact{"corpus": {text}, "names": {lists}, "gazetteers": {gaz}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := stages.NewInput(ctx, st, outs["gazetteer"]).ReadFile("names.tsv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != "PER\tAnna Weber\nPER\tSmith\n" {
+		t.Errorf("names.tsv:\n%s", got)
+	}
+	var rep namesReport
+	if err := stages.NewInput(ctx, st, outs["report"]).ReadJSON("report.json", &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Names != 2 || rep.Mentions != 2 || !reflect.DeepEqual(rep.Excluded, []string{"Georgia"}) {
+		t.Errorf("report %+v", rep)
+	}
+	bad := imp("bad.tsv", "first\tAnna\nlast\tWeber\n", "names")
+	if _, err := run(map[string][]stages.Artifact{"corpus": {text}, "names": {bad}}); err == nil || !stages.IsPermanent(err) || !strings.Contains(err.Error(), "bad.tsv:2") {
+		t.Errorf("a malformed list: %v", err)
 	}
 }
