@@ -28,23 +28,43 @@ func equal(a, b string) bool {
 
 // authorized accepts "Authorization: Bearer TOKEN" or the session cookie.
 func (s *Server) authorized(r *http.Request) bool {
+	ok, _ := s.credentials(r)
+	return ok
+}
+
+// credentials is authorized; presented says whether the request carried a
+// token or a session at all (a wrong one counts against the client's
+// address; none does not).
+func (s *Server) credentials(r *http.Request) (ok, presented bool) {
 	if h := r.Header.Get("Authorization"); h != "" {
 		scheme, tok, ok := strings.Cut(h, " ")
-		return ok && strings.EqualFold(scheme, "Bearer") && equal(strings.TrimSpace(tok), s.token)
+		return ok && strings.EqualFold(scheme, "Bearer") && equal(strings.TrimSpace(tok), s.token), true
 	}
 	if c, err := r.Cookie(sessionCookie); err == nil {
-		return equal(c.Value, s.session)
+		return equal(c.Value, s.session), true
 	}
-	return false
+	return false, false
 }
 
 // auth wraps h: unauthorized API calls get a 401, unauthorized pages a
-// redirect to the login page.
+// redirect to the login page. A client address that presented too many
+// wrong tokens gets 429 for a while, whatever it presents then: answering
+// a right token would tell a guesser when it guessed right.
 func (s *Server) auth(h http.HandlerFunc, page bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if s.authorized(r) {
+		client := clientOf(r)
+		if wait := s.authLimit.blocked(client); wait > 0 {
+			tooManyFailures(w, wait)
+			return
+		}
+		ok, presented := s.credentials(r)
+		if ok {
 			h(w, r)
 			return
+		}
+		if presented {
+			s.authLimit.failed(client)
+			s.log.Warn("wrong token", "client", client, "method", r.Method, "path", r.URL.Path)
 		}
 		if page {
 			http.Redirect(w, r, "/login", http.StatusSeeOther)
@@ -59,8 +79,15 @@ func (s *Server) auth(h http.HandlerFunc, page bool) http.Handler {
 // cookie. SameSite=Strict keeps other sites from riding the session
 // (the API's state-changing calls are POSTs).
 func (s *Server) login(w http.ResponseWriter, r *http.Request) {
+	client := clientOf(r)
+	if wait := s.authLimit.blocked(client); wait > 0 {
+		tooManyFailures(w, wait)
+		return
+	}
 	r.Body = http.MaxBytesReader(w, r.Body, 4096)
 	if err := r.ParseForm(); err != nil || !equal(r.PostFormValue("token"), s.token) {
+		s.authLimit.failed(client)
+		s.log.Warn("wrong token", "client", client, "method", r.Method, "path", r.URL.Path)
 		s.loginForm(w, http.StatusUnauthorized, "Wrong token.")
 		return
 	}

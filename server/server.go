@@ -107,6 +107,9 @@ type Server struct {
 
 	graphs       sync.Map // run id -> *graphView (a run's graph never changes)
 	cachedGraphs atomic.Int64
+
+	maxBody   int64
+	authLimit *authLimiter
 }
 
 // Option configures a Server.
@@ -145,7 +148,8 @@ func New(runs Runs, token string, opts ...Option) (*Server, error) {
 	if len(token) < 16 {
 		return nil, errors.New("serve.token: a bearer token of at least 16 characters is required (set serve.token in nerflow.yaml or NERFLOW_SERVE_TOKEN)")
 	}
-	s := &Server{runs: runs, token: token, session: sessionValue(token), log: slog.Default(), specDir: ".", mux: http.NewServeMux()}
+	s := &Server{runs: runs, token: token, session: sessionValue(token), log: slog.Default(), specDir: ".", mux: http.NewServeMux(),
+		maxBody: DefaultMaxBody, authLimit: newAuthLimiter(DefaultAuthFailures, DefaultAuthWindow)}
 	for _, o := range opts {
 		o(s)
 	}
@@ -195,7 +199,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
 	// A route's handler runs through the mux, which sets the path values.
-	if miss, pattern := s.mux.Handler(r); pattern == "" && isAPI(r.URL.Path) {
+	if !s.limit(rec, r) {
+		// refused: too large
+	} else if miss, pattern := s.mux.Handler(r); pattern == "" && isAPI(r.URL.Path) {
 		jsonMiss(miss).ServeHTTP(rec, r)
 	} else {
 		s.mux.ServeHTTP(rec, r)

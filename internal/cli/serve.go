@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"runtime"
 	"strings"
 	"time"
@@ -150,9 +149,7 @@ func (a *app) serve(ctx context.Context, o serveOptions) error {
 	if err != nil {
 		return err
 	}
-	// No write timeout: downloads of large artifacts stream for as long as
-	// they need.
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	hs := srv.HTTPServer()
 	a.log.Info("serving", "addr", "http://"+ln.Addr().String(), "embedded", a.cfg.Redis.Addr == "")
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
