@@ -344,14 +344,25 @@ func (st *Store) History(ctx context.Context, name string, limit int) ([]Event, 
 	return out, nil
 }
 
+// errClaimLost says a tick's claim is no longer the recorder's.
+var errClaimLost = errors.New("the tick's claim was taken over by another scheduler")
+
 // record stores the outcome of a tick: an event in the history, and the
 // new state unless a later tick was recorded meanwhile (a slow firing that
-// finishes after another scheduler handled the next tick).
-func (st *Store) record(ctx context.Context, name string, state State, ev Event) error {
+// finishes after another scheduler handled the next tick). It records only
+// while token holds the tick's claim (a scheduler that stalled past its
+// claim's lease records nothing: the one that took over does), and then
+// keeps the claim for keep.
+func (st *Store) record(ctx context.Context, name string, state State, ev Event, claimKey, token string, keep time.Duration) error {
 	state.Last = &ev
 	sb, _ := json.Marshal(state)
 	eb, _ := json.Marshal(ev)
 	txf := func(tx *redis.Tx) error {
+		if holder, err := tx.Get(ctx, claimKey).Result(); err != nil && !errors.Is(err, redis.Nil) {
+			return err
+		} else if holder != token {
+			return errClaimLost
+		}
 		var cur State
 		if b, err := tx.HGet(ctx, st.statesKey(), name).Result(); err == nil {
 			_ = json.Unmarshal([]byte(b), &cur)
@@ -363,6 +374,7 @@ func (st *Store) record(ctx context.Context, name string, state State, ev Event)
 			}
 			p.LPush(ctx, st.historyKey(name), eb)
 			p.LTrim(ctx, st.historyKey(name), 0, HistoryLength-1)
+			p.PExpire(ctx, claimKey, keep)
 			return nil
 		})
 		return err
@@ -371,7 +383,7 @@ func (st *Store) record(ctx context.Context, name string, state State, ev Event)
 	// Another schedule's tick recorded at the same moment fails the
 	// transaction (one hash holds every state): try again.
 	for range 10 {
-		if err = st.rdb.Watch(ctx, txf, st.statesKey()); !errors.Is(err, redis.TxFailedErr) {
+		if err = st.rdb.Watch(ctx, txf, st.statesKey(), claimKey); !errors.Is(err, redis.TxFailedErr) {
 			break
 		}
 	}

@@ -3,13 +3,19 @@ package schedule
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"strconv"
+	"strings"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/nerflow/nerflow/pipeline/engine"
 	"github.com/nerflow/nerflow/pipeline/spec"
@@ -26,6 +32,7 @@ type Scheduler struct {
 	poll   time.Duration
 	grace  time.Duration
 	name   string
+	lease  time.Duration
 }
 
 // Option configures a Scheduler.
@@ -46,6 +53,12 @@ func WithGrace(d time.Duration) Option { return func(s *Scheduler) { s.grace = d
 // WithLogger sets the logger (default slog.Default()).
 func WithLogger(l *slog.Logger) Option { return func(s *Scheduler) { s.log = l } }
 
+// WithClaimLease sets how long the claim of a tick outlives a scheduler
+// that stopped renewing it (it died right after claiming): the tick is
+// fired by another scheduler at most this long, plus a poll interval,
+// after the death (default 15s; renewed every third of it).
+func WithClaimLease(d time.Duration) Option { return func(s *Scheduler) { s.lease = d } }
+
 // WithName names this scheduler in the events it records (default host:pid).
 func WithName(name string) Option { return func(s *Scheduler) { s.name = name } }
 
@@ -53,7 +66,7 @@ func WithName(name string) Option { return func(s *Scheduler) { s.name = name } 
 func New(store *Store, e *engine.Engine, opts ...Option) *Scheduler {
 	host, _ := os.Hostname()
 	s := &Scheduler{store: store, engine: e, log: slog.Default(), now: time.Now, poll: time.Second,
-		grace: time.Minute, name: host + ":" + strconv.Itoa(os.Getpid())}
+		grace: time.Minute, name: host + ":" + strconv.Itoa(os.Getpid()), lease: 15 * time.Second}
 	for _, o := range opts {
 		o(s)
 	}
@@ -137,16 +150,21 @@ func (s *Scheduler) tickOne(ctx context.Context, e *Entry, now time.Time) (*Even
 	if n == 0 {
 		return nil, nil
 	}
-	// Exactly one scheduler handles a tick: the one that claims it. The
-	// claim outlives the firing (which may hash large datasets) and the
-	// recording of the tick, after which no scheduler finds the tick due.
-	ok, err := s.store.rdb.SetNX(ctx, s.store.claimKey(e.Name, tick), s.name, claimTTL(c, tick)).Result()
-	if err != nil {
-		return nil, fmt.Errorf("claiming tick: %w", err)
+	// Exactly one scheduler handles a tick: the one that holds its claim.
+	// The claim is a lease, renewed while the tick is fired (which may hash
+	// large datasets): a scheduler that dies after claiming lets it lapse,
+	// and another claims the tick at its next poll. The run a tick submits
+	// has an id made of the schedule and the tick, so that a scheduler
+	// that takes over from one that died after submitting finds that run
+	// instead of submitting another; and a tick is recorded only by the
+	// holder of its claim, after which the claim is kept for claimTTL and
+	// no scheduler finds the tick due.
+	claimKey, token, err := s.claim(ctx, e.Name, tick)
+	if err != nil || token == "" {
+		return nil, err
 	}
-	if !ok {
-		return nil, nil
-	}
+	fireCtx, stop := s.holdClaim(ctx, claimKey, token)
+	defer stop()
 	state := e.State
 	state.LastTick = tick
 	ev := Event{Tick: tick, At: now, Missed: n - 1, Scheduler: s.name}
@@ -156,13 +174,13 @@ func (s *Scheduler) tickOne(ctx context.Context, e *Entry, now time.Time) (*Even
 		ev.Outcome, ev.Missed = OutcomeMissed, n
 		ev.Detail = fmt.Sprintf("%d missed tick(s) skipped (policy %s)", n, MissedSkip)
 	default:
-		s.fire(ctx, &e.Schedule, &state, &ev)
+		s.fire(fireCtx, &e.Schedule, &state, &ev)
 		if late {
 			ev.Detail = fmt.Sprintf("late by %s; %d missed tick(s) run once (policy %s). %s",
 				now.Sub(tick).Round(time.Second), n, MissedRunOnce, ev.Detail)
 		}
 	}
-	if err := s.store.record(ctx, e.Name, state, ev); err != nil {
+	if err := s.store.record(ctx, e.Name, state, ev, claimKey, token, claimTTL(c, tick)); err != nil {
 		return nil, err
 	}
 	s.log.Info("schedule tick", "schedule", e.Name, "tick", tick, "outcome", ev.Outcome, "run", ev.Run, "detail", ev.Detail)
@@ -206,13 +224,82 @@ func (s *Scheduler) fire(ctx context.Context, sc *Schedule, state *State, ev *Ev
 		}
 		ev.Detail = why
 	}
-	id, err := s.engine.Submit(ctx, g, engine.SubmitOptions{Spec: text, SpecFile: sc.SpecFile, Overrides: sc.Overrides})
-	if err != nil {
+	id, err := s.engine.Submit(ctx, g, engine.SubmitOptions{Spec: text, SpecFile: sc.SpecFile, Overrides: sc.Overrides,
+		ID: tickRunID(sc.Name, ev.Tick)})
+	switch {
+	case errors.Is(err, engine.ErrRunExists):
+		ev.Detail = strings.TrimPrefix(ev.Detail+"; ", "; ") + "run submitted for this tick by a scheduler that stopped before recording it"
+	case err != nil:
 		fail(err)
 		return
 	}
 	state.LastRun = id
 	ev.Outcome, ev.Run = OutcomeSubmitted, id
+}
+
+// claim claims tick of schedule name for this scheduler: the claim's key
+// and its token, "" when another scheduler holds it.
+func (s *Scheduler) claim(ctx context.Context, name string, tick time.Time) (string, string, error) {
+	key := s.store.claimKey(name, tick)
+	token := s.name + "#" + randomHex()
+	ok, err := s.store.rdb.SetNX(ctx, key, token, s.lease).Result()
+	if err != nil {
+		return "", "", fmt.Errorf("claiming tick: %w", err)
+	}
+	if !ok {
+		return key, "", nil
+	}
+	return key, token, nil
+}
+
+// tickRunID is the id of the run that tick of schedule name submits: the
+// tick's time, in the form of other run ids, and a digest of the name.
+func tickRunID(name string, tick time.Time) string {
+	sum := sha256.Sum256([]byte(name))
+	return tick.UTC().Format("20060102-150405") + "-" + hex.EncodeToString(sum[:6])
+}
+
+func randomHex() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// renewClaimScript extends a tick's claim that token still holds.
+// KEYS: claim. ARGV: token, lease ms. Returns 0 when another holds it.
+var renewClaimScript = redis.NewScript(`
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  return 1
+end
+return 0
+`)
+
+// holdClaim renews the claim of token every third of the lease until stop
+// is called; the context it returns is cancelled if the claim is lost (this
+// scheduler stalled past its lease and another took the tick over).
+func (s *Scheduler) holdClaim(ctx context.Context, key, token string) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(s.lease / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			n, err := renewClaimScript.Run(ctx, s.store.rdb, []string{key}, token, s.lease.Milliseconds()).Int()
+			if err == nil && n == 0 {
+				s.log.Warn("lost the claim of a tick to another scheduler; stopping", "claim", key)
+				cancel()
+				return
+			}
+		}
+	}()
+	return ctx, func() { cancel(); <-done }
 }
 
 // upToDate reports whether graph g would compute exactly what run did: the

@@ -33,6 +33,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -146,7 +147,15 @@ type SubmitOptions struct {
 	SpecFile string
 	// Overrides are the --set values applied to it.
 	Overrides []string
+	// ID, when set, is the run's id instead of a new one: a submitter
+	// that may submit the same run twice (a scheduler that took over a
+	// tick from one that died) names it, and the second Submit fails with
+	// ErrRunExists. An id is a store key segment.
+	ID string
 }
+
+// ErrRunExists is Submit's error for an ID that names an existing run.
+var ErrRunExists = errors.New("a run with this id exists")
 
 // Submit creates a run of graph g and enqueues its roots. External datasets
 // are imported into the store first (local paths are read by this process,
@@ -156,7 +165,16 @@ func (e *Engine) Submit(ctx context.Context, g *spec.Graph, opts SubmitOptions) 
 	if err != nil {
 		return "", err
 	}
-	id := newRunID()
+	id := opts.ID
+	if id == "" {
+		id = newRunID()
+	} else if err := storage.ValidateKey(id); err != nil || strings.Contains(id, "/") {
+		return "", fmt.Errorf("run id %q: not one key segment", id)
+	} else if _, err := e.store.Stat(ctx, layout.RunManifest(id)); err == nil {
+		return id, fmt.Errorf("run %s: %w", id, ErrRunExists)
+	} else if !errors.Is(err, storage.ErrNotFound) {
+		return "", fmt.Errorf("looking up run %s: %w", id, err)
+	}
 	graphJSON, err := json.Marshal(g)
 	if err != nil {
 		return "", fmt.Errorf("encoding graph: %w", err)
@@ -164,7 +182,7 @@ func (e *Engine) Submit(ctx context.Context, g *spec.Graph, opts SubmitOptions) 
 	dsJSON, _ := json.Marshal(datasets)
 	now := time.Now().UTC()
 	k := runKeys(e.ns, id)
-	_, err = e.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+	create := func(p redis.Pipeliner) error {
 		p.HSet(ctx, k.meta(), map[string]any{
 			"id": id, "name": g.Name, "state": Running, "created_at": now.Format(time.RFC3339Nano),
 			"graph": graphJSON, "datasets": dsJSON, "unfinished": len(g.Nodes),
@@ -183,7 +201,30 @@ func (e *Engine) Submit(ctx context.Context, g *spec.Graph, opts SubmitOptions) 
 		p.HSet(ctx, k.waiting(), waiting)
 		p.ZAdd(ctx, runsIndex(e.ns), redis.Z{Score: float64(now.UnixMilli()), Member: id})
 		return nil
-	})
+	}
+	if opts.ID == "" {
+		_, err = e.rdb.TxPipelined(ctx, create)
+	} else {
+		// Created only if absent: of two submitters of one id, one
+		// creates the run and the other learns that it exists.
+		err = e.rdb.Watch(ctx, func(tx *redis.Tx) error {
+			n, err := tx.Exists(ctx, k.meta()).Result()
+			if err != nil {
+				return err
+			}
+			if n > 0 {
+				return ErrRunExists
+			}
+			_, err = tx.TxPipelined(ctx, create)
+			return err
+		}, k.meta())
+		if errors.Is(err, redis.TxFailedErr) {
+			err = ErrRunExists
+		}
+		if errors.Is(err, ErrRunExists) {
+			return id, fmt.Errorf("run %s: %w", id, err)
+		}
+	}
 	if err != nil {
 		return "", fmt.Errorf("creating run: %w", err)
 	}
