@@ -192,6 +192,37 @@ func (l scheduleList) RemoveSchedule(ctx context.Context, name string) error {
 	return scheduleNotFound(l.st.Remove(ctx, name))
 }
 
+func (l scheduleList) ScheduleHistory(ctx context.Context, name string, limit int) (any, error) {
+	if _, _, err := l.st.Get(ctx, name); err != nil {
+		return nil, scheduleNotFound(err)
+	}
+	evs, err := l.st.History(ctx, name, limit)
+	if evs == nil {
+		evs = []schedule.Event{}
+	}
+	return evs, err
+}
+
+func (l scheduleList) RunSchedules(ctx context.Context) (map[string]string, error) {
+	es, err := l.st.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	by := map[string]string{}
+	for _, e := range es {
+		evs, err := l.st.History(ctx, e.Name, schedule.HistoryLength)
+		if err != nil {
+			return nil, err
+		}
+		for _, ev := range evs {
+			if ev.Outcome == schedule.OutcomeSubmitted && ev.Run != "" {
+				by[ev.Run] = e.Name
+			}
+		}
+	}
+	return by, nil
+}
+
 func scheduleNotFound(err error) error {
 	if errors.Is(err, schedule.ErrNoSchedule) {
 		return fmt.Errorf("%w: %w", ErrNotFound, err)

@@ -69,6 +69,11 @@ func TestDashboardInChromium(t *testing.T) {
 	if r := s.wait(failed); r.State != "failed" {
 		t.Fatalf("run %s: %s", failed, r.State)
 	}
+	// Enough runs for two pages of the runs list (all but the first are
+	// cache hits, done at once).
+	for range 24 {
+		s.submit("slow.yaml", "work.step_time=1ms")
+	}
 	live := s.submit("slow.yaml", "work.step_time=400ms")
 	dir := screenshotDir(t)
 
@@ -97,12 +102,31 @@ func TestDashboardInChromium(t *testing.T) {
 	b.do("sign in", chromedp.Submit(chromedp.CSS("#token")), chromedp.WaitVisible(chromedp.CSS("#runs tbody a")))
 
 	// The runs list shows both runs.
-	b.do("runs", chromedp.Poll[chromedp.Void](`document.querySelectorAll("#runs tbody tr").length >= 2`))
+	b.do("runs", chromedp.Poll[chromedp.Void](`document.querySelectorAll("#runs tbody tr").length === 25`))
 	b.fits("runs")
 	b.shot("02-runs.png")
 	runsText := value(b, chromedp.Text(chromedp.CSS("#runs tbody")))
-	if !strings.Contains(runsText, done) || !strings.Contains(runsText, live) || !strings.Contains(runsText, "succeeded") {
+	if !strings.Contains(runsText, live) || !strings.Contains(runsText, "by hand") {
 		t.Errorf("runs list:\n%s", runsText)
+	}
+	// Paging, newest first: the oldest run is on the second page.
+	if v := value(b, chromedp.Text(chromedp.CSS("#run-page"))); v != "1–25 of 27" {
+		t.Errorf("runs pager: %q, want 1–25 of 27", v)
+	}
+	b.do("runs page 2", chromedp.Click(chromedp.CSS("#run-next")), chromedp.WaitVisible(chromedp.CSS(`#runs tr[data-key="`+done+`"]`)))
+	if n := b.count("#runs tbody tr"); n != 2 {
+		t.Errorf("the second page of runs has %d rows, want 2", n)
+	}
+	// Filters: by state, and a search for a run's id.
+	b.do("runs by state", chromedp.SetValue(chromedp.CSS("#run-state"), "failed"), chromedp.Evaluate[chromedp.Void](`document.querySelector("#run-state").dispatchEvent(new Event("change"))`),
+		chromedp.Poll[chromedp.Void](`document.querySelectorAll("#runs tbody tr").length === 1`))
+	if text := value(b, chromedp.Text(chromedp.CSS("#runs tbody"))); !strings.Contains(text, failed) {
+		t.Errorf("the failed runs: %q, want %s", text, failed)
+	}
+	b.do("runs search", chromedp.SetValue(chromedp.CSS("#run-state"), ""), chromedp.SendKeys(chromedp.CSS("#run-search"), done[len(done)-6:]),
+		chromedp.Poll[chromedp.Void](`document.querySelectorAll("#runs tbody tr").length === 1`))
+	if text := value(b, chromedp.Text(chromedp.CSS("#runs tbody"))); !strings.Contains(text, done) || !strings.Contains(text, "succeeded") {
+		t.Errorf("searching the runs for %s: %q", done[len(done)-6:], text)
 	}
 
 	// A spec submitted from the runs page's form opens its run.
@@ -244,6 +268,11 @@ func TestDashboardInChromium(t *testing.T) {
 	b.shot("09-schedules.png")
 	if text := value(b, chromedp.Text(chromedp.CSS(`tr[data-key="nightly"]`))); !strings.Contains(text, "0 2 * * *") || !strings.Contains(text, "--set train.epochs=2") {
 		t.Errorf("schedule row: %q", text)
+	}
+	// A schedule's page: its settings and its (so far empty) tick history.
+	b.do("schedule page", chromedp.Click(chromedp.CSS(`tr[data-key="nightly"] a`)), chromedp.WaitVisible(chromedp.CSS("dl.kv")))
+	if text := value(b, chromedp.Text(chromedp.CSS("#view"))); !strings.Contains(text, "Schedule nightly") || !strings.Contains(text, "No tick yet.") || !strings.Contains(text, "--set train.epochs=2") {
+		t.Errorf("schedule page:\n%s", text)
 	}
 	b.hash("#/models")
 	b.do("models", chromedp.WaitVisible(chromedp.CSS(`tr[data-key="tiny@1"]`)))

@@ -82,6 +82,12 @@ func (s *Server) controlSchedule(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"schedule": name, "done": r.PathValue("action")})
 }
 
+func (s *Server) scheduleHistory(w http.ResponseWriter, r *http.Request) {
+	s.listing("ticks", "this server has no schedules", s.schedules != nil, func(ctx context.Context) (any, error) {
+		return s.schedules.ScheduleHistory(ctx, r.PathValue("name"), 100)
+	})(w, r)
+}
+
 func (s *Server) listModels(w http.ResponseWriter, r *http.Request) {
 	s.listing("models", "this server has no model registry", s.models != nil, func(ctx context.Context) (any, error) {
 		return s.models.Models(ctx)

@@ -56,10 +56,26 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	if runs == nil {
-		runs = []engine.RunSummary{}
+	// Which schedule submitted a run, as far as the schedules' histories
+	// go: a missing answer leaves the column empty, not the list.
+	var by map[string]string
+	if s.schedules != nil {
+		if by, err = s.schedules.RunSchedules(r.Context()); err != nil {
+			s.log.Warn("reading which schedule submitted which run", "err", err)
+		}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"runs": runs})
+	rows := make([]runRow, len(runs))
+	for i, run := range runs {
+		rows[i] = runRow{RunSummary: run, Schedule: by[run.ID]}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"runs": rows})
+}
+
+// runRow is a run as GET /api/v1/runs lists it.
+type runRow struct {
+	engine.RunSummary
+	// Schedule names the schedule that submitted the run.
+	Schedule string `json:"schedule,omitempty"`
 }
 
 // submitRequest is POST /api/v1/runs.

@@ -58,6 +58,11 @@ type Schedules interface {
 	PauseSchedule(ctx context.Context, name string) error
 	ResumeSchedule(ctx context.Context, name string) error
 	RemoveSchedule(ctx context.Context, name string) error
+	// ScheduleHistory lists a schedule's latest ticks, newest first.
+	ScheduleHistory(ctx context.Context, name string, limit int) (any, error)
+	// RunSchedules maps the runs the schedules submitted (as far as their
+	// tick histories go) to the schedule's name.
+	RunSchedules(ctx context.Context) (map[string]string, error)
 }
 
 // NewSchedule is POST /api/v1/schedules.
@@ -179,6 +184,7 @@ func (s *Server) routes() {
 	api("GET /api/v1/schedules", s.listSchedules)
 	api("POST /api/v1/schedules", s.addSchedule)
 	api("POST /api/v1/schedules/{name}/{action}", s.controlSchedule)
+	api("GET /api/v1/schedules/{name}/history", s.scheduleHistory)
 	api("GET /api/v1/models", s.listModels)
 	api("GET /api/v1/models/{ref}", s.getModel)
 	api("POST /api/v1/models/{ref}/promote", s.promoteModel)

@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"github.com/nerflow/nerflow/eval"
 	"github.com/nerflow/nerflow/pipeline/engine"
 	"github.com/nerflow/nerflow/predict"
+	"github.com/nerflow/nerflow/schedule"
 	"github.com/nerflow/nerflow/server"
 )
 
@@ -377,4 +379,43 @@ func TestQueues(t *testing.T) {
 		t.Errorf("deleting a running node's task: %d %s", code, b)
 	}
 	s.do("POST", "/api/v1/runs/"+slow+"/cancel", nil, true)
+}
+
+// A run a schedule submitted says so in the runs list, and the schedule's
+// tick history lists the tick with its run.
+func TestScheduledRuns(t *testing.T) {
+	s := newStack(t, true)
+	specFile, _ := filepath.Abs("testdata/fail.yaml")
+	if code, b := s.do("POST", "/api/v1/schedules", server.NewSchedule{Name: "often", Cron: "*/5 * * * *", SpecFile: specFile}, true); code != http.StatusCreated {
+		t.Fatalf("add schedule: %d %s", code, b)
+	}
+	other := s.submit("fail.yaml")
+	later := time.Now().Add(6 * time.Minute)
+	sched := schedule.New(schedule.NewStore(s.rdb, s.ns), s.e, schedule.WithClock(func() time.Time { return later }),
+		schedule.WithGrace(time.Hour), schedule.WithName("test"), schedule.WithLogger(slog.New(slog.DiscardHandler)))
+	evs, err := sched.Tick(context.Background())
+	if err != nil || len(evs) != 1 || evs[0].Outcome != schedule.OutcomeSubmitted {
+		t.Fatalf("tick: %v %+v", err, evs)
+	}
+	var list struct {
+		Runs []struct{ ID, Schedule string }
+	}
+	s.get("/api/v1/runs", &list)
+	by := map[string]string{}
+	for _, r := range list.Runs {
+		by[r.ID] = r.Schedule
+	}
+	if by[evs[0].Run] != "often" || by[other] != "" {
+		t.Errorf("runs' schedules: %v (scheduled %s, submitted by hand %s)", by, evs[0].Run, other)
+	}
+	var hist struct {
+		Ticks []schedule.Event
+	}
+	s.get("/api/v1/schedules/often/history", &hist)
+	if len(hist.Ticks) != 1 || hist.Ticks[0].Run != evs[0].Run || hist.Ticks[0].Scheduler != "test" {
+		t.Errorf("history: %+v", hist.Ticks)
+	}
+	if code, b := s.do("GET", "/api/v1/schedules/nope/history", nil, true); code != http.StatusNotFound {
+		t.Errorf("history of a missing schedule: %d %s", code, b)
+	}
 }

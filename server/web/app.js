@@ -72,26 +72,55 @@
   function every(ms, f) { f(); timer = setInterval(f, ms); }
 
   // ---- runs -------------------------------------------------------------
+  // runsPage lists the runs, newest first, a page at a time, filtered by
+  // state and by the schedule that submitted them, and searched by id or
+  // pipeline name.
   function runsPage() {
+    const PAGE = 25;
     const table = h("tbody");
     const status = h("div");
     const form = submitForm();
+    const search = h("input", { id: "run-search", type: "search", placeholder: "search run or pipeline", size: 28, oninput: () => { page = 0; render(); } });
+    const state = h("select", { id: "run-state", onchange: () => { page = 0; render(); } },
+      ["all states", "running", "succeeded", "failed", "cancelled"].map(v => h("option", { value: v.startsWith("all") ? "" : v }, v)));
+    const sched = h("select", { id: "run-schedule", onchange: () => { page = 0; render(); } });
+    const where = h("span", { class: "muted", id: "run-page" });
+    const prev = h("button", { class: "plain", id: "run-prev", onclick: () => { page--; render(); } }, "‹ Newer");
+    const next = h("button", { class: "plain", id: "run-next", onclick: () => { page++; render(); } }, "Older ›");
     show(h("div", { class: "toolbar" }, h("h1", {}, "Runs"), h("span", { class: "spacer" }),
       h("button", { class: "plain", onclick: () => form.hidden = !form.hidden }, "Submit a run")),
-      form, status,
-      h("table", { id: "runs" }, h("thead", {}, h("tr", {}, ["Run", "Pipeline", "State", "Created", "Duration", "Source"].map(c => h("th", {}, c)))), table));
-    let last = "";
+      form, status, h("div", { class: "toolbar" }, search, state, sched, h("span", { class: "spacer" }), where, prev, next),
+      h("table", { id: "runs" }, h("thead", {}, h("tr", {}, ["Run", "Pipeline", "State", "Schedule", "Created", "Duration", "Source"].map(c => h("th", {}, c)))), table));
+    let runs = [], page = 0, last = "";
+    function render() {
+      const q = search.value.trim().toLowerCase();
+      const shown = runs.filter(r => (!state.value || r.state === state.value) &&
+        (!sched.value || (sched.value === "-" ? !r.schedule : r.schedule === sched.value)) &&
+        (!q || r.id.toLowerCase().includes(q) || (r.name || "").toLowerCase().includes(q)));
+      const pages = Math.max(1, Math.ceil(shown.length / PAGE));
+      page = Math.min(Math.max(page, 0), pages - 1);
+      const slice = shown.slice(page * PAGE, (page + 1) * PAGE);
+      where.textContent = shown.length ? `${page * PAGE + 1}–${page * PAGE + slice.length} of ${shown.length}` : "";
+      prev.disabled = page === 0;
+      next.disabled = page >= pages - 1;
+      table.replaceChildren(...(slice.length ? slice.map(r => h("tr", { class: "click", "data-key": r.id, onclick: () => location.hash = `#/runs/${enc(r.id)}` },
+        h("td", { class: "mono" }, h("a", { href: `#/runs/${enc(r.id)}` }, r.id)), h("td", {}, r.name), h("td", {}, badge(r.state)),
+        h("td", {}, r.schedule ? h("a", { href: `#/schedules/${enc(r.schedule)}`, onclick: ev => ev.stopPropagation() }, r.schedule) : h("span", { class: "muted" }, "by hand")),
+        h("td", {}, fmtTime(r.created_at)), h("td", { class: "num" }, runDur(r)), h("td", { class: "muted" }, r.source)))
+        : [h("tr", {}, h("td", { colspan: 7, class: "muted" }, runs.length ? "No run matches." : "No runs yet: submit a spec above or with nerflow submit."))]));
+    }
     every(3000, async () => {
       try {
-        const { runs } = await api("/api/v1/runs?limit=200");
+        ({ runs } = await api("/api/v1/runs?limit=1000"));
         status.replaceChildren();
-        const json = JSON.stringify(runs.map(r => [r.id, r.state, r.finished_at]));
+        const json = JSON.stringify(runs.map(r => [r.id, r.state, r.finished_at, r.schedule]));
         if (json === last && !runs.some(r => r.state === "running")) return; // nothing moved
         last = json;
-        table.replaceChildren(...(runs.length ? runs.map(r => h("tr", { class: "click", onclick: () => location.hash = `#/runs/${enc(r.id)}` },
-          h("td", { class: "mono" }, h("a", { href: `#/runs/${enc(r.id)}` }, r.id)), h("td", {}, r.name), h("td", {}, badge(r.state)),
-          h("td", {}, fmtTime(r.created_at)), h("td", { class: "num" }, runDur(r)), h("td", { class: "muted" }, r.source)))
-          : [h("tr", {}, h("td", { colspan: 6, class: "muted" }, "No runs yet: submit a spec above or with nerflow submit."))]));
+        const names = [...new Set(runs.map(r => r.schedule).filter(Boolean))].sort();
+        const chosen = sched.value;
+        sched.replaceChildren(h("option", { value: "" }, "all runs"), h("option", { value: "-" }, "by hand"), names.map(n => h("option", { value: n }, `schedule ${n}`)));
+        sched.value = chosen && [...sched.options].some(o => o.value === chosen) ? chosen : "";
+        render();
       } catch (e) { status.replaceChildren(problem(e)); }
     });
   }
@@ -308,13 +337,38 @@
     listPage({
       title: "Schedules", path: "/api/v1/schedules", key: "schedules", form: scheduleForm,
       empty: "No schedules yet: add one above or with nerflow schedule add NAME --cron '0 2 * * *' SPEC.",
-      columns: [["name", s => s.name], ["cron", s => h("span", { class: "mono" }, s.cron)],
+      columns: [["name", s => h("a", { href: `#/schedules/${enc(s.name)}` }, s.name)], ["cron", s => h("span", { class: "mono" }, s.cron)],
         ["spec", s => [h("span", { class: "mono path" }, s.spec_file), ...(s.overrides || []).flatMap(o => [h("br"), h("span", { class: "muted mono" }, `--set ${o}`)])]],
         ["missed", s => s.missed], ["next", s => s.paused ? badge("paused") : cell(s.next)],
         ["last tick", s => s.last_outcome || "–"], ["last run", s => runLink(s.last_run)], ["last success", s => runLink(s.last_success)]],
       actions: (s, done) => [
         h("button", { class: "plain", onclick: () => post(`/api/v1/schedules/${enc(s.name)}/${s.paused ? "resume" : "pause"}`).then(done) }, s.paused ? "Resume" : "Pause"), " ",
         h("button", { class: "danger", onclick: () => confirm(`Delete schedule ${s.name}?`) && post(`/api/v1/schedules/${enc(s.name)}/delete`).then(done) }, "Delete")],
+    });
+  }
+
+  // schedulePage shows one schedule and its latest ticks: when, what became
+  // of each (submitted, up to date, skipped, missed, failed) and its run.
+  function schedulePage(name) {
+    const body = h("div");
+    show(h("div", { class: "toolbar" }, h("h1", {}, `Schedule ${name}`), h("span", { class: "spacer" }), h("a", { href: "#/schedules" }, "all schedules")), body);
+    let last = "";
+    every(4000, async () => {
+      try {
+        const [{ schedules }, { ticks }] = await Promise.all([api("/api/v1/schedules"), api(`/api/v1/schedules/${enc(name)}/history`)]);
+        const json = JSON.stringify([schedules, ticks]);
+        if (json === last) return;
+        last = json;
+        const sc = schedules.find(x => x.name === name) || {};
+        body.replaceChildren(h("dl", { class: "kv panel" }, [["cron", h("span", { class: "mono" }, sc.cron)], ["spec", h("span", { class: "mono path" }, sc.spec_file)],
+          ["overrides", (sc.overrides || []).map(o => `--set ${o}`).join(" ") || "–"], ["missed ticks", sc.missed], ["next", sc.paused ? badge("paused") : cell(sc.next)],
+          ["last success", runLink(sc.last_success)]].flatMap(([k, v]) => [h("dt", {}, k), h("dd", {}, v)])),
+          h("h2", {}, "Ticks"),
+          ticks.length ? h("table", { id: "ticks" }, h("thead", {}, h("tr", {}, ["tick", "outcome", "run", "handled", "by", "detail"].map(c => h("th", {}, c)))),
+            h("tbody", {}, ticks.map(e => h("tr", {}, h("td", {}, fmtTime(e.tick)), h("td", {}, badge(e.outcome), e.missed ? ` (${e.missed} missed)` : ""),
+              h("td", {}, runLink(e.run)), h("td", {}, fmtTime(e.at)), h("td", { class: "mono" }, e.scheduler || "–"), h("td", { class: "wrap" }, e.detail || "")))))
+            : h("p", { class: "muted" }, "No tick yet."));
+      } catch (e) { last = ""; body.replaceChildren(problem(e)); }
     });
   }
 
@@ -473,6 +527,7 @@
       columns: [["name", w => h("span", { class: "mono" }, w.name)], ["host", w => w.host], ["device", w => w.device], ["queues", w => w.queues.join(", ")],
         ["busy", w => `${w.busy} (${Math.round(100 * w.utilization)}%)`], ["version", w => w.version], ["up since", w => fmtTime(w.started)],
         ["running", w => w.running.length ? w.running.map(r => { const [run, ...node] = r.split("/"); return h("div", {}, h("a", { class: "mono", href: `#/runs/${enc(run)}/${enc(node.join("/"))}` }, r)); }) : "–"]] });
+    if (page === "schedules" && parts[1]) return schedulePage(parts[1]);
     if (page === "schedules") return schedulesPage();
     if (page === "models" && parts[1]) return modelPage(parts[1]);
     if (page === "models") return modelsPage();
