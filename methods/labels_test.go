@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/nerflow/nerflow/distant"
+	"github.com/nerflow/nerflow/ensemble"
 	"github.com/nerflow/nerflow/pipeline/spec"
 	"github.com/nerflow/nerflow/train"
 )
@@ -100,5 +101,38 @@ inputs:
 	ev, _ := g.Node("test-partial")
 	if i := slices.IndexFunc(ev.Inputs, func(in spec.Input) bool { return in.Port == "baseline" }); i < 0 || ev.Inputs[i].Node != "labels-test" {
 		t.Errorf("test-partial inputs %+v", ev.Inputs)
+	}
+}
+
+// With student crf, the ensemble's labels train a partial-label CRF in
+// place of the KL-distilled token classifier, which is then the final
+// model; self-training (of a token classifier) must be off.
+func TestRosterCRFStudent(t *testing.T) {
+	text := strings.Replace(rosterOnGazetteers, "partial: true,", "partial: true, student: crf, selftrain: false,", 1)
+	g, err := expand(t, fixture(t), text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	labels, _ := g.Node("ensemble-labels")
+	if labels.Stage != ensemble.StageLabel || labels.Inputs[0].Node != "average" && labels.Inputs[1].Node != "average" {
+		t.Errorf("ensemble-labels: %+v", labels)
+	}
+	if p := nodeParams(t, g, "distil"); p["head"] != train.CRFHead || p["loss"] != train.LossPartial || p["miss_rate"] != 0.4 {
+		t.Errorf("distil params %v", p)
+	}
+	distil, _ := g.Node("distil")
+	if i := slices.IndexFunc(distil.Inputs, func(in spec.Input) bool { return in.Port == "corpus" }); i < 0 || distil.Inputs[i].Node != "ensemble-labels" {
+		t.Errorf("distil reads %+v, want the ensemble's labels as its corpus", distil.Inputs)
+	}
+	if _, ok := g.Node("selftrain"); ok {
+		t.Error("a selftrain node with selftrain=false")
+	}
+	reg, _ := g.Node("register")
+	if i := slices.IndexFunc(reg.Inputs, func(in spec.Input) bool { return in.Port == "model" }); i < 0 || reg.Inputs[i].Node != "distil" {
+		t.Errorf("register reads %+v, want distil's model", reg.Inputs)
+	}
+	text = strings.Replace(rosterOnGazetteers, "partial: true,", "partial: true, student: crf,", 1)
+	if _, err := expand(t, fixture(t), text); err == nil || !strings.Contains(err.Error(), "set selftrain=false") {
+		t.Errorf("crf student with self-training: %v", err)
 	}
 }

@@ -47,6 +47,7 @@ func init() {
 			stages.IntParam("update_interval", 200, "batches between noisy-label removals", stages.AtLeast(1)),
 			stages.BoolParam("ensemble", true, "average the seeds' predictions and distil them into one tagger (false: one seed; ablation)"),
 			stages.IntParam("distil_epochs", 2, "distillation epochs", stages.Range(1, 1000)),
+			stages.StringParam("student", studentKL, "what the ensemble is distilled into: kl (RoSTER: a token classifier fitting the averaged distributions with KL) or crf (a partial-label CRF trained on the ensemble's most probable tags, node ensemble-labels; then self-training, which fits a token classifier, is off)", stages.OneOf(studentKL, studentCRF)),
 			stages.BoolParam("selftrain", true, "self-train the distilled model (false: stop after distillation; ablation)"),
 			stages.IntParam("selftrain_epochs", d.Run.Epochs, "self-training epochs", stages.Range(1, 1000)),
 			stages.IntParam("selftrain_update_interval", d.UpdateInterval, "steps between two computations of the self-training targets", stages.AtLeast(1)),
@@ -59,6 +60,12 @@ func init() {
 		Build: buildRoster,
 	})
 }
+
+// The students of the ensemble (param student).
+const (
+	studentKL  = "kl"
+	studentCRF = "crf"
+)
 
 func buildRoster(b *spec.Builder) error {
 	checkFiles(b)
@@ -79,6 +86,12 @@ func buildRoster(b *spec.Builder) error {
 			b.Errorf("params.entity_target", "%s fits the averaged predictions of the seeds, which ensemble=false leaves out", selftrain.EntityEnsemble)
 		}
 		entityTarget = selftrain.EntityHard
+	}
+	if p.String("student") == studentCRF && p.Bool("selftrain") {
+		b.Errorf("params.student", "self-training fits a token classifier, and the crf student is one: set selftrain=false (training the CRF on the ensemble's labels is itself a round of self-training)")
+	}
+	if p.String("student") == studentCRF && !p.Bool("ensemble") {
+		b.Errorf("params.student", "the crf student learns the ensemble's labels, which ensemble=false leaves out")
 	}
 	if b.Has("unlabeled") && (!p.Bool("augment") || !p.Bool("selftrain")) {
 		b.Errorf("inputs.unlabeled", "the unlabeled text trains the language models of the augmentation, which augment=false or selftrain=false leave out")
@@ -134,10 +147,18 @@ func buildRoster(b *spec.Builder) error {
 		pred := fanSeeds(b.Node("predict", train.StagePredict), seeds, false).Input("model", model)
 		corpus(pred)
 		avg := b.Node("average", ensemble.StageAverage).Input("predictions", pred.Out("predictions"))
-		distil := b.Node("distil", train.StageTrain).Queue("gpu").
-			Set("head", train.TokenHead).Pass("scheme").Set("loss", train.LossKL).PassAs("epochs", "distil_epochs").
-			Set("seed", seeds[0]).Input("embeddings", vec).Input("soft", avg.Out("predictions"))
-		corpus(distil) // its tags are not used: the targets are the average
+		distil := b.Node("distil", train.StageTrain).Queue("gpu").Pass("scheme").PassAs("epochs", "distil_epochs").
+			Set("seed", seeds[0]).Input("embeddings", vec)
+		if p.String("student") == studentCRF {
+			// The ensemble's labels find more entities than the distant
+			// ones; an unlabeled token is still only weak evidence of O.
+			labels := b.Node("ensemble-labels", ensemble.StageLabel).Input("predictions", avg.Out("predictions"))
+			corpus(labels)
+			distil.Set("head", train.CRFHead).Set("loss", train.LossPartial).Pass("miss_rate").Input("corpus", labels.Out("labeled"))
+		} else {
+			distil.Set("head", train.TokenHead).Set("loss", train.LossKL).Input("soft", avg.Out("predictions"))
+			corpus(distil) // its tags are not used: the targets are the average
+		}
 		readSplit(b, distil, "dev", "dev")
 		model, report = distil.Out("model"), evaluate("eval-distil", distil.Out("model"), false)
 		average = avg.Out("predictions")
