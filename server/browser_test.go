@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -189,6 +190,20 @@ func TestDashboardInChromium(t *testing.T) {
 	b.do("lost node done", chromedp.WaitVisible(chromedp.CSS(`g.node[data-node="work[steps=30]"][data-state="done"]`)))
 	if b.count("#lost") != 0 {
 		t.Error("the warning of a lost node stays after it is done")
+	}
+
+	// A training's curve grows while it runs, from the epochs it logs.
+	training := s.submit("tiny.yaml", "train.epochs=1000")
+	b.hash("#/runs/" + training)
+	b.do("live curve", chromedp.Poll[chromedp.Void](`[...document.querySelectorAll('[data-curve="train[seed=1]"].live circle.loss')].length >= 2`, chromedp.WithPollingTimeout(time.Minute)))
+	first := value(b, chromedp.Evaluate[int](`+document.querySelector('[data-curve="train[seed=1]"].live [data-epochs]').dataset.epochs`))
+	b.do("live curve grows", chromedp.Poll[chromedp.Void](`+document.querySelector('[data-curve="train[seed=1]"].live [data-epochs]').dataset.epochs > `+strconv.Itoa(first), chromedp.WithPollingTimeout(time.Minute)))
+	b.shot("04-run-live-curve.png")
+	if text := value(b, chromedp.Text(chromedp.CSS(`[data-curve="train[seed=1]"]`))); !strings.Contains(text, "of 1000") || !strings.Contains(text, "dev F1") {
+		t.Errorf("live curve card: %q", text)
+	}
+	if code, body := s.do("POST", "/api/v1/runs/"+training+"/cancel", nil, true); code != 200 {
+		t.Fatalf("cancel the long training: %d %s", code, body)
 	}
 
 	// The finished run: DAG, curves per training node, evaluations per

@@ -7,6 +7,7 @@ import (
 	"mime"
 	"net/http"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -23,6 +24,9 @@ type graphNode struct {
 	Queue   string         `json:"queue"`
 	FanOut  map[string]any `json:"fan_out,omitempty"`
 	Parents []string       `json:"parents"`
+	// Ports are the input ports the node is given something on (the
+	// dashboard draws a dev F1 line for a training given a dev set).
+	Ports []string `json:"ports,omitempty"`
 }
 
 const maxCachedGraphs = 512
@@ -161,7 +165,13 @@ func (s *Server) graph(r *http.Request, id string) (*graphView, error) {
 			if parents == nil {
 				parents = []string{}
 			}
-			g.Nodes = append(g.Nodes, graphNode{ID: n.ID, Name: n.Name, Stage: n.Stage, Queue: n.Queue, FanOut: n.FanOut, Parents: parents})
+			gn := graphNode{ID: n.ID, Name: n.Name, Stage: n.Stage, Queue: n.Queue, FanOut: n.FanOut, Parents: parents}
+			for _, in := range n.Inputs {
+				if !slices.Contains(gn.Ports, in.Port) {
+					gn.Ports = append(gn.Ports, in.Port)
+				}
+			}
+			g.Nodes = append(g.Nodes, gn)
 		}
 	}
 	s.graphs.Store(id, g)

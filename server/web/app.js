@@ -166,22 +166,35 @@
           "waiting for another worker to re-run it from its last checkpoint.") : "");
       dag.replaceChildren(window.nerflowDAG.render(run.graph.nodes, states, selected, nid => { selected = nid; refresh(); }, stateText), legend);
       if (selected) nodeDetail(run, selected); else detail.replaceChildren(h("p", { class: "muted" }, "Click a node for its progress, outputs and logs."));
+      // place puts a node's card in node order, replacing the node's
+      // previous card (a live curve, when the report arrives).
+      const place = (box, nid, card) => {
+        box.querySelector("p.placeholder")?.remove();
+        card.dataset.node = nid;
+        const old = [...box.children].find(c => c.dataset.node === nid);
+        if (old) { old.replaceWith(card); return; }
+        const after = [...box.children].find(c => c.dataset.node > nid);
+        box.insertBefore(card, after || null);
+      };
       for (const n of run.nodes) {
-        if (reports.has(n.id) || !n.outputs || !n.outputs.report) continue;
         const stage = (run.graph.nodes.find(g => g.id === n.id) || {}).stage;
+        if (stage === "train.tagger" && n.state === "running" && !reports.has(n.id)) {
+          // While it trains, the curve comes from the epochs it logs.
+          const ports = (run.graph.nodes.find(g => g.id === n.id) || {}).ports || [];
+          api(`/api/v1/runs/${enc(run.id)}/nodes/${enc(n.id)}/logs?limit=5000`).then(({ lines }) => {
+            if (!reports.has(n.id)) place(curves, n.id, liveCurveCard(n.id, lines, ports.includes("dev")));
+          }).catch(() => {});
+          continue;
+        }
+        if (reports.has(n.id) || !n.outputs || !n.outputs.report) continue;
         if (stage !== "train.tagger" && stage !== "train.evaluate") continue;
         reports.set(n.id, true);
         const box = stage === "train.tagger" ? curves : evals;
         api(fileURL(run.id, n.id, "report", "report.json")).then(rep => {
-          box.querySelector("p.placeholder")?.remove();
-          const card = stage === "train.tagger" ? curveCard(n.id, rep) : evalCard(n.id, rep);
-          card.dataset.node = n.id;
-          // Cards in node order, whichever report arrived first.
-          const after = [...box.children].find(c => c.dataset.node > n.id);
-          box.insertBefore(card, after || null);
+          place(box, n.id, stage === "train.tagger" ? curveCard(n.id, rep) : evalCard(n.id, rep));
         }).catch(e => box.appendChild(h("div", { class: "panel" }, h("h3", {}, n.id), problem(e))));
       }
-      if (!curves.children.length) curves.replaceChildren(h("p", { class: "muted placeholder" }, "No finished training node yet."));
+      if (!curves.children.length) curves.replaceChildren(h("p", { class: "muted placeholder" }, "No training node has started yet."));
       if (!evals.children.length) evals.replaceChildren(h("p", { class: "muted placeholder" }, "No finished evaluation yet."));
       if (run.state !== "running" && timer) { clearInterval(timer); timer = null; }
     }
@@ -255,6 +268,19 @@
   // An evaluation given the distant labels of its split (input baseline)
   // shows their F1 beside the model's, and the gain: what training added
   // to simply applying the gazetteers.
+  // liveCurveCard draws a running training's curve from the "epoch done"
+  // lines it logs (loss, dev F1); hasDev says it was given a dev set.
+  function liveCurveCard(node, lines, hasDev) {
+    const epochs = lines.filter(l => l.msg === "epoch done" && typeof l.epoch === "number")
+      .map(l => ({ epoch: l.epoch, train_loss: l.loss, dev_f1: l.dev_f1 }));
+    const total = (lines.find(l => l.msg === "training") || {}).epochs;
+    const bestF1 = hasDev && epochs.length ? Math.max(...epochs.map(e => e.dev_f1 || 0)) : null;
+    return h("div", { class: "panel live", "data-curve": node }, h("h3", { class: "mono" }, node, " ", badge("running")),
+      epochs.length ? window.nerflowChart.render(epochs, hasDev) : h("p", { class: "muted" }, "waiting for the first epoch"),
+      h("div", { class: "legend" }, h("span", { class: "badge", style: "background:#d9822b" }, "train loss"), hasDev ? h("span", { class: "badge running" }, "dev F1") : "",
+        h("span", { class: "muted", "data-epochs": epochs.length }, `epoch ${epochs.length}${total ? ` of ${total}` : ""}${bestF1 !== null ? `, best dev F1 so far ${pct(bestF1)}` : ""}`)));
+  }
+
   function evalCard(node, rep) {
     const base = rep.baseline;
     const baseOf = name => base ? (name === "micro" ? base.micro : (base.types || {})[name]) || {} : null;
