@@ -477,6 +477,7 @@ func TestCompose(t *testing.T) {
 // systemd directives the units may use, by section (a typo is an error).
 var directives = map[string][]string{
 	"Unit":    {"Description", "Documentation", "Wants", "After", "Requires", "Before"},
+	"Timer":   {"OnCalendar", "RandomizedDelaySec", "Persistent", "Unit"},
 	"Service": {"Type", "User", "Group", "EnvironmentFile", "Environment", "ExecStart", "KillSignal", "TimeoutStopSec", "Restart", "RestartSec", "StateDirectory", "WorkingDirectory", "PrivateTmp", "NoNewPrivileges"},
 	"Install": {"WantedBy"},
 }
@@ -520,7 +521,14 @@ func TestSystemd(t *testing.T) {
 				values[s.Section+"."+e.Name] = append(values[s.Section+"."+e.Name], e.Value)
 			}
 		}
-		for _, req := range []string{"Unit.Description", "Service.ExecStart", "Service.User", "Install.WantedBy"} {
+		required := []string{"Unit.Description", "Service.ExecStart", "Service.User", "Install.WantedBy"}
+		if timer := strings.TrimSuffix(u, ".service") + ".timer"; fileExists(timer) {
+			// Started by its timer, not at boot.
+			required = required[:3]
+			checkTimer(t, timer)
+			roles["timer"]++
+		}
+		for _, req := range required {
 			if len(values[req]) != 1 {
 				t.Errorf("%s: want one %s, got %q", u, req, values[req])
 			}
@@ -573,8 +581,51 @@ func TestSystemd(t *testing.T) {
 			}
 		}
 	}
-	if roles["worker"] < 2 || roles["scheduler"] != 1 || roles["serve"] != 1 || !gpuWorker {
-		t.Errorf("units run %v (GPU worker: %v), want workers (one on a GPU), the scheduler and the API", roles, gpuWorker)
+	if roles["worker"] < 2 || roles["scheduler"] != 1 || roles["serve"] != 1 || roles["gc"] != 1 || roles["timer"] != 1 || !gpuWorker {
+		t.Errorf("units run %v (GPU worker: %v), want workers (one on a GPU), the scheduler, the API and gc on a timer", roles, gpuWorker)
+	}
+	timers, _ := filepath.Glob("systemd/*.timer")
+	for _, tm := range timers {
+		if !fileExists(strings.TrimSuffix(tm, ".timer") + ".service") {
+			t.Errorf("%s starts no unit of these files", tm)
+		}
+	}
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
+// checkTimer parses a timer unit: known directives, a calendar event, and
+// enabled by timers.target.
+func checkTimer(t *testing.T, path string) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sections, err := unit.DeserializeSections(f)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	values := map[string]string{}
+	for _, s := range sections {
+		allowed, ok := directives[s.Section]
+		if !ok || s.Section == "Service" {
+			t.Errorf("%s: unexpected section [%s]", path, s.Section)
+			continue
+		}
+		for _, e := range s.Entries {
+			if !slices.Contains(allowed, e.Name) {
+				t.Errorf("%s: [%s] %s is not a directive these units use (typo?)", path, s.Section, e.Name)
+			}
+			values[s.Section+"."+e.Name] = e.Value
+		}
+	}
+	if values["Timer.OnCalendar"] == "" || values["Install.WantedBy"] != "timers.target" {
+		t.Errorf("%s: want an OnCalendar and WantedBy=timers.target, got %v", path, values)
 	}
 }
 
