@@ -316,11 +316,21 @@ func (x *execution) commit(ctx context.Context, lease *keyLease, rec *NodeRecord
 	// Redis away: the outputs are kept and the fence waited for, as long
 	// as an outage is waited out anywhere.
 	if err := w.patiently(ctx, log, func() error { return w.fence(ctx, lease) }); err != nil {
+		select {
+		case <-lease.lost:
+			// The renewal learnt it first (and cancelled the wait).
+			if !errors.Is(err, errKeyTaken) {
+				err = fmt.Errorf("%w (%v)", errKeyTaken, err)
+			}
+		default:
+		}
 		if errors.Is(err, errKeyTaken) {
 			log.Warn("late commit refused: another execution claimed the node key while this one was presumed dead; its outputs count, this attempt's are discarded",
 				"key", Short(rec.Key), "err", err)
-			x.discard(rec.Outputs)
 		}
+		// Unpublished, these outputs are nobody's: a later try writes
+		// its own.
+		x.discard(rec.Outputs)
 		return nil, "", fmt.Errorf("committing outputs: %w", err)
 	}
 	for range 3 {

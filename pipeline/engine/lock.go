@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"sync"
 	"time"
@@ -141,6 +142,9 @@ func (e *fencedError) Is(target error) bool { return target == errKeyTaken }
 func (w *Worker) renew(ctx context.Context, kl *keyLease) error {
 	lk := runKeys(w.e.ns, "").keyLock(kl.key)
 	res, err := renewScript.Run(ctx, w.e.rdb, []string{lk}, kl.token, kl.gen, w.opts.NodeLease.Milliseconds(), keyClaimKeep.Milliseconds()).Slice()
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		err = connLost{err}
+	}
 	if err != nil {
 		return fmt.Errorf("renewing the claim of node key %s: %w", Short(kl.key), err)
 	}
@@ -155,6 +159,16 @@ func (w *Worker) renew(ctx context.Context, kl *keyLease) error {
 	kl.markLost()
 	return fe
 }
+
+// connLost is an EOF of a Redis call: the connection dropped (the server
+// or the network went away), which is an outage to wait out, unlike the
+// EOF of a truncated file (storage.IsTransient sees a net.Error).
+type connLost struct{ err error }
+
+func (e connLost) Error() string { return e.err.Error() }
+func (e connLost) Unwrap() error { return e.err }
+func (connLost) Timeout() bool   { return false }
+func (connLost) Temporary() bool { return true }
 
 // fence confirms, just before a commit, that the claim is still kl's and
 // extends it over the commit; see the package's fencing above.
