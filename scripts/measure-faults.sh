@@ -3,7 +3,8 @@
 # the run's completion (docs/operations.md): a worker SIGKILLed mid-node, a
 # worker SIGSTOPped until its node was re-run elsewhere, then continued,
 # Redis stopped 30 s and restarted empty, MinIO stopped 30 s, two identical
-# submits at once, an output rotted in a file store. It starts its own redis-server and MinIO on the ports
+# submits at once, an output rotted in a file store, and the API under
+# attack (wrong tokens, large requests, a traversal in a download path). It starts its own redis-server and MinIO on the ports
 # RP and MP (default 16392, 19392) and two `nerflow worker` processes built
 # with the test stages, and takes about five minutes.
 #
@@ -89,4 +90,15 @@ NERFLOW_REDIS_ADDR= NERFLOW_STORE=file://$F $B verify | tail -4
 t0=$(now); NERFLOW_REDIS_ADDR= NERFLOW_STORE=file://$F $B run $s --no-progress --set after.suffix=? > $W/rotted-2.log 2>&1
 echo "run exited $? $(echo "$(now) - $t0" | bc) s after it started (text executed again, after read the new copy):"
 grep -h "input damaged\|^text\|^after\|^run " $W/rotted-2.log | cut -c1-220
+
+echo "== the API under attack: wrong tokens, a large body, a traversal in a download path"
+SP=${SP:-18392}; export NERFLOW_SERVE_TOKEN=measure-faults-token-0123456789
+$B serve --addr 127.0.0.1:$SP > $W/serve.log 2>&1 & S=$!
+until curl -fsS http://127.0.0.1:$SP/healthz >/dev/null 2>&1; do sleep 0.1; done
+echo "download of ../../etc/passwd, encoded, as the spec's node: $(curl -s -o /dev/null -w '%{http_code}' --path-as-is -H "Authorization: Bearer $NERFLOW_SERVE_TOKEN" "http://127.0.0.1:$SP/api/v1/runs/$id/nodes/text/outputs/out/files/..%2F..%2F..%2Fetc%2Fpasswd")"
+codes=""; for i in $(seq 7); do codes="$codes $(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer wrong-$i" http://127.0.0.1:$SP/api/v1/runs)"; done
+echo "7 wrong tokens in a row from one address:$codes; then the right one: $(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $NERFLOW_SERVE_TOKEN" http://127.0.0.1:$SP/api/v1/runs) (Retry-After: $(curl -s -D - -o /dev/null -H "Authorization: Bearer $NERFLOW_SERVE_TOKEN" http://127.0.0.1:$SP/api/v1/runs | tr -d '\r' | sed -n 's/^Retry-After: //p') s)"
+head -c 2097152 /dev/zero > $W/big.body
+echo "a 2 MiB body to GET /healthz: $(curl -s -o /dev/null -w '%{http_code}' -X GET --data-binary @$W/big.body http://127.0.0.1:$SP/healthz); a 100 KiB header: $(curl -s -o /dev/null -w '%{http_code}' -H "X-Pad: $(head -c 102400 /dev/zero | tr '\0' x)" http://127.0.0.1:$SP/healthz)"
+kill $S
 kill $A $Bw 2>/dev/null; stop_redis; stop_minio; echo done
