@@ -211,5 +211,7 @@ func (s *Server) predict(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, resp)
+	// Compact: an answer holds an object per token, and indenting them
+	// doubles the bytes a big request gets back.
+	writeCompactJSON(w, http.StatusOK, resp)
 }

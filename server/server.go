@@ -281,6 +281,14 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = enc.Encode(v)
 }
 
+// writeCompactJSON is writeJSON without indentation, for large answers.
+func writeCompactJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
 // apiError is every error body.
 type apiError struct {
 	Error string `json:"error"`

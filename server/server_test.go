@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
@@ -194,6 +195,14 @@ func exerciseAPI(t *testing.T, s *stack) {
 	if code != http.StatusOK {
 		t.Fatalf("predict tokens: %d %s", code, b)
 	}
+	// Answers are compact JSON: one line, however many tokens.
+	long := strings.Repeat("John Smith flew from Paris to Berlin. ", 200)
+	code, b = s.do("POST", "/v1/predict", map[string]string{"text": long}, true)
+	var indented bytes.Buffer
+	if code != http.StatusOK || bytes.Count(b, []byte("\n")) != 1 || json.Indent(&indented, b, "", "  ") != nil {
+		t.Fatalf("predict a long text: %d, %d lines", code, bytes.Count(b, []byte("\n")))
+	}
+	t.Logf("predict: %d bytes of text answered with %d bytes of JSON (%d indented)", len(long), len(b), indented.Len())
 	checkErrors(t, s)
 	s.promote("tiny@2")
 	var p2 predict.Response
