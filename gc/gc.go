@@ -39,6 +39,7 @@ import (
 	"github.com/nerflow/nerflow/pipeline/engine"
 	"github.com/nerflow/nerflow/registry"
 	"github.com/nerflow/nerflow/storage"
+	"github.com/nerflow/nerflow/storage/artifact"
 	"github.com/nerflow/nerflow/storage/layout"
 )
 
@@ -115,27 +116,26 @@ func (g *group) newest() time.Time {
 }
 
 // groupOf names the unit of deletion a key belongs to, or "" for a key gc
-// never deletes.
+// never deletes. An artifact's unit is its files ("<prefix>/...") and its
+// manifest beside them ("<prefix>.manifest.json").
 func groupOf(key string) (kind, prefix string) {
-	switch {
-	case strings.HasPrefix(key, "artifacts/"):
-		dir, _, ok := strings.Cut(strings.TrimPrefix(key, "artifacts/"), "/")
-		if ok {
-			return "artifact", "artifacts/" + dir + "/"
+	for _, d := range []struct{ kind, dir string }{{"artifact", "artifacts/"}, {"checkpoint", "checkpoints/"}, {"dataset", layout.Datasets + "/"}} {
+		rest, ok := strings.CutPrefix(key, d.dir)
+		if !ok {
+			continue
 		}
+		if name, _, ok := strings.Cut(rest, "/"); ok && name != "" {
+			return d.kind, d.dir + name + "/"
+		}
+		if name, ok := strings.CutSuffix(rest, artifact.ManifestSuffix); ok && name != "" {
+			return d.kind, d.dir + name + "/"
+		}
+		return "", ""
+	}
+	switch {
 	case strings.HasPrefix(key, layout.Nodes):
 		if _, ok := layout.NodeOfRecord(key); ok {
 			return "node-record", key
-		}
-	case strings.HasPrefix(key, "checkpoints/"):
-		dir, _, ok := strings.Cut(strings.TrimPrefix(key, "checkpoints/"), "/")
-		if ok {
-			return "checkpoint", "checkpoints/" + dir + "/"
-		}
-	case strings.HasPrefix(key, layout.Datasets+"/"):
-		dir, _, ok := strings.Cut(strings.TrimPrefix(key, layout.Datasets+"/"), "/")
-		if ok {
-			return "dataset", layout.Datasets + "/" + dir + "/"
 		}
 	case strings.HasPrefix(key, layout.Runs):
 		if id, ok := layout.RunOfManifest(key); ok {
@@ -335,6 +335,11 @@ func Make(ctx context.Context, store storage.Store, o Options) (*Plan, error) {
 		for _, ob := range g.objects {
 			it.Objects = append(it.Objects, ob.Key)
 		}
+		// The manifest first: an artifact is never seen described but
+		// without its files.
+		sort.SliceStable(it.Objects, func(i, j int) bool {
+			return strings.HasSuffix(it.Objects[i], artifact.ManifestSuffix) && !strings.HasSuffix(it.Objects[j], artifact.ManifestSuffix)
+		})
 		p.Delete = append(p.Delete, it)
 		p.Bytes += it.Bytes
 	}

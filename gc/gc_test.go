@@ -6,7 +6,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -76,7 +79,13 @@ type env struct {
 
 func (v *env) submit(text string) string {
 	v.t.Helper()
-	s, err := spec.Parse([]byte(text), "spec.yaml", v.t.TempDir())
+	return v.submitIn(text, v.t.TempDir())
+}
+
+// submitIn submits a spec whose relative dataset paths are under dir.
+func (v *env) submitIn(text, dir string) string {
+	v.t.Helper()
+	s, err := spec.Parse([]byte(text), "spec.yaml", dir)
 	if err != nil {
 		v.t.Fatal(err)
 	}
@@ -93,7 +102,12 @@ func (v *env) submit(text string) string {
 
 func (v *env) run(text string) *engine.RunStatus {
 	v.t.Helper()
-	id := v.submit(text)
+	return v.runIn(text, v.t.TempDir())
+}
+
+func (v *env) runIn(text, dir string) *engine.RunStatus {
+	v.t.Helper()
+	id := v.submitIn(text, dir)
 	st, err := v.e.Wait(context.Background(), id, 20*time.Millisecond, nil)
 	if err != nil || st.State != engine.Succeeded {
 		v.t.Fatalf("run %s: %v %+v", id, err, st)
@@ -229,6 +243,8 @@ func collect(t *testing.T, st storage.Store) {
 		}
 	}
 
+	noOrphans(t, st)
+
 	// The run in flight finishes; an old run run again recomputes.
 	s, err := e.Wait(ctx, live, 20*time.Millisecond, nil)
 	if err != nil || s.State != engine.Succeeded {
@@ -305,5 +321,95 @@ func TestUnreadableLiveRun(t *testing.T) {
 	}
 	if _, err := plan.Apply(ctx, opts); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// An imported dataset goes with the last run that imported it; one a kept
+// run imported stays.
+func TestCollectDatasets(t *testing.T) {
+	ctx := context.Background()
+	st, err := fsstore.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: testenv.Redis(t)})
+	t.Cleanup(func() { rdb.Close() })
+	quiet := slog.New(slog.DiscardHandler)
+	e := engine.New(rdb, st, engine.WithNamespace("nftest-gc-"+randomHex()), engine.WithLogger(quiet))
+	t.Cleanup(func() { e.Close() })
+	w := e.NewWorker(engine.WorkerOptions{Concurrency: 2})
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Shutdown)
+	v := &env{t: t, e: e, st: st}
+	dir := t.TempDir()
+	for _, d := range []string{"a", "b"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, d, "out.txt"), []byte("dataset "+d), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const dataSpec = "name: gcdata\nnodes:\n  cat: {stage: test.concat, inputs: {in: ./%s}}\n"
+	v.runIn(fmt.Sprintf(dataSpec, "a"), dir)
+	v.runIn(fmt.Sprintf(dataSpec, "b"), dir)
+	if _, err := registry.New(st, registry.WithLogger(quiet)).Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	sets, err := st.List(ctx, layout.Datasets+"/")
+	if err != nil || len(sets) != 4 { // two datasets: a file and a manifest each
+		t.Fatalf("datasets before: %v %v", sets, err)
+	}
+	plan, err := gc.Make(ctx, st, gc.Options{KeepRuns: 1, Live: e.Status})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := plan.Apply(ctx, gc.Options{KeepRuns: 1, Live: e.Status}); err != nil {
+		t.Fatal(err)
+	}
+	left, err := st.List(ctx, layout.Datasets+"/")
+	if err != nil || len(left) != 2 || !strings.HasSuffix(left[0].Key, ".manifest.json") {
+		t.Fatalf("datasets after: %v %v", left, err)
+	}
+	noOrphans(t, st)
+	rc, _, err := st.Get(ctx, left[1].Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(rc)
+	rc.Close()
+	if string(b) != "dataset b" {
+		t.Errorf("the dataset kept holds %q, want the newest run's (dataset b)", b)
+	}
+}
+
+// noOrphans checks that every artifact manifest left describes files that
+// are there.
+func noOrphans(t *testing.T, st storage.Store) {
+	t.Helper()
+	objs, err := st.List(context.Background(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := map[string]bool{}
+	for _, o := range objs {
+		keys[o.Key] = true
+	}
+	for _, o := range objs {
+		prefix, ok := strings.CutSuffix(o.Key, ".manifest.json")
+		if !ok || strings.HasPrefix(o.Key, layout.Runs) {
+			continue
+		}
+		var m struct{ Files []struct{ Name string } }
+		if _, err := storage.GetJSON(context.Background(), st, o.Key, &m); err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range m.Files {
+			if !keys[prefix+"/"+f.Name] {
+				t.Errorf("%s names %s, which is gone", o.Key, f.Name)
+			}
+		}
 	}
 }
