@@ -27,6 +27,7 @@ package storage
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"time"
 )
@@ -42,7 +43,17 @@ var (
 	ErrInvalidKey     = errors.New("storage: invalid key")
 	// ErrExists is Put's error, with IfAbsent, when key holds an object.
 	ErrExists = errors.New("storage: object exists")
+	// ErrNoSpace is Put's error when the store, or the disk under it, is
+	// full (see NoSpace). Nothing was published.
+	ErrNoSpace = errors.New("no space left")
 )
+
+// NoSpace is the error of a Put of key that failed for want of space in
+// where (a directory, a bucket's URL): it says so in words, and wraps both
+// ErrNoSpace and the driver's error.
+func NoSpace(where, key string, err error) error {
+	return fmt.Errorf("%w on %s while writing %s: %w", ErrNoSpace, where, key, err)
+}
 
 // ObjectInfo describes one stored object.
 type ObjectInfo struct {

@@ -16,20 +16,26 @@ import (
 // mismatches and cancelled contexts are never transient.
 func IsTransient(err error) bool {
 	if err == nil || errors.Is(err, ErrNotFound) || errors.Is(err, ErrDigestMismatch) ||
-		errors.Is(err, ErrInvalidKey) || errors.Is(err, context.Canceled) {
+		errors.Is(err, ErrInvalidKey) || errors.Is(err, ErrNoSpace) || errors.Is(err, context.Canceled) {
+		return false
+	}
+	// Not io.EOF nor io.ErrUnexpectedEOF: a truncated or empty input file
+	// says the same, and must fail at once rather than be waited out.
+	for _, e := range []error{syscall.ECONNREFUSED, syscall.ECONNRESET, syscall.EPIPE, syscall.ECONNABORTED,
+		syscall.EHOSTUNREACH, syscall.ENETUNREACH, syscall.ETIMEDOUT} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	// Any other errno is a local failure (a full disk, a missing or
+	// forbidden file), although syscall.Errno is a net.Error too.
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
 		return false
 	}
 	var ne net.Error
 	if errors.As(err, &ne) {
 		return true
-	}
-	// Not io.EOF nor io.ErrUnexpectedEOF: a truncated or empty input file
-	// says the same, and must fail at once rather than be waited out.
-	for _, e := range []error{syscall.ECONNREFUSED, syscall.ECONNRESET, syscall.EPIPE, syscall.ECONNABORTED,
-		syscall.EHOSTUNREACH, syscall.ENETUNREACH} {
-		if errors.Is(err, e) {
-			return true
-		}
 	}
 	// Errors that crossed a library boundary as text (minio-go and stages
 	// that format rather than wrap).

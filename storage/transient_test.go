@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
+	"os"
+	"syscall"
 	"testing"
 
 	"github.com/nerflow/nerflow/storage"
@@ -35,6 +38,13 @@ func TestIsTransient(t *testing.T) {
 		{fmt.Errorf("decoding: %w", io.EOF), false},
 		{fmt.Errorf("reading corpus: %w", io.ErrUnexpectedEOF), false},
 		{context.Canceled, false},
+		// A full disk, a missing or forbidden local file: their errnos are
+		// net.Errors too, but no server is away.
+		{&fs.PathError{Op: "write", Path: "/data/x", Err: syscall.ENOSPC}, false},
+		{storage.NoSpace("/data", "k", &fs.PathError{Op: "write", Path: "/data/k", Err: syscall.ENOSPC}), false},
+		{fmt.Errorf("opening corpus: %w", &fs.PathError{Op: "open", Path: "/data/x", Err: syscall.ENOENT}), false},
+		{&fs.PathError{Op: "open", Path: "/data/x", Err: syscall.EACCES}, false},
+		{&net.OpError{Op: "read", Net: "tcp", Err: &os.SyscallError{Syscall: "read", Err: syscall.ECONNRESET}}, true},
 		{errors.New("param \"types\": want a list"), false},
 		{nil, false},
 	} {

@@ -52,6 +52,12 @@ func PrivateRedis(t testing.TB) *Server {
 // directory that survives Stop and Start.
 func PrivateMinIO(t testing.TB) (*Server, S3Config) {
 	t.Helper()
+	return PrivateMinIOIn(t, t.TempDir())
+}
+
+// PrivateMinIOIn is PrivateMinIO with its data in dir.
+func PrivateMinIOIn(t testing.TB, dir string) (*Server, S3Config) {
+	t.Helper()
 	bin := os.Getenv("NERFLOW_MINIO_BIN")
 	if bin == "" {
 		cache := os.Getenv("NERFLOW_CACHE")
@@ -67,7 +73,7 @@ func PrivateMinIO(t testing.TB) (*Server, S3Config) {
 	addr := freeAddr(t)
 	cfg := S3Config{Endpoint: addr, AccessKey: "faulttest", SecretKey: "faulttestsecret"}
 	s := &Server{t: t, name: "minio", bin: bin, addr: addr,
-		args: []string{"server", t.TempDir(), "--address", addr, "--quiet"},
+		args: []string{"server", dir, "--address", addr, "--quiet"},
 		env:  []string{"MINIO_ROOT_USER=" + cfg.AccessKey, "MINIO_ROOT_PASSWORD=" + cfg.SecretKey, "MINIO_BROWSER=off"}}
 	s.ready = func() bool {
 		c := http.Client{Timeout: time.Second}

@@ -168,6 +168,28 @@ func init() {
 		Run:       slow,
 	})
 	stages.Register(stages.Stage{
+		Name: "test.fill", Version: 1,
+		Doc:     "Writes an output of size bytes (streamed in 64 KiB pieces), for filling a disk.",
+		Params:  []stages.Param{stages.IntParam("size", 1<<20, "bytes to write", stages.AtLeast(1))},
+		Inputs:  []stages.Port{{Name: "in", Kind: "text", Optional: true}},
+		Outputs: []stages.Port{{Name: "out"}},
+		Run: func(c *stages.Context) error {
+			count(c, "test.fill")
+			w, err := c.Output("out").Create("fill.bin")
+			if err != nil {
+				return err
+			}
+			piece := make([]byte, 64<<10)
+			for left := c.Params.Int("size"); left > 0; left -= len(piece) {
+				if _, err := w.Write(piece[:min(left, len(piece))]); err != nil {
+					w.Close()
+					return err
+				}
+			}
+			return w.Close()
+		},
+	})
+	stages.Register(stages.Stage{
 		Name: "test.noop", Version: 1,
 		Doc:     "Writes a tiny output naming i and its inputs' digests; for measuring the engine's own overhead.",
 		Params:  []stages.Param{stages.IntParam("i", 0, "distinguishes otherwise identical nodes")},

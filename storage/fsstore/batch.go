@@ -164,7 +164,7 @@ func syncPath(p string) error {
 // Put implements storage.Store; the object is durable after Flush.
 func (b *batch) Put(ctx context.Context, key string, r io.Reader, opts ...storage.PutOption) (storage.ObjectInfo, error) {
 	info, err := b.s.put(ctx, key, r, opts, b)
-	return info, storage.OpError(driver, "put", key, err)
+	return info, b.s.putError(key, err)
 }
 
 func (b *batch) Get(ctx context.Context, key string) (io.ReadCloser, storage.ObjectInfo, error) {

@@ -126,7 +126,17 @@ func (s *Store) Path(key string) (string, error) {
 // Put implements storage.Store.
 func (s *Store) Put(ctx context.Context, key string, r io.Reader, opts ...storage.PutOption) (storage.ObjectInfo, error) {
 	info, err := s.put(ctx, key, r, opts, nil)
-	return info, storage.OpError(driver, "put", key, err)
+	return info, s.putError(key, err)
+}
+
+// putError is the error of a Put of key: a full disk said in words (its
+// staging file is gone, nothing was published), others with the driver's
+// prefix.
+func (s *Store) putError(key string, err error) error {
+	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+		return storage.NoSpace(s.root, key, err)
+	}
+	return storage.OpError(driver, "put", key, err)
 }
 
 // put publishes key. With a nil batch it makes the object durable before it

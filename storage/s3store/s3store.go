@@ -177,8 +177,11 @@ func (s *Store) put(ctx context.Context, key string, r io.Reader, opts []storage
 	}
 	up, err := s.client.PutObject(ctx, bucket, object, body, info.Size, po)
 	if err != nil {
-		if o.IfAbsent && minio.ToErrorResponse(err).Code == "PreconditionFailed" {
+		switch code := minio.ToErrorResponse(err).Code; {
+		case o.IfAbsent && code == "PreconditionFailed":
 			return storage.ObjectInfo{}, fmt.Errorf("%w: %q", storage.ErrExists, key)
+		case code == "XMinioStorageFull" || code == "StorageFull":
+			return storage.ObjectInfo{}, storage.NoSpace(Scheme+"://"+bucket, key, err)
 		}
 		return storage.ObjectInfo{}, err
 	}

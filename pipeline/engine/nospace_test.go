@@ -1,0 +1,134 @@
+package engine_test
+
+import (
+	"context"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nerflow/nerflow/internal/testenv"
+	"github.com/nerflow/nerflow/pipeline/engine"
+	"github.com/nerflow/nerflow/storage"
+	"github.com/nerflow/nerflow/storage/fsstore"
+	"github.com/nerflow/nerflow/storage/layout"
+)
+
+// A file store that runs out of space fails the node that writes, with an
+// error that says so and names the store and the object; nothing partial
+// is published; once space is freed, the same spec resumes from the cache.
+// The store is a tmpfs of 1 MiB (mounting one needs root: skipped
+// otherwise).
+func TestFullDiskFailsClearlyThenResumes(t *testing.T) {
+	dir := storeDir(t)
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size=1m"); err != nil {
+		t.Skipf("cannot mount a tmpfs to fill (%v); needs root", err)
+	}
+	t.Cleanup(func() { _ = syscall.Unmount(dir, syscall.MNT_DETACH) })
+	st, err := fsstore.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	em, err := engine.StartEmbedded(st, fastWorker(), engine.WithLogger(testLogger(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { em.Close() })
+	c := &cluster{submit: em.Engine, store: st}
+	const text = `
+nodes:
+  a: {stage: test.emit, params: {text: small}}
+  b: {stage: test.fill, params: {size: 2097152}, inputs: {in: a}, retries: 0}
+`
+	first := run(t, c, graph(t, text))
+	if first.State != engine.Failed {
+		t.Fatalf("run %s on a full disk, want failed", first.State)
+	}
+	b, _ := first.Node("b")
+	if want := "no space left on " + dir + " while writing artifacts/"; b.State != engine.Failed || !strings.Contains(first.Error, want) {
+		t.Fatalf("b %s, run error %q; want b failed and the error to contain %q", b.State, first.Error, want)
+	}
+	t.Logf("the error: %s", first.Error)
+	checkNothingPublished(t, st, b)
+	// Space freed: the same spec resumes, a from the cache.
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", syscall.MS_REMOUNT, "size=8m"); err != nil {
+		t.Fatal(err)
+	}
+	second := run(t, c, graph(t, text))
+	if second.State != engine.Succeeded {
+		t.Fatalf("run %s after space was freed: %s", second.State, second.Error)
+	}
+	wantStates(t, second, map[string]string{"a": "cached", "b": "done"})
+}
+
+// The same with MinIO on a full disk: it answers "storage full"; the node
+// fails saying so, publishes nothing, and resumes once space is freed.
+func TestFullMinIOFailsClearlyThenResumes(t *testing.T) {
+	dir := storeDir(t)
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size=48m"); err != nil {
+		t.Skipf("cannot mount a tmpfs to fill (%v); needs root", err)
+	}
+	t.Cleanup(func() { _ = syscall.Unmount(dir, syscall.MNT_DETACH) })
+	_, cfg := testenv.PrivateMinIOIn(t, dir)
+	u := "s3://" + randomName("nffull-") + "?endpoint=" + cfg.Endpoint + "&access_key=" + cfg.AccessKey + "&secret_key=" + cfg.SecretKey + "&secure=false"
+	var st storage.Store
+	var err error
+	for i := 0; i < 100; i++ {
+		if st, err = storage.Open(context.Background(), u); !storage.IsTransient(err) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	em, err := engine.StartEmbedded(st, fastWorker(), engine.WithLogger(testLogger(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { em.Close() })
+	c := &cluster{submit: em.Engine, store: st}
+	const text = `
+nodes:
+  a: {stage: test.emit, params: {text: small}}
+  b: {stage: test.fill, params: {size: 67108864}, inputs: {in: a}, retries: 0}
+`
+	first := run(t, c, graph(t, text))
+	b, _ := first.Node("b")
+	if want := "no space left on s3://"; first.State != engine.Failed || b.State != engine.Failed || !strings.Contains(first.Error, want) {
+		t.Fatalf("run %s, b %s, error %q; want b failed and the error to contain %q", first.State, b.State, first.Error, want)
+	}
+	t.Logf("the error: %s", first.Error)
+	checkNothingPublished(t, st, b)
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", syscall.MS_REMOUNT, "size=256m"); err != nil {
+		t.Fatal(err)
+	}
+	// MinIO looks at its free space again after a while: the command is
+	// run again until it does.
+	freed := time.Now()
+	second := run(t, c, graph(t, text))
+	for second.State != engine.Succeeded && strings.Contains(second.Error, "no space left") && time.Since(freed) < time.Minute {
+		time.Sleep(time.Second)
+		second = run(t, c, graph(t, text))
+	}
+	if second.State != engine.Succeeded {
+		t.Fatalf("run %s after space was freed: %s", second.State, second.Error)
+	}
+	t.Logf("MinIO took writes again %v after space was freed", time.Since(freed).Round(100*time.Millisecond))
+	wantStates(t, second, map[string]string{"a": "cached", "b": "done"})
+}
+
+// checkNothingPublished fails if node b left an output file or a record.
+func checkNothingPublished(t *testing.T, st storage.Store, b *engine.NodeStatus) {
+	t.Helper()
+	objs, err := st.List(context.Background(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range objs {
+		if strings.HasPrefix(o.Key, layout.AttemptOutputs(b.Key, "")) || o.Key == layout.NodeRecord(b.Key) {
+			t.Errorf("b published %s (%d bytes) on a full disk", o.Key, o.Size)
+		}
+	}
+}
