@@ -36,8 +36,8 @@ run: build
 	@for n in $(OUT)/eval-noise* $(OUT)/eval-distil $(OUT)/eval-selftrain $(OUT)/test; do \
 		[ -f "$$n/report/report.txt" ] || continue; \
 		case $${n##*/} in \
-		eval-noise*) h="noise-robust tagger $${n##*_}, dev";; \
-		eval-distil) h="distilled ensemble, dev";; \
+		eval-noise*) h="partial-label CRF $${n##*_}, dev";; \
+		eval-distil) h="the ensemble's student (final model), dev";; \
 		eval-selftrain) h="self-trained (final model), dev";; \
 		test) h="final model, test";; esac; \
 		echo; echo "== $$h"; cat "$$n/report/report.txt"; done
