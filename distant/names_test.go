@@ -10,6 +10,7 @@ import (
 
 	"github.com/nerflow/nerflow/corpus"
 	"github.com/nerflow/nerflow/stages"
+	"github.com/nerflow/nerflow/storage"
 	"github.com/nerflow/nerflow/storage/fsstore"
 )
 
@@ -66,23 +67,7 @@ func TestReadNameListsErrors(t *testing.T) {
 // the names it finds as a PER gazetteer with a report; a malformed list is
 // a permanent error naming its line.
 func TestNamesStage(t *testing.T) {
-	ctx := context.Background()
-	st, err := fsstore.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	imp := func(name, content, kind string) stages.Artifact {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		a, err := stages.Import(ctx, st, "datasets", p, kind)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return a
-	}
+	ctx, st, imp := stageStore(t)
 	text := imp("raw.txt", "Georgia Tech beat Anna Weber 's team .\nMr. Smith and Georgia Brown met .\n", "corpus")
 	lists := imp("names.tsv", "first\tAnna\nfirst\tGeorgia\ntitle\tMr.\n", "names")
 	gaz := imp("gaz.tsv", "LOC\tGeorgia\n", "gazetteer")
@@ -118,5 +103,27 @@ func TestNamesStage(t *testing.T) {
 	bad := imp("bad.tsv", "first\tAnna\nlast\tWeber\n", "names")
 	if _, err := run(map[string][]stages.Artifact{"corpus": {text}, "names": {bad}}); err == nil || !stages.IsPermanent(err) || !strings.Contains(err.Error(), "bad.tsv:2") {
 		t.Errorf("a malformed list: %v", err)
+	}
+}
+
+// stageStore returns a file store for a stage test and a function that
+// imports a file of the given content into it as an artifact of kind.
+func stageStore(t *testing.T) (context.Context, storage.Store, func(name, content, kind string) stages.Artifact) {
+	ctx := context.Background()
+	st, err := fsstore.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	return ctx, st, func(name, content, kind string) stages.Artifact {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		a, err := stages.Import(ctx, st, "datasets", p, kind)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
 	}
 }

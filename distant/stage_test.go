@@ -1,44 +1,24 @@
 package distant
 
 import (
-	"context"
-	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/nerflow/nerflow/corpus"
 	"github.com/nerflow/nerflow/stages"
-	"github.com/nerflow/nerflow/storage/fsstore"
 )
 
 func TestStage(t *testing.T) {
-	ctx := context.Background()
-	st, err := fsstore.Open(t.TempDir())
+	ctx, st, imp := stageStore(t)
+	text := imp("raw.conll", "lithium\ncarbonate\ntoxicity\n\nno\nentity\nhere\n\nthe\nlithium\n", "corpus")
+	gold := imp("gold.conll", "lithium B-Chemical\ntoxicity B-Disease\n", "corpus")
+	core, err := stages.Import(ctx, st, "datasets", "testdata/core.txt", "gazetteer")
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	write := func(name, content string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	imp := func(path, kind string) stages.Artifact {
-		a, err := stages.Import(ctx, st, "datasets", path, kind)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return a
-	}
-	text := imp(write("raw.conll", "lithium\ncarbonate\ntoxicity\n\nno\nentity\nhere\n\nthe\nlithium\n"), "corpus")
-	gold := imp(write("gold.conll", "lithium B-Chemical\ntoxicity B-Disease\n"), "corpus")
-	core := imp("testdata/core.txt", "gazetteer")
-	chem := imp(write("chem.txt", "lithium\nthe\n"), "gazetteer") // "the" is a stopword
-	stop := imp(write("stop.txt", "the\n"), "stopwords")
+	chem := imp("chem.txt", "lithium\nthe\n", "gazetteer") // "the" is a stopword
+	stop := imp("stop.txt", "the\n", "stopwords")
 
 	s, ok := stages.Lookup(StageName)
 	if !ok {
@@ -92,7 +72,7 @@ func TestStage(t *testing.T) {
 	}
 
 	// A malformed gazetteer fails the node for good, naming file and line.
-	bad := imp(write("bad.txt", "Chemical\tx\nnot typed\n"), "gazetteer")
+	bad := imp("bad.txt", "Chemical\tx\nnot typed\n", "gazetteer")
 	_, err = stages.Exec(ctx, s, stages.Env{
 		Store: st, Params: params, OutputPrefix: "runs/2/distant",
 		Inputs: map[string][]stages.Artifact{"corpus": {text}, "gazetteers": {bad}},
