@@ -272,13 +272,27 @@ func (x *execution) compute(ctx context.Context, key string, inputs map[string][
 		Device:           w.opts.Device, Attempt: x.attempt, Log: log, TempDir: w.opts.TempDir,
 		Progress: w.progressWriter(x.run, n.ID),
 	})
+	lost := false
 	select {
 	case <-lease.lost:
+		lost = true
+	default:
+		if err != nil && ctx.Err() != nil {
+			// Interrupted: asynq gave the task up (its own lease lapsed
+			// while this worker was stopped) or the worker shuts down.
+			// Whether another execution took the node over meanwhile is
+			// asked now rather than left to the next renewal, which the
+			// release may pre-empt.
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+			lost = errors.Is(w.renew(rctx, lease), errKeyTaken)
+			cancel()
+		}
+	}
+	if lost {
 		log.Warn("late: another execution claimed the node key while this one was presumed dead; its outputs count, this attempt's are discarded",
 			"key", Short(key), "generation", lease.gen)
 		x.discard(outputs)
 		return nil, "", errKeyTaken
-	default:
 	}
 	if err != nil {
 		return nil, "", err
