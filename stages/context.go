@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/nerflow/nerflow/storage"
@@ -385,6 +386,11 @@ func Exec(ctx context.Context, s *Stage, env Env) (outs map[string]Artifact, err
 	if err != nil {
 		if c.workErr != nil {
 			return nil, fmt.Errorf("stage %s: work dir: %v; %w", s.Name, c.workErr, err)
+		}
+		if errors.Is(err, syscall.ENOSPC) && !errors.Is(err, storage.ErrNoSpace) && c.workDir != "" {
+			// The stage's own files, in its scratch space (the store's
+			// writes say so already).
+			return nil, fmt.Errorf("%w on the scratch space %s while writing the stage's files: %w", storage.ErrNoSpace, filepath.Dir(c.workDir), err)
 		}
 		return nil, err
 	}

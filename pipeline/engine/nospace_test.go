@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"os"
 	"strings"
 	"syscall"
 	"testing"
@@ -130,5 +131,41 @@ func checkNothingPublished(t *testing.T, st storage.Store, b *engine.NodeStatus)
 		if strings.HasPrefix(o.Key, layout.AttemptOutputs(b.Key, "")) || o.Key == layout.NodeRecord(b.Key) {
 			t.Errorf("b published %s (%d bytes) on a full disk", o.Key, o.Size)
 		}
+	}
+}
+
+// A worker's scratch space that runs out fails the node whose stage
+// writes there, saying so; the store is untouched.
+func TestFullScratchSpaceFailsClearly(t *testing.T) {
+	scratch := storeDir(t)
+	if err := syscall.Mount("tmpfs", scratch, "tmpfs", 0, "size=1m"); err != nil {
+		t.Skipf("cannot mount a tmpfs to fill (%v); needs root", err)
+	}
+	t.Cleanup(func() { _ = syscall.Unmount(scratch, syscall.MNT_DETACH) })
+	st, err := fsstore.Open(storeDir(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := fastWorker()
+	o.TempDir = scratch
+	em, err := engine.StartEmbedded(st, o, engine.WithLogger(testLogger(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { em.Close() })
+	c := &cluster{submit: em.Engine, store: st}
+	const text = `
+nodes:
+  b: {stage: test.fill, params: {size: 2097152, scratch: true}, retries: 0}
+`
+	first := run(t, c, graph(t, text))
+	b, _ := first.Node("b")
+	if want := "no space left on the scratch space " + scratch + " while writing the stage's files"; first.State != engine.Failed || !strings.Contains(first.Error, want) {
+		t.Fatalf("run %s, error %q; want it failed, saying %q", first.State, first.Error, want)
+	}
+	t.Logf("the error: %s", first.Error)
+	checkNothingPublished(t, st, b)
+	if entries, _ := os.ReadDir(scratch); len(entries) != 0 {
+		t.Errorf("the stage's work directory was left in the scratch space: %v", entries)
 	}
 }

@@ -8,6 +8,7 @@ package teststages
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -169,13 +170,22 @@ func init() {
 	})
 	stages.Register(stages.Stage{
 		Name: "test.fill", Version: 1,
-		Doc:     "Writes an output of size bytes (streamed in 64 KiB pieces), for filling a disk.",
-		Params:  []stages.Param{stages.IntParam("size", 1<<20, "bytes to write", stages.AtLeast(1))},
+		Doc: "Writes an output of size bytes (streamed in 64 KiB pieces), for filling a disk.",
+		Params: []stages.Param{stages.IntParam("size", 1<<20, "bytes to write", stages.AtLeast(1)),
+			stages.BoolParam("scratch", false, "write the file in the work directory first, then add it")},
 		Inputs:  []stages.Port{{Name: "in", Kind: "text", Optional: true}},
 		Outputs: []stages.Port{{Name: "out"}},
 		Run: func(c *stages.Context) error {
 			count(c, "test.fill")
-			w, err := c.Output("out").Create("fill.bin")
+			var w io.WriteCloser
+			var err error
+			var scratch string
+			if c.Params.Bool("scratch") {
+				scratch = filepath.Join(c.WorkDir(), "fill.bin")
+				w, err = os.Create(scratch)
+			} else {
+				w, err = c.Output("out").Create("fill.bin")
+			}
 			if err != nil {
 				return err
 			}
@@ -186,7 +196,10 @@ func init() {
 					return err
 				}
 			}
-			return w.Close()
+			if err := w.Close(); err != nil || !c.Params.Bool("scratch") {
+				return err
+			}
+			return c.Output("out").AddFile("fill.bin", scratch)
 		},
 	})
 	stages.Register(stages.Stage{
