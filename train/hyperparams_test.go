@@ -54,7 +54,7 @@ func TestHeadAndLossRegistries(t *testing.T) {
 	if got := HeadNames(); !slices.Equal(got, []string{CRFHead, SpanHead, TokenHead}) {
 		t.Errorf("heads %v", got)
 	}
-	if got := LossNames(); !slices.Equal(got, []string{LossCE, LossCRF, LossGCE, LossKL, LossNegSample}) {
+	if got := LossNames(); !slices.Equal(got, []string{LossCE, LossCRF, LossGCE, LossKL, LossNegSample, LossPartial}) {
 		t.Errorf("losses %v", got)
 	}
 	for _, decl := range HyperparamDecls() {
