@@ -61,6 +61,22 @@ func ReadNameLists(r io.Reader, name string, into *NameLists) error {
 	return nil
 }
 
+// DropTypedOtherwise removes from the first names those that a typed
+// gazetteer lists as a one-word entry of a type other than PER (Georgia as
+// LOC): such a word starts no name. It returns the names removed.
+func (l *NameLists) DropTypedOtherwise(gazetteers []*Gazetteer) []string {
+	var dropped []string
+	for _, g := range gazetteers {
+		for _, e := range g.Entries {
+			if len(e.Tokens) == 1 && e.Type != "" && e.Type != "PER" && l.First[e.Tokens[0]] {
+				delete(l.First, e.Tokens[0])
+				dropped = append(dropped, e.Tokens[0])
+			}
+		}
+	}
+	return dropped
+}
+
 // nameSuffixes end a name without being capitalized words of their own
 // shape.
 var nameSuffixes = map[string]bool{"Jr.": true, "Sr.": true, "II": true, "III": true, "IV": true, "2d": true, "3d": true}

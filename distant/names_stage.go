@@ -61,7 +61,7 @@ func runNamesStage(c *stages.Context) error {
 			}
 		}
 	}
-	var excluded []string
+	var gazetteers []*Gazetteer
 	for _, in := range c.Inputs("gazetteers") {
 		for _, f := range in.Files {
 			err := readInput(in, f.Name, func(r io.Reader) error {
@@ -69,12 +69,7 @@ func runNamesStage(c *stages.Context) error {
 				if err != nil {
 					return stages.Permanent(err)
 				}
-				for _, e := range g.Entries {
-					if len(e.Tokens) == 1 && e.Type != "" && e.Type != "PER" && lists.First[e.Tokens[0]] {
-						delete(lists.First, e.Tokens[0])
-						excluded = append(excluded, e.Tokens[0])
-					}
-				}
+				gazetteers = append(gazetteers, g)
 				return nil
 			})
 			if err != nil {
@@ -82,6 +77,7 @@ func runNamesStage(c *stages.Context) error {
 			}
 		}
 	}
+	excluded := lists.DropTypedOtherwise(gazetteers)
 	text, err := dataset.ReadInput(c.Input("corpus"), c.Params, "corpus")
 	if err != nil {
 		return err

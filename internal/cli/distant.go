@@ -23,6 +23,8 @@ type distantFlags struct {
 	scheme, caseMode, unicode     string
 	untyped, ambiguous, tokenizer string
 	stopwords                     string
+	names                         []string
+	namesMinCommon                int
 	top                           int
 	reportPath                    string
 }
@@ -86,6 +88,8 @@ sentences, such as AutoNER's raw_text.txt, is read with --corpus-format conll.`,
 		fl.StringVar(&f.ambiguous, "ambiguous", "unknown", `label of phrases whose types tie: unknown ("?") or o`)
 		fl.StringVar(&f.tokenizer, "tokenizer", "whitespace", "how gazetteer phrases are split: whitespace, or punct (punctuation marks are tokens)")
 		fl.StringVar(&f.stopwords, "stopwords", "", "file of stopwords, one per line: phrases made only of them are not matched")
+		fl.StringArrayVar(&f.names, "names", nil, "name list (first<TAB>Name, title<TAB>Title lines; e.g. examples/data/names/names.tsv): the person names it finds in --corpus label it as PER beside the gazetteers, as stage "+distant.StageNames+" does; repeatable")
+		fl.IntVar(&f.namesMinCommon, "names-min-common", 2, "with --names: a word whose lower-case form occurs this often in the corpus starts no name and ends one")
 		fl.IntVar(&f.top, "top", 20, "frequent and ambiguous phrases to list")
 		fl.StringVar(&f.reportPath, "report", "", "also write the report as JSON to this file")
 		for _, name := range []string{"corpus", "gazetteer", "out"} {
@@ -138,6 +142,14 @@ func runDistant(out io.Writer, log *slog.Logger, f distantFlags) error {
 		log.Warn("every sentence has a single token: if the file has one token per line with blank lines between sentences, read it with --corpus-format conll",
 			"path", f.corpus)
 	}
+	if len(f.names) > 0 {
+		g, err := minedNames(f, text, gazetteers, opts)
+		if err != nil {
+			return err
+		}
+		log.Info("found person names", "names", g.Report.Entries, "lists", strings.Join(f.names, ","))
+		gazetteers = append(gazetteers, g)
+	}
 	var gold *corpus.Corpus
 	if f.gold != "" {
 		if gold, err = readCorpusFlag(f.gold, f.goldFormat, f.goldLabels); err != nil {
@@ -175,6 +187,29 @@ func runDistant(out io.Writer, log *slog.Logger, f distantFlags) error {
 		log.Info("wrote report", "path", f.reportPath)
 	}
 	return nil
+}
+
+// minedNames finds the person names of text with the --names lists, as
+// stage distant.names does, and returns them as a PER gazetteer.
+func minedNames(f distantFlags, text *corpus.Corpus, gazetteers []*distant.Gazetteer, opts []distant.Option) (*distant.Gazetteer, error) {
+	var lists distant.NameLists
+	for _, path := range f.names {
+		r, err := os.Open(path)
+		if err != nil {
+			return nil, fmt.Errorf("name list: %w", err)
+		}
+		err = distant.ReadNameLists(r, path, &lists)
+		r.Close()
+		if err != nil {
+			return nil, err
+		}
+	}
+	lists.DropTypedOtherwise(gazetteers)
+	var tsv strings.Builder
+	if err := distant.MineNames(text, lists, f.namesMinCommon).WriteGazetteer(&tsv); err != nil {
+		return nil, err
+	}
+	return distant.Read(strings.NewReader(tsv.String()), distant.Source{Path: "person names found in " + f.corpus, Format: distant.FormatTyped}, opts...)
 }
 
 // readCorpusFlag reads a corpus file in the named or detected format; a

@@ -126,3 +126,31 @@ func TestLooksTokenPerLine(t *testing.T) {
 		t.Error("isTextFormat")
 	}
 }
+
+// --names labels the person names that a name list finds in the corpus, as
+// the stage distant.names does; a first name the gazetteer types otherwise
+// (Georgia) starts none.
+func TestDistantCommandNames(t *testing.T) {
+	dir := writeFiles(t, map[string]string{
+		"raw.txt":   "Sen. Kennedy met Anna Weber in Georgia .\nGeorgia Brown stayed .\n",
+		"gaz.tsv":   "LOC\tGeorgia\n",
+		"names.tsv": "first\tAnna\nfirst\tGeorgia\ntitle\tSen.\n",
+		"bad.tsv":   "surname\tWeber\n",
+	})
+	path := func(name string) string { return filepath.Join(dir, name) }
+	args := []string{"distant", "--log-level", "error", "--corpus", path("raw.txt"), "--gazetteer", path("gaz.tsv"), "--out", path("out.conll")}
+	if _, err := runCLI(t, append(args, "--names", path("names.tsv"))...); err != nil {
+		t.Fatal(err)
+	}
+	labeled, err := corpus.ReadFile(path("out.conll"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(labeled.Sentences[0].Tags, " ") + " | " + strings.Join(labeled.Sentences[1].Tags, " ")
+	if want := "O B-PER O B-PER I-PER O B-LOC O | B-LOC O O O"; got != want {
+		t.Errorf("tags %q, want %q", got, want)
+	}
+	if _, err := runCLI(t, append(args, "--names", path("bad.tsv"))...); err == nil || !strings.Contains(err.Error(), "bad.tsv:1") {
+		t.Errorf("a malformed name list: %v", err)
+	}
+}
