@@ -94,7 +94,7 @@ func labelsBaseline(b *spec.Builder, split string) spec.Ref {
 	name := "labels-" + split
 	n := b.Lookup(name)
 	if n == nil {
-		n = b.Node(name, distant.StageName).Pass("scheme").
+		n = b.Node(name, distant.StageName).Pass("scheme", "case").
 			Input("gazetteers", gazetteersFor(b)...).Input("stopwords", b.In("stopwords"))
 		readSplit(b, n, split, "corpus")
 		readSplit(b, n, split, "gold")
@@ -152,6 +152,7 @@ func gazetteersFor(b *spec.Builder) []spec.Ref {
 // that its label node reads.
 func distantParams() []stages.Param {
 	return []stages.Param{
+		stages.StringParam("case", "exact", "with gazetteers: letter case matching of every labeling node (label, labels-dev, labels-test): exact, fold, or variants (as written, UPPER, lower)", stages.OneOf("exact", "fold", "variants")),
 		stages.BoolParam("entry_sentences", false, "with gazetteers: every typed entry is also a training sentence of its own, so that the taggers learn the entries the corpus never mentions (for gazetteers of up to a few thousand entries)"),
 	}
 }
@@ -174,7 +175,7 @@ func trainingCorpus(b *spec.Builder) func(n *spec.NodeBuilder) {
 			b.Errorf("params."+f, "the gazetteers label the train input, which is one file of raw sentences: connect that file instead")
 		}
 	}
-	label := b.Node("label", distant.StageName).Pass("scheme", "entry_sentences").
+	label := b.Node("label", distant.StageName).Pass("scheme", "case", "entry_sentences").
 		Input("corpus", b.In("train")).Input("gazetteers", gazetteersFor(b)...).Input("stopwords", b.In("stopwords"))
 	return func(n *spec.NodeBuilder) { n.Input("corpus", label.Out("labeled")) }
 }

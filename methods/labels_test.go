@@ -16,7 +16,7 @@ import (
 const rosterOnGazetteers = `
 name: r
 method: roster
-params: {seeds: [1, 2], partial: true, miss_rate: 0.4, entry_sentences: true, dev_file: test.conll, test_file: test.conll}
+params: {seeds: [1, 2], partial: true, miss_rate: 0.4, entry_sentences: true, case: fold, dev_file: test.conll, test_file: test.conll}
 inputs:
   train: ../../data/raw.txt
   gazetteers: [../../data/gaz/per.txt]
@@ -51,6 +51,10 @@ func TestLabelsOfEverySplitAreTheBaseline(t *testing.T) {
 	for _, label := range []string{"label", "labels-dev", "labels-test"} {
 		if got := inputs(label)["gazetteers"]; !slices.Contains(got, "names") {
 			t.Errorf("%s reads gazetteers %v, want the names found in the train input among them", label, got)
+		}
+		// One matching rule for the labels and their baselines.
+		if p := nodeParams(t, g, label); p["case"] != "fold" {
+			t.Errorf("%s matches with case %v, want the method's fold", label, p["case"])
 		}
 	}
 	if p := nodeParams(t, g, "label"); p["entry_sentences"] != true {
