@@ -89,23 +89,21 @@ func crfLogPartition(g *graph, emissions, trans, start, end *ts.Tensor, b *batch
 // only constrains the tag; allowed ([b.n*K], 0 or notAllowed) then says
 // which tags each token's label allows.
 func crfNLL(g *graph, emissions, trans, start, end *ts.Tensor, b *batch, gold []int64, allowed func() []float32, k int) *ts.Tensor {
-	logZ := crfLogPartition(g, emissions, trans, start, end, b)
-	var logGold *ts.Tensor
-	if slices.Min(gold) >= 0 {
-		logGold = crfPathScore(g, emissions, trans, start, end, b, gold, k)
-	} else {
-		masked := g.t(emissions.Add(g.floats(allowed(), int64(b.n), int64(k)), false))
-		logGold = crfLogPartition(g, masked, trans, start, end, b)
+	if slices.Min(gold) < 0 {
+		return crfMarginalNLL(g, emissions, trans, start, end, b, allowed(), k)
 	}
-	return g.t(logZ.Sub(logGold, false))
+	logZ := crfLogPartition(g, emissions, trans, start, end, b)
+	return g.t(logZ.Sub(crfPathScore(g, emissions, trans, start, end, b, gold, k), false))
 }
 
 // crfMarginalNLL returns sum over the sentences of b of -log sum_y p(y)
 // prod_t c_t(y_t), for evidence log c ([b.n*K], finite; notAllowed rules a
 // tag out): the forward algorithm on the emissions plus the evidence.
-func crfMarginalNLL(g *graph, emissions, trans, start, end *ts.Tensor, b *batch, evidence func() []float32, k int) *ts.Tensor {
+// Partial labels are the evidence 0 or notAllowed (crfNLL); loss partial
+// weighs the entity tags of an unmatched token by log(miss_rate).
+func crfMarginalNLL(g *graph, emissions, trans, start, end *ts.Tensor, b *batch, evidence []float32, k int) *ts.Tensor {
 	logZ := crfLogPartition(g, emissions, trans, start, end, b)
-	weighted := g.t(emissions.Add(g.floats(evidence(), int64(b.n), int64(k)), false))
+	weighted := g.t(emissions.Add(g.floats(evidence, int64(b.n), int64(k)), false))
 	return g.t(logZ.Sub(crfLogPartition(g, weighted, trans, start, end, b), false))
 }
 

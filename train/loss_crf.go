@@ -15,16 +15,27 @@ func (crfLoss) Soft() bool              { return false }
 func (crfLoss) Check(TrainConfig) error { return nil }
 
 func (crfLoss) compute(lb *lossBatch) *ts.Tensor {
-	b, k, g := lb.b, lb.k, lb.g
-	gold := make([]int64, b.n)
-	for i, id := range b.ids {
+	gold := packedTargets(lb)
+	w := lb.head.(*crfWeightsOf)
+	nll := crfNLL(lb.g, w.emissions(lb.g, lb.h), w.trans, w.start, w.end, lb.b, gold, func() []float32 { return allowedTags(gold, lb.k) }, lb.k)
+	return perSentence(lb, nll)
+}
+
+// packedTargets lays the batch's targets out in its packed order.
+func packedTargets(lb *lossBatch) []int64 {
+	gold := make([]int64, lb.b.n)
+	for i, id := range lb.b.ids {
 		for t, y := range lb.exs[id].targets {
-			gold[b.pos(i, t)] = int64(y)
+			gold[lb.b.pos(i, t)] = int64(y)
 		}
 	}
-	w := lb.head.(*crfWeightsOf)
-	nll := crfNLL(g, w.emissions(g, lb.h), w.trans, w.start, w.end, b, gold, func() []float32 { return allowedTags(gold, k) }, k)
-	return g.t(nll.MulScalar(g.scalar(1/float64(len(b.ids))), false))
+	return gold
+}
+
+// perSentence turns a batch's summed negative log-likelihood into its mean
+// per sentence.
+func perSentence(lb *lossBatch, nll *ts.Tensor) *ts.Tensor {
+	return lb.g.t(nll.MulScalar(lb.g.scalar(1/float64(len(lb.b.ids))), false))
 }
 
 // allowedTags is the CRF's mask of the tags each token's label allows

@@ -45,17 +45,15 @@ func (partialLoss) Check(cfg TrainConfig) error {
 }
 
 func (partialLoss) compute(lb *lossBatch) *ts.Tensor {
-	b, k, g := lb.b, lb.k, lb.g
-	gold := make([]int64, b.n)
-	for i, id := range b.ids {
-		for t, y := range lb.exs[id].targets {
-			gold[b.pos(i, t)] = int64(y)
-		}
+	if lb.cfg.MissRate == 0 {
+		// O is certain: the CRF's own loss, which scores a fully labeled
+		// batch by the gold path's score, not a second forward pass.
+		return crfLoss{}.compute(lb)
 	}
+	gold := packedTargets(lb)
 	w := lb.head.(*crfWeightsOf)
-	evidence := func() []float32 { return labelEvidence(gold, k, lb.cfg.MissRate) }
-	nll := crfMarginalNLL(g, w.emissions(g, lb.h), w.trans, w.start, w.end, b, evidence, k)
-	return g.t(nll.MulScalar(g.scalar(1/float64(len(b.ids))), false))
+	nll := crfMarginalNLL(lb.g, w.emissions(lb.g, lb.h), w.trans, w.start, w.end, lb.b, labelEvidence(gold, lb.k, lb.cfg.MissRate), lb.k)
+	return perSentence(lb, nll)
 }
 
 // labelEvidence is log c(obs_t | y_t) for every token and tag ([len(gold)*k]):
