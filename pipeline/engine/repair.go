@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"strconv"
 
@@ -45,7 +44,7 @@ func (x *execution) repair(ctx context.Context, d *stages.DamagedInputError) err
 	}
 	// The reader's word is checked before a cache entry is dropped: a
 	// file read again whole, its bytes against the manifest's digest.
-	if err := verifyFile(ctx, e.store, d.Artifact, d.File); err == nil {
+	if err := artifact.VerifyFile(ctx, e.store, d.Artifact, d.File); err == nil {
 		return fail(fmt.Errorf("input read as damaged, but intact when checked again: %w", d))
 	} else if !errors.Is(err, storage.ErrDigestMismatch) && !errors.Is(err, storage.ErrNotFound) {
 		return fmt.Errorf("checking damaged input %s: %w", d.Artifact.Prefix, err)
@@ -98,18 +97,6 @@ func producerOf(ri *runInfo, n *spec.Node, parentOutputs map[string]map[string]s
 		}
 	}
 	return nil
-}
-
-// verifyFile reads file name of a whole and checks it against a's
-// manifest.
-func verifyFile(ctx context.Context, s storage.Store, a artifact.Manifest, name string) error {
-	rc, err := artifact.Open(ctx, s, a, name)
-	if err != nil {
-		return err
-	}
-	defer rc.Close()
-	_, err = io.Copy(io.Discard, rc)
-	return err
 }
 
 // dropRecordOf deletes the node record of a's producer if it still names

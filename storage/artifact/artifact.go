@@ -402,15 +402,24 @@ func ReadFile(ctx context.Context, s storage.Store, m Manifest, name string) ([]
 // Verify reads every file of m and checks it against the manifest.
 func Verify(ctx context.Context, s storage.Store, m Manifest) error {
 	for _, f := range m.Files {
-		rc, err := Open(ctx, s, m, f.Name)
-		if err != nil {
+		if err := VerifyFile(ctx, s, m, f.Name); err != nil {
 			return err
 		}
-		_, err = io.Copy(io.Discard, rc)
-		rc.Close()
-		if err != nil {
-			return fmt.Errorf("artifact: reading %s: %w", m.Key(f.Name), err)
-		}
+	}
+	return nil
+}
+
+// VerifyFile reads file name of m whole and checks it against the
+// manifest (storage.ErrNotFound or storage.ErrDigestMismatch when it is
+// gone or damaged).
+func VerifyFile(ctx context.Context, s storage.Store, m Manifest, name string) error {
+	rc, err := Open(ctx, s, m, name)
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	if _, err := io.Copy(io.Discard, rc); err != nil {
+		return fmt.Errorf("artifact: reading %s: %w", m.Key(name), err)
 	}
 	return nil
 }
