@@ -4,7 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/nerflow/nerflow/stages"
@@ -88,7 +89,7 @@ func (e *Engine) verifyRun(ctx context.Context, run string, r *VerifyReport) err
 	if err != nil {
 		return err
 	}
-	for _, src := range sortedKeys(m.Datasets) {
+	for _, src := range slices.Sorted(maps.Keys(m.Datasets)) {
 		if err := e.verifyArtifact(ctx, r, Damage{Output: "dataset " + src}, m.Datasets[src]); err != nil {
 			return err
 		}
@@ -124,7 +125,7 @@ func (e *Engine) verifyStore(ctx context.Context, r *VerifyReport) error {
 		case err != nil:
 			return err
 		}
-		for _, name := range sortedKeys(rec.Outputs) {
+		for _, name := range slices.Sorted(maps.Keys(rec.Outputs)) {
 			if err := e.verifyArtifact(ctx, r, Damage{Node: rec.Node, Key: key, Output: name}, rec.Outputs[name]); err != nil {
 				return err
 			}
@@ -164,7 +165,7 @@ func (e *Engine) verifyArtifact(ctx context.Context, r *VerifyReport, d Damage, 
 	}
 	for _, f := range a.Files {
 		r.Files++
-		err := verifyFile(ctx, e.store, a, f.Name)
+		err := artifact.VerifyFile(ctx, e.store, a, f.Name)
 		switch {
 		case err == nil:
 			r.Bytes += f.Size
@@ -178,13 +179,4 @@ func (e *Engine) verifyArtifact(ctx context.Context, r *VerifyReport, d Damage, 
 		r.Damaged = append(r.Damaged, d)
 	}
 	return nil
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
