@@ -304,9 +304,10 @@ func Make(ctx context.Context, store storage.Store, o Options) (*Plan, error) {
 	}
 
 	// Node records stay while any of their outputs does; checkpoints only
-	// for nodes that may still run.
+	// for nodes that may still run. A record newer than the cutoff stays
+	// anyway, unread.
 	for prefix, g := range groups {
-		if g.kind != "node-record" || keep[prefix] {
+		if g.kind != "node-record" || keep[prefix] || g.newest().After(p.Cutoff) {
 			continue
 		}
 		var rec engine.NodeRecord
@@ -316,6 +317,7 @@ func Make(ctx context.Context, store storage.Store, o Options) (*Plan, error) {
 		for _, out := range rec.Outputs {
 			if keep[artifactGroup(out.Prefix)] {
 				keep[prefix] = true
+				break
 			}
 		}
 	}
