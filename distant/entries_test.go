@@ -21,7 +21,11 @@ func TestEntrySentences(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := EntrySentences([]*Gazetteer{typed, untyped}, corpus.BIO, WithStopwords([]string{"May"}))
+	m, err := NewMatcher([]*Gazetteer{typed, untyped}, WithStopwords([]string{"May"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := m.EntrySentences([]*Gazetteer{typed, untyped}, corpus.BIO)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package distant
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"io"
 	"maps"
@@ -20,8 +21,8 @@ import (
 // title followed by capitalized words ("Sen. Kennedy", "Mrs. Smith"; the
 // title stays outside the name, as CoNLL annotates). MineNames finds such
 // phrases in a corpus and returns them as a PER gazetteer, which then
-// labels the corpus beside the other gazetteers (at a lower priority, so a
-// typed entry wins a tie).
+// labels the corpus beside the other gazetteers (the longest match wins,
+// and a phrase that another gazetteer types otherwise is ambiguous, "?").
 
 // NameLists are the word lists name mining uses.
 type NameLists struct {
@@ -213,6 +214,16 @@ func isNameWord(tok string) bool {
 		}
 	}
 	return hasLower
+}
+
+// Gazetteer returns the names as a loaded gazetteer of type PER named
+// name, read with opts as any gazetteer file is (WriteGazetteer's lines).
+func (m MinedNames) Gazetteer(name string, opts ...Option) (*Gazetteer, error) {
+	var tsv bytes.Buffer
+	if err := m.WriteGazetteer(&tsv); err != nil {
+		return nil, err
+	}
+	return Read(&tsv, Source{Path: name, Format: FormatTyped}, opts...)
 }
 
 // WriteGazetteer writes the names as a typed gazetteer of type PER, one

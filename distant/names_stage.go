@@ -61,21 +61,9 @@ func runNamesStage(c *stages.Context) error {
 			}
 		}
 	}
-	var gazetteers []*Gazetteer
-	for _, in := range c.Inputs("gazetteers") {
-		for _, f := range in.Files {
-			err := readInput(in, f.Name, func(r io.Reader) error {
-				g, err := Read(r, Source{Path: f.Name})
-				if err != nil {
-					return stages.Permanent(err)
-				}
-				gazetteers = append(gazetteers, g)
-				return nil
-			})
-			if err != nil {
-				return err
-			}
-		}
+	gazetteers, err := readGazetteers(c, nil, nil)
+	if err != nil {
+		return err
 	}
 	excluded := lists.DropTypedOtherwise(gazetteers)
 	text, err := dataset.ReadInput(c.Input("corpus"), c.Params, "corpus")

@@ -39,11 +39,7 @@ func TestMineNames(t *testing.T) {
 	if got.Counts["Anna Weber"] != 2 || strings.Join(got.Ambiguous, ",") != "Will" {
 		t.Errorf("counts %v, common first names %v", got.Counts, got.Ambiguous)
 	}
-	var gaz strings.Builder
-	if err := got.WriteGazetteer(&gaz); err != nil {
-		t.Fatal(err)
-	}
-	g, err := Read(strings.NewReader(gaz.String()), Source{Path: "names.tsv"})
+	g, err := got.Gazetteer("names.tsv")
 	if err != nil || g.Report.Entries != 5 || g.Report.Types["PER"] != 5 {
 		t.Errorf("the names as a gazetteer: %v %+v", err, g.Report)
 	}

@@ -18,6 +18,11 @@ func Run(c *corpus.Corpus, gazetteers []*Gazetteer, gold *corpus.Corpus, scheme 
 	if err != nil {
 		return nil, Report{}, err
 	}
+	return m.Run(c, gold, scheme)
+}
+
+// Run is Run with a compiled matcher.
+func (m *Matcher) Run(c, gold *corpus.Corpus, scheme corpus.Scheme) (*corpus.Corpus, Report, error) {
 	labeled, report, err := labelAndScore(m, c, gold, scheme)
 	if err == nil {
 		report.Warnings = report.warnings()
@@ -25,19 +30,15 @@ func Run(c *corpus.Corpus, gazetteers []*Gazetteer, gold *corpus.Corpus, scheme 
 	return labeled, report, err
 }
 
-// EntrySentences returns one labeled sentence per typed gazetteer entry:
-// the entry's tokens, tagged by the matcher of all the gazetteers (so
+// EntrySentences returns one labeled sentence per typed entry of the
+// gazetteers m was compiled from: the entry's tokens, tagged by m (so
 // ambiguous, stopword and conflicting entries come out as they would in
 // running text), each token sequence once, in gazetteer order. Appended to
 // a distantly labeled corpus, they show a tagger every entry, also those
 // the corpus never mentions, which it otherwise cannot learn. Entries that
 // label to nothing but O or the unknown type are left out: they teach no
 // type.
-func EntrySentences(gazetteers []*Gazetteer, scheme corpus.Scheme, opts ...Option) (*corpus.Corpus, error) {
-	m, err := NewMatcher(gazetteers, opts...)
-	if err != nil {
-		return nil, err
-	}
+func (m *Matcher) EntrySentences(gazetteers []*Gazetteer, scheme corpus.Scheme) (*corpus.Corpus, error) {
 	l, err := m.NewLabeler(scheme)
 	if err != nil {
 		return nil, err

@@ -74,30 +74,9 @@ func runStage(c *stages.Context) error {
 		opts = append(opts, WithStopwords(words))
 	}
 
-	priorities, types := p.Ints("priorities"), p.Strings("types")
-	var gazetteers []*Gazetteer
-	for i, in := range c.Inputs("gazetteers") {
-		src := Source{}
-		if i < len(priorities) {
-			src.Priority = priorities[i]
-		}
-		if i < len(types) {
-			src.Type = types[i]
-		}
-		for _, f := range in.Files {
-			src.Path = f.Name
-			err := readInput(in, f.Name, func(r io.Reader) error {
-				g, err := Read(r, src, opts...)
-				if err != nil {
-					return stages.Permanent(err)
-				}
-				gazetteers = append(gazetteers, g)
-				return nil
-			})
-			if err != nil {
-				return err
-			}
-		}
+	gazetteers, err := readGazetteers(c, p.Ints("priorities"), p.Strings("types"), opts...)
+	if err != nil {
+		return err
 	}
 
 	text, err := dataset.ReadInput(c.Input("corpus"), p, "corpus")
@@ -111,7 +90,11 @@ func runStage(c *stages.Context) error {
 		}
 	}
 	c.Progress(0, int64(len(text.Sentences)), "labeling")
-	labeled, report, err := Run(text, gazetteers, gold, scheme, opts...)
+	m, err := NewMatcher(gazetteers, opts...)
+	if err != nil {
+		return stages.Permanent(err)
+	}
+	labeled, report, err := m.Run(text, gold, scheme)
 	if err != nil {
 		return stages.Permanent(err)
 	}
@@ -123,7 +106,7 @@ func runStage(c *stages.Context) error {
 		"coverage", report.Coverage, "unknown_coverage", report.UnknownCoverage)
 	if p.Bool("entry_sentences") {
 		// After the report: its coverage and scores are the corpus's.
-		entries, err := EntrySentences(gazetteers, scheme, opts...)
+		entries, err := m.EntrySentences(gazetteers, scheme)
 		if err != nil {
 			return stages.Permanent(err)
 		}
@@ -153,6 +136,37 @@ func runStage(c *stages.Context) error {
 		return err
 	}
 	return c.Output("report").WriteFile("report.txt", txt.Bytes())
+}
+
+// readGazetteers reads every file of every artifact of the input
+// gazetteers, the i-th artifact's with priorities[i] and types[i] where
+// given; a malformed gazetteer is a permanent error.
+func readGazetteers(c *stages.Context, priorities []int, types []string, opts ...Option) ([]*Gazetteer, error) {
+	var gazetteers []*Gazetteer
+	for i, in := range c.Inputs("gazetteers") {
+		src := Source{}
+		if i < len(priorities) {
+			src.Priority = priorities[i]
+		}
+		if i < len(types) {
+			src.Type = types[i]
+		}
+		for _, f := range in.Files {
+			src.Path = f.Name
+			err := readInput(in, f.Name, func(r io.Reader) error {
+				g, err := Read(r, src, opts...)
+				if err != nil {
+					return stages.Permanent(err)
+				}
+				gazetteers = append(gazetteers, g)
+				return nil
+			})
+			if err != nil {
+				return nil, err
+			}
+		}
+	}
+	return gazetteers, nil
 }
 
 // readInput opens one file of an input artifact for read.

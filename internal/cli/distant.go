@@ -205,11 +205,7 @@ func minedNames(f distantFlags, text *corpus.Corpus, gazetteers []*distant.Gazet
 		}
 	}
 	lists.DropTypedOtherwise(gazetteers)
-	var tsv strings.Builder
-	if err := distant.MineNames(text, lists, f.namesMinCommon).WriteGazetteer(&tsv); err != nil {
-		return nil, err
-	}
-	return distant.Read(strings.NewReader(tsv.String()), distant.Source{Path: "person names found in " + f.corpus, Format: distant.FormatTyped}, opts...)
+	return distant.MineNames(text, lists, f.namesMinCommon).Gazetteer("person names found in "+f.corpus, opts...)
 }
 
 // readCorpusFlag reads a corpus file in the named or detected format; a
