@@ -272,21 +272,18 @@ func (r *statusRecorder) Flush() {
 // Unwrap gives http.ResponseController the writer underneath.
 func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 
-func writeJSON(w http.ResponseWriter, status int, v any) {
+func writeJSON(w http.ResponseWriter, status int, v any) { encodeJSON(w, status, v, "  ") }
+
+// writeCompactJSON is writeJSON without indentation, for large answers.
+func writeCompactJSON(w http.ResponseWriter, status int, v any) { encodeJSON(w, status, v, "") }
+
+func encodeJSON(w http.ResponseWriter, status int, v any, indent string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
 	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
+	enc.SetIndent("", indent)
 	_ = enc.Encode(v)
-}
-
-// writeCompactJSON is writeJSON without indentation, for large answers.
-func writeCompactJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
 }
 
 // apiError is every error body.
