@@ -41,10 +41,8 @@ func WithQueues(q Queues) Option { return func(s *Server) { s.queues = q } }
 var specQueues = []string{"cpu", "gpu"}
 
 func validQueue(q string) error {
-	for _, name := range specQueues {
-		if q == name {
-			return nil
-		}
+	if slices.Contains(specQueues, q) {
+		return nil
 	}
 	return fmt.Errorf("%w: queue %q (nerflow's queues are cpu and gpu)", ErrNotFound, q)
 }
@@ -127,12 +125,14 @@ type queueRow struct {
 }
 
 func (qi queueInspector) Queues(context.Context) (any, error) {
+	// One listing of asynq's queues serves both spec queues.
+	known, err := qi.known()
+	if err != nil {
+		return nil, err
+	}
 	rows := make([]queueRow, 0, len(specQueues))
 	for _, q := range specQueues {
-		if ok, err := qi.exists(q); err != nil || !ok {
-			if err != nil {
-				return nil, err
-			}
+		if !slices.Contains(known, qi.ns+":"+q) {
 			rows = append(rows, queueRow{Name: q})
 			continue
 		}
@@ -162,11 +162,17 @@ type archivedRow struct {
 // enqueued to it, and its errors for one it does not know are no
 // ErrQueueNotFound.
 func (qi queueInspector) exists(queue string) (bool, error) {
+	known, err := qi.known()
+	return slices.Contains(known, qi.ns+":"+queue), err
+}
+
+// known lists the queues asynq knows, namespaced.
+func (qi queueInspector) known() ([]string, error) {
 	known, err := qi.insp.Queues()
 	if err != nil {
-		return false, fmt.Errorf("listing queues: %w", err)
+		return nil, fmt.Errorf("listing queues: %w", err)
 	}
-	return slices.Contains(known, qi.ns+":"+queue), nil
+	return known, nil
 }
 
 func (qi queueInspector) Archived(_ context.Context, queue string, limit int) (any, error) {
