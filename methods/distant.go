@@ -82,13 +82,8 @@ func buildDistant(b *spec.Builder) error {
 		readSplit(b, t, "dev", "dev")
 		var reports []spec.Ref
 		for _, e := range []struct{ prefix, split string }{{"eval-", "dev"}, {"test-", "test"}} {
-			if b.Has(e.split) {
-				ev := fan(b.Node(e.prefix+v, train.StageEvaluate), false).Input("model", t.Out("model"))
-				readSplit(b, ev, e.split, "gold")
-				if base := labelsBaseline(b, e.split); !base.Empty() {
-					ev.Input("baseline", base)
-				}
-				reports = append(reports, ev.Out("report"))
+			if ev := scoreOn(b, e.split, e.prefix+v, t.Out("model")); ev != nil {
+				reports = append(reports, fan(ev, false).Out("report"))
 			}
 		}
 		fan(b.Node("register-"+v, registry.StageName), false).Set("name", fmt.Sprintf("%s-%s", b.Name(), v)).

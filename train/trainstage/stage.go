@@ -287,6 +287,7 @@ func runEvaluateStage(c *stages.Context) error {
 	out := c.Output("report")
 	out.SetMeta("f1", fmt.Sprintf("%.4f", rep.Micro.F1))
 	scored := scoredReport{Report: rep}
+	logged := []any{"f1", rep.Micro.F1, "precision", rep.Micro.Precision, "recall", rep.Micro.Recall}
 	if in := c.Input("baseline"); in != nil {
 		base, err := readBaseline(in, len(gold.Sentences))
 		if err != nil {
@@ -298,11 +299,9 @@ func runEvaluateStage(c *stages.Context) error {
 			return err
 		}
 		out.SetMeta("baseline_f1", fmt.Sprintf("%.4f", base.Micro.F1))
-		c.Log.Info("evaluated", "f1", rep.Micro.F1, "precision", rep.Micro.Precision, "recall", rep.Micro.Recall,
-			"labels_f1", base.Micro.F1, "gain", rep.Micro.F1-base.Micro.F1)
-	} else {
-		c.Log.Info("evaluated", "f1", rep.Micro.F1, "precision", rep.Micro.Precision, "recall", rep.Micro.Recall)
+		logged = append(logged, "labels_f1", base.Micro.F1, "gain", rep.Micro.F1-base.Micro.F1)
 	}
+	c.Log.Info("evaluated", logged...)
 	if err := out.WriteJSON("report.json", scored); err != nil {
 		return err
 	}
