@@ -68,6 +68,19 @@ func (e *Engine) commitRecord(ctx context.Context, rec *NodeRecord) error {
 
 var errBadRecord = errors.New("damaged node record")
 
+// isDamagedRecord reports whether err, NodeRecord's or cachedRecord's,
+// says that the record is damaged: unreadable, not the object its store
+// lists, or naming outputs that are gone.
+func isDamagedRecord(err error) bool {
+	return errors.Is(err, errBadRecord) || errors.Is(err, storage.ErrDigestMismatch)
+}
+
+// isCacheMiss reports whether err says that node key has no usable record:
+// none, or a damaged one (executing the node again rewrites it).
+func isCacheMiss(err error) bool {
+	return errors.Is(err, storage.ErrNotFound) || isDamagedRecord(err)
+}
+
 // errOutputsGone says that a node record names outputs whose files are no
 // longer stored as recorded (deleted, lost in a restore, replaced).
 var errOutputsGone = errors.New("its outputs are no longer stored as recorded")

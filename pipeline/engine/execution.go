@@ -202,7 +202,7 @@ func (x *execution) compute(ctx context.Context, key string, inputs map[string][
 			}
 			return rec.Outputs, Cached, nil
 		}
-		if !errors.Is(err, storage.ErrNotFound) && !errors.Is(err, errBadRecord) && !errors.Is(err, storage.ErrDigestMismatch) {
+		if !isCacheMiss(err) {
 			return nil, "", fmt.Errorf("looking up cache: %w", err)
 		}
 		// Not in the cache: claim the key, or wait for whoever computes
@@ -244,7 +244,7 @@ func (x *execution) compute(ctx context.Context, key string, inputs map[string][
 	switch {
 	case err == nil:
 		return rec.Outputs, Cached, nil
-	case errors.Is(err, errBadRecord), errors.Is(err, storage.ErrDigestMismatch):
+	case isDamagedRecord(err):
 		// A damaged record is a cache miss: executing again rewrites it.
 		log.Warn("ignoring damaged node record", "key", Short(key), "err", err)
 	case !errors.Is(err, storage.ErrNotFound):
@@ -365,7 +365,7 @@ func (x *execution) commit(ctx context.Context, lease *keyLease, rec *NodeRecord
 			x.discard(rec.Outputs)
 			return other.Outputs, Cached, nil
 		}
-		if !errors.Is(err, errBadRecord) && !errors.Is(err, storage.ErrDigestMismatch) && !errors.Is(err, storage.ErrNotFound) {
+		if !isCacheMiss(err) {
 			return nil, "", fmt.Errorf("committing outputs: %w", err)
 		}
 		if err := e.store.Delete(ctx, layout.NodeRecord(rec.Key)); err != nil {

@@ -119,7 +119,7 @@ func (e *Engine) dropRecordNaming(ctx context.Context, key, prefix string) (bool
 	}
 	rec, err := e.NodeRecord(ctx, key)
 	switch {
-	case errors.Is(err, storage.ErrNotFound), errors.Is(err, errBadRecord), errors.Is(err, storage.ErrDigestMismatch):
+	case isCacheMiss(err):
 		return false, nil // no entry to hand the copy out
 	case err != nil:
 		return false, fmt.Errorf("reading the record of damaged artifact %s: %w", prefix, err)

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -10,7 +9,6 @@ import (
 
 	"github.com/nerflow/nerflow/pipeline/spec"
 	"github.com/nerflow/nerflow/stages"
-	"github.com/nerflow/nerflow/storage"
 )
 
 // Durable runs. Redis holds a run's live state, but everything needed to
@@ -207,7 +205,7 @@ func (e *Engine) rebuildNodes(ctx context.Context, m *RunManifest, ri *runInfo) 
 				}
 				ns.StartedAt, ns.FinishedAt, ns.Worker = &rec.Started, &rec.Finished, "(restored)"
 				outputs[n.ID] = rec.Outputs
-			case errors.Is(err, storage.ErrNotFound), errors.Is(err, errBadRecord), errors.Is(err, storage.ErrDigestMismatch):
+			case isCacheMiss(err):
 			default:
 				return nil, fmt.Errorf("node %s: %w", n.ID, err)
 			}

@@ -117,7 +117,7 @@ func (e *Engine) verifyStore(ctx context.Context, r *VerifyReport) error {
 		}
 		rec, err := e.NodeRecord(ctx, key)
 		switch {
-		case errors.Is(err, errBadRecord), errors.Is(err, storage.ErrDigestMismatch):
+		case isDamagedRecord(err):
 			r.Damaged = append(r.Damaged, Damage{Key: key, Output: recordDamage, Prefix: o.Key, Problems: []string{err.Error()}})
 			continue
 		case errors.Is(err, storage.ErrNotFound):
