@@ -83,7 +83,13 @@ func embedded(t *testing.T) *cluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	em, err := engine.StartEmbedded(st, fastWorker(), engine.WithLogger(testLogger(t)))
+	return embeddedOn(t, st, fastWorker())
+}
+
+// embeddedOn is an embedded engine on store st, its worker configured by o.
+func embeddedOn(t *testing.T, st storage.Store, o engine.WorkerOptions) *cluster {
+	t.Helper()
+	em, err := engine.StartEmbedded(st, o, engine.WithLogger(testLogger(t)))
 	if err != nil {
 		t.Fatal(err)
 	}

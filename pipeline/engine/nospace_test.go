@@ -22,20 +22,12 @@ import (
 // otherwise).
 func TestFullDiskFailsClearlyThenResumes(t *testing.T) {
 	dir := storeDir(t)
-	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size=1m"); err != nil {
-		t.Skipf("cannot mount a tmpfs to fill (%v); needs root", err)
-	}
-	t.Cleanup(func() { _ = syscall.Unmount(dir, syscall.MNT_DETACH) })
+	mountTmpfs(t, dir, "1m")
 	st, err := fsstore.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	em, err := engine.StartEmbedded(st, fastWorker(), engine.WithLogger(testLogger(t)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { em.Close() })
-	c := &cluster{submit: em.Engine, store: st}
+	c := embeddedOn(t, st, fastWorker())
 	const text = `
 nodes:
   a: {stage: test.emit, params: {text: small}}
@@ -66,10 +58,7 @@ nodes:
 // fails saying so, publishes nothing, and resumes once space is freed.
 func TestFullMinIOFailsClearlyThenResumes(t *testing.T) {
 	dir := storeDir(t)
-	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size=48m"); err != nil {
-		t.Skipf("cannot mount a tmpfs to fill (%v); needs root", err)
-	}
-	t.Cleanup(func() { _ = syscall.Unmount(dir, syscall.MNT_DETACH) })
+	mountTmpfs(t, dir, "48m")
 	_, cfg := testenv.PrivateMinIOIn(t, dir)
 	u := "s3://" + randomName("nffull-") + "?endpoint=" + cfg.Endpoint + "&access_key=" + cfg.AccessKey + "&secret_key=" + cfg.SecretKey + "&secure=false"
 	var st storage.Store
@@ -84,12 +73,7 @@ func TestFullMinIOFailsClearlyThenResumes(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	em, err := engine.StartEmbedded(st, fastWorker(), engine.WithLogger(testLogger(t)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { em.Close() })
-	c := &cluster{submit: em.Engine, store: st}
+	c := embeddedOn(t, st, fastWorker())
 	const text = `
 nodes:
   a: {stage: test.emit, params: {text: small}}
@@ -138,22 +122,14 @@ func checkNothingPublished(t *testing.T, st storage.Store, b *engine.NodeStatus)
 // writes there, saying so; the store is untouched.
 func TestFullScratchSpaceFailsClearly(t *testing.T) {
 	scratch := storeDir(t)
-	if err := syscall.Mount("tmpfs", scratch, "tmpfs", 0, "size=1m"); err != nil {
-		t.Skipf("cannot mount a tmpfs to fill (%v); needs root", err)
-	}
-	t.Cleanup(func() { _ = syscall.Unmount(scratch, syscall.MNT_DETACH) })
+	mountTmpfs(t, scratch, "1m")
 	st, err := fsstore.Open(storeDir(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	o := fastWorker()
 	o.TempDir = scratch
-	em, err := engine.StartEmbedded(st, o, engine.WithLogger(testLogger(t)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { em.Close() })
-	c := &cluster{submit: em.Engine, store: st}
+	c := embeddedOn(t, st, o)
 	const text = `
 nodes:
   b: {stage: test.fill, params: {size: 2097152, scratch: true}, retries: 0}
@@ -168,4 +144,15 @@ nodes:
 	if entries, _ := os.ReadDir(scratch); len(entries) != 0 {
 		t.Errorf("the stage's work directory was left in the scratch space: %v", entries)
 	}
+}
+
+// mountTmpfs mounts a tmpfs of size (mount's size= option) on dir, to
+// fill, until the test ends; it skips the test where mounting is not
+// allowed (it needs root).
+func mountTmpfs(t *testing.T, dir, size string) {
+	t.Helper()
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size="+size); err != nil {
+		t.Skipf("cannot mount a tmpfs to fill (%v); needs root", err)
+	}
+	t.Cleanup(func() { _ = syscall.Unmount(dir, syscall.MNT_DETACH) })
 }
