@@ -17,14 +17,7 @@ func TestGCCommand(t *testing.T) {
 	defer cancel()
 	dir := t.TempDir()
 	writeSpec(t, dir, cliSpec)
-	cli := func(args ...string) string {
-		t.Helper()
-		out, err := runPipelineCLI(ctx, t, dir, args...)
-		if err != nil {
-			t.Fatalf("nerflow %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-		return out
-	}
+	cli := pipelineCLI(ctx, t, dir)
 	cli("run", "spec.yaml", "--no-progress")
 	cli("run", "spec.yaml", "--no-progress", "--set", "train.scale=2")
 	files := func() int {

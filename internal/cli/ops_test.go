@@ -28,14 +28,7 @@ func TestModelsCommands(t *testing.T) {
 	defer cancel()
 	dir := t.TempDir()
 	writeSpec(t, dir, registerSpec)
-	cli := func(args ...string) string {
-		t.Helper()
-		out, err := runPipelineCLI(ctx, t, dir, args...)
-		if err != nil {
-			t.Fatalf("nerflow %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-		return out
-	}
+	cli := pipelineCLI(ctx, t, dir)
 	if out := cli("run", "spec.yaml", "--no-progress"); !strings.Contains(out, "registered model demo@1") {
 		t.Fatalf("run did not register the model:\n%s", out)
 	}

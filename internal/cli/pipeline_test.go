@@ -42,6 +42,19 @@ func runPipelineCLI(ctx context.Context, t *testing.T, dir string, args ...strin
 	return out.String(), err
 }
 
+// pipelineCLI returns a function that runs nerflow in dir (runPipelineCLI)
+// and fails the test if the command fails.
+func pipelineCLI(ctx context.Context, t *testing.T, dir string) func(args ...string) string {
+	return func(args ...string) string {
+		t.Helper()
+		out, err := runPipelineCLI(ctx, t, dir, args...)
+		if err != nil {
+			t.Fatalf("nerflow %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return out
+	}
+}
+
 const cliSpec = `
 name: cli
 nodes:
