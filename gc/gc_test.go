@@ -77,6 +77,25 @@ type env struct {
 	st storage.Store
 }
 
+// quiet is the tests' logger: it discards.
+var quiet = slog.New(slog.DiscardHandler)
+
+// newEnv starts an engine on st, in a namespace of its own, and a worker
+// configured by wo, until the test ends.
+func newEnv(t *testing.T, st storage.Store, wo engine.WorkerOptions) *env {
+	t.Helper()
+	rdb := redis.NewClient(&redis.Options{Addr: testenv.Redis(t)})
+	t.Cleanup(func() { rdb.Close() })
+	e := engine.New(rdb, st, engine.WithNamespace("nftest-gc-"+randomHex()), engine.WithLogger(quiet))
+	t.Cleanup(func() { e.Close() })
+	w := e.NewWorker(wo)
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Shutdown)
+	return &env{t: t, e: e, st: st}
+}
+
 func (v *env) submit(text string) string {
 	v.t.Helper()
 	return v.submitIn(text, v.t.TempDir())
@@ -148,17 +167,8 @@ func exists(t *testing.T, st storage.Store, key string) bool {
 // again recomputes instead of hitting a record whose outputs went.
 func collect(t *testing.T, st storage.Store) {
 	ctx := context.Background()
-	rdb := redis.NewClient(&redis.Options{Addr: testenv.Redis(t)})
-	t.Cleanup(func() { rdb.Close() })
-	quiet := slog.New(slog.DiscardHandler)
-	e := engine.New(rdb, st, engine.WithNamespace("nftest-gc-"+randomHex()), engine.WithLogger(quiet))
-	t.Cleanup(func() { e.Close() })
-	w := e.NewWorker(engine.WorkerOptions{Concurrency: 2, ProgressInterval: 50 * time.Millisecond, DelayedPollInterval: 100 * time.Millisecond})
-	if err := w.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(w.Shutdown)
-	v := &env{t: t, e: e, st: st}
+	v := newEnv(t, st, engine.WorkerOptions{Concurrency: 2, ProgressInterval: 50 * time.Millisecond, DelayedPollInterval: 100 * time.Millisecond})
+	e := v.e
 
 	old1 := v.run(fmt.Sprintf(demoSpec, "gcdemo", "one", 1))
 	old2 := v.run(fmt.Sprintf(demoSpec, "gcdemo", "two", 2))
@@ -277,17 +287,7 @@ func TestUnreadableLiveRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rdb := redis.NewClient(&redis.Options{Addr: testenv.Redis(t)})
-	t.Cleanup(func() { rdb.Close() })
-	quiet := slog.New(slog.DiscardHandler)
-	e := engine.New(rdb, st, engine.WithNamespace("nftest-gc-"+randomHex()), engine.WithLogger(quiet))
-	t.Cleanup(func() { e.Close() })
-	w := e.NewWorker(engine.WorkerOptions{Concurrency: 2})
-	if err := w.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(w.Shutdown)
-	v := &env{t: t, e: e, st: st}
+	v := newEnv(t, st, engine.WorkerOptions{Concurrency: 2})
 	v.run(fmt.Sprintf(demoSpec, "gcdemo", "one", 1))
 	v.run(fmt.Sprintf(demoSpec, "gcdemo", "two", 2))
 	if _, err := registry.New(st, registry.WithLogger(quiet)).Sync(ctx); err != nil {
@@ -332,17 +332,7 @@ func TestCollectDatasets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rdb := redis.NewClient(&redis.Options{Addr: testenv.Redis(t)})
-	t.Cleanup(func() { rdb.Close() })
-	quiet := slog.New(slog.DiscardHandler)
-	e := engine.New(rdb, st, engine.WithNamespace("nftest-gc-"+randomHex()), engine.WithLogger(quiet))
-	t.Cleanup(func() { e.Close() })
-	w := e.NewWorker(engine.WorkerOptions{Concurrency: 2})
-	if err := w.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(w.Shutdown)
-	v := &env{t: t, e: e, st: st}
+	v := newEnv(t, st, engine.WorkerOptions{Concurrency: 2})
 	dir := t.TempDir()
 	for _, d := range []string{"a", "b"} {
 		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
@@ -362,11 +352,11 @@ func TestCollectDatasets(t *testing.T) {
 	if err != nil || len(sets) != 4 { // two datasets: a file and a manifest each
 		t.Fatalf("datasets before: %v %v", sets, err)
 	}
-	plan, err := gc.Make(ctx, st, gc.Options{KeepRuns: 1, Live: e.Status})
+	plan, err := gc.Make(ctx, st, gc.Options{KeepRuns: 1, Live: v.e.Status})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := plan.Apply(ctx, gc.Options{KeepRuns: 1, Live: e.Status}); err != nil {
+	if _, err := plan.Apply(ctx, gc.Options{KeepRuns: 1, Live: v.e.Status}); err != nil {
 		t.Fatal(err)
 	}
 	left, err := st.List(ctx, layout.Datasets+"/")
