@@ -3,7 +3,6 @@ package schedule
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -15,8 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
+	"github.com/nerflow/nerflow/internal/redislock"
 	"github.com/nerflow/nerflow/pipeline/engine"
 	"github.com/nerflow/nerflow/pipeline/spec"
 	"github.com/nerflow/nerflow/storage/artifact"
@@ -159,11 +157,11 @@ func (s *Scheduler) tickOne(ctx context.Context, e *Entry, now time.Time) (*Even
 	// instead of submitting another; and a tick is recorded only by the
 	// holder of its claim, after which the claim is kept for claimTTL and
 	// no scheduler finds the tick due.
-	claimKey, token, err := s.claim(ctx, e.Name, tick)
-	if err != nil || token == "" {
+	lease, err := s.claim(ctx, e.Name, tick)
+	if err != nil || lease == nil {
 		return nil, err
 	}
-	fireCtx, stop := s.holdClaim(ctx, claimKey, token)
+	fireCtx, stop := s.holdClaim(ctx, lease)
 	defer stop()
 	state := e.State
 	state.LastTick = tick
@@ -180,7 +178,7 @@ func (s *Scheduler) tickOne(ctx context.Context, e *Entry, now time.Time) (*Even
 				now.Sub(tick).Round(time.Second), n, MissedRunOnce, ev.Detail)
 		}
 	}
-	if err := s.store.record(ctx, e.Name, state, ev, claimKey, token, claimTTL(c, tick)); err != nil {
+	if err := s.store.record(ctx, e.Name, state, ev, lease.Key(), lease.Token(), claimTTL(c, tick)); err != nil {
 		return nil, err
 	}
 	s.log.Info("schedule tick", "schedule", e.Name, "tick", tick, "outcome", ev.Outcome, "run", ev.Run, "detail", ev.Detail)
@@ -237,19 +235,17 @@ func (s *Scheduler) fire(ctx context.Context, sc *Schedule, state *State, ev *Ev
 	ev.Outcome, ev.Run = OutcomeSubmitted, id
 }
 
-// claim claims tick of schedule name for this scheduler: the claim's key
-// and its token, "" when another scheduler holds it.
-func (s *Scheduler) claim(ctx context.Context, name string, tick time.Time) (string, string, error) {
-	key := s.store.claimKey(name, tick)
-	token := s.name + "#" + randomHex()
-	ok, err := s.store.rdb.SetNX(ctx, key, token, s.lease).Result()
-	if err != nil {
-		return "", "", fmt.Errorf("claiming tick: %w", err)
+// claim claims tick of schedule name for this scheduler, for the lease;
+// nil when another scheduler holds it.
+func (s *Scheduler) claim(ctx context.Context, name string, tick time.Time) (*redislock.Lease, error) {
+	l, err := redislock.TryLock(ctx, s.store.rdb, s.store.claimKey(name, tick), s.lease)
+	switch {
+	case errors.Is(err, redislock.ErrNotHeld):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("claiming tick: %w", err)
 	}
-	if !ok {
-		return key, "", nil
-	}
-	return key, token, nil
+	return l, nil
 }
 
 // tickRunID is the id of the run that tick of schedule name submits: the
@@ -259,26 +255,10 @@ func tickRunID(name string, tick time.Time) string {
 	return tick.UTC().Format("20060102-150405") + "-" + hex.EncodeToString(sum[:6])
 }
 
-func randomHex() string {
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
-}
-
-// renewClaimScript extends a tick's claim that token still holds.
-// KEYS: claim. ARGV: token, lease ms. Returns 0 when another holds it.
-var renewClaimScript = redis.NewScript(`
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  redis.call('PEXPIRE', KEYS[1], ARGV[2])
-  return 1
-end
-return 0
-`)
-
-// holdClaim renews the claim of token every third of the lease until stop
+// holdClaim renews the claim l every third of the lease until stop
 // is called; the context it returns is cancelled if the claim is lost (this
 // scheduler stalled past its lease and another took the tick over).
-func (s *Scheduler) holdClaim(ctx context.Context, key, token string) (context.Context, func()) {
+func (s *Scheduler) holdClaim(ctx context.Context, l *redislock.Lease) (context.Context, func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
@@ -291,9 +271,9 @@ func (s *Scheduler) holdClaim(ctx context.Context, key, token string) (context.C
 				return
 			case <-t.C:
 			}
-			n, err := renewClaimScript.Run(ctx, s.store.rdb, []string{key}, token, s.lease.Milliseconds()).Int()
-			if err == nil && n == 0 {
-				s.log.Warn("lost the claim of a tick to another scheduler; stopping", "claim", key)
+			held, err := l.Extend(ctx, s.lease)
+			if err == nil && !held {
+				s.log.Warn("lost the claim of a tick to another scheduler; stopping", "claim", l.Key())
 				cancel()
 				return
 			}

@@ -73,8 +73,8 @@ func TestTickClaimedByADeadScheduler(t *testing.T) {
 	dead := New(store, e, WithClock(clock.now), WithName("dead"), WithLogger(quiet), WithClaimLease(lease))
 	var orphan string
 	for _, name := range []string{"dies-after-claim", "dies-after-submit"} {
-		if _, token, err := dead.claim(ctx, name, tick); err != nil || token == "" {
-			t.Fatalf("claiming %s: %q %v", name, token, err)
+		if l, err := dead.claim(ctx, name, tick); err != nil || l == nil {
+			t.Fatalf("claiming %s: %v %v", name, l, err)
 		}
 		if name == "dies-after-submit" {
 			sc, state, err := store.Get(ctx, name)

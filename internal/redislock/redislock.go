@@ -72,3 +72,24 @@ func (l *Lease) Unlock(ctx context.Context) error {
 	}
 	return nil
 }
+
+var extendScript = redis.NewScript(`
+if redis.call("GET", KEYS[1]) == ARGV[1] then return redis.call("PEXPIRE", KEYS[1], ARGV[2]) end
+return 0`)
+
+// Extend sets the lease's expiry to ttl from now if it is still ours; false
+// when it lapsed and someone else took the key.
+func (l *Lease) Extend(ctx context.Context, ttl time.Duration) (bool, error) {
+	n, err := extendScript.Run(ctx, l.rdb, []string{l.key}, l.token, ttl.Milliseconds()).Int()
+	if err != nil {
+		return false, fmt.Errorf("extending %s: %w", l.key, err)
+	}
+	return n == 1, nil
+}
+
+// Key is the locked key.
+func (l *Lease) Key() string { return l.key }
+
+// Token is the value the key holds while the lease is ours, for callers
+// that check it inside their own transactions.
+func (l *Lease) Token() string { return l.token }
