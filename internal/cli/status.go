@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"text/tabwriter"
@@ -48,9 +47,7 @@ end. The exit status then says whether the run succeeded.`,
 				out := cmd.OutOrStdout()
 				show := func(out io.Writer, st *engine.RunStatus) error {
 					if asJSON {
-						enc := json.NewEncoder(out)
-						enc.SetIndent("", "  ")
-						return enc.Encode(st)
+						return writeJSON(out, st)
 					}
 					fmt.Fprintf(out, "run %s (%s): %s, %s\n", st.ID, st.Name, st.State, countsLine(st))
 					for _, w := range st.Warnings {
@@ -121,9 +118,7 @@ end. The exit status then says whether the run succeeded.`,
 				}
 				out := cmd.OutOrStdout()
 				if asJSON {
-					enc := json.NewEncoder(out)
-					enc.SetIndent("", "  ")
-					return enc.Encode(runs)
+					return writeJSON(out, runs)
 				}
 				tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 				fmt.Fprintln(tw, "RUN\tNAME\tSTATE\tCREATED\tDURATION")

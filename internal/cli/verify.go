@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -44,9 +43,7 @@ run executes their nodes without first failing a read.`,
 				}
 				out := cmd.OutOrStdout()
 				if asJSON {
-					enc := json.NewEncoder(out)
-					enc.SetIndent("", "  ")
-					if err := enc.Encode(r); err != nil {
+					if err := writeJSON(out, r); err != nil {
 						return err
 					}
 				} else {
