@@ -43,10 +43,10 @@ func (e *DamagedInputError) Error() string {
 
 func (e *DamagedInputError) Unwrap() error { return e.Err }
 
-// isDamage reports whether err says that stored bytes are not those a
+// IsDamage reports whether err says that stored bytes are not those a
 // manifest lists: a damaged or vanished object, as opposed to a server that
 // is away or a cancelled read.
-func isDamage(err error) bool {
+func IsDamage(err error) bool {
 	return errors.Is(err, storage.ErrDigestMismatch) || errors.Is(err, storage.ErrNotFound)
 }
 
@@ -82,7 +82,7 @@ func (d *damageLog) first() *DamagedInputError {
 // damaged turns a damage error met reading file name of in into a
 // DamagedInputError, recorded for Exec; other errors pass unchanged.
 func (in *Input) damaged(name string, err error) error {
-	if err == nil || !isDamage(err) {
+	if err == nil || !IsDamage(err) {
 		return err
 	}
 	var d *DamagedInputError

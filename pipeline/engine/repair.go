@@ -2,14 +2,12 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
 
 	"github.com/nerflow/nerflow/pipeline/spec"
 	"github.com/nerflow/nerflow/stages"
-	"github.com/nerflow/nerflow/storage"
 	"github.com/nerflow/nerflow/storage/artifact"
 	"github.com/nerflow/nerflow/storage/layout"
 )
@@ -46,7 +44,7 @@ func (x *execution) repair(ctx context.Context, d *stages.DamagedInputError) err
 	// file read again whole, its bytes against the manifest's digest.
 	if err := artifact.VerifyFile(ctx, e.store, d.Artifact, d.File); err == nil {
 		return fail(fmt.Errorf("input read as damaged, but intact when checked again: %w", d))
-	} else if !errors.Is(err, storage.ErrDigestMismatch) && !errors.Is(err, storage.ErrNotFound) {
+	} else if !stages.IsDamage(err) {
 		return fmt.Errorf("checking damaged input %s: %w", d.Artifact.Prefix, err)
 	}
 	k := runKeys(e.ns, run)

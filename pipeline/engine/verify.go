@@ -169,7 +169,7 @@ func (e *Engine) verifyArtifact(ctx context.Context, r *VerifyReport, d Damage, 
 		switch {
 		case err == nil:
 			r.Bytes += f.Size
-		case errors.Is(err, storage.ErrDigestMismatch), errors.Is(err, storage.ErrNotFound):
+		case stages.IsDamage(err):
 			d.Problems = append(d.Problems, fmt.Sprintf("%s: %v", f.Name, err))
 		default:
 			return fmt.Errorf("checking %s: %w", a.Key(f.Name), err)
