@@ -207,7 +207,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// A route's handler runs through the mux, which sets the path values.
 	if !s.limit(rec, r) {
 		// refused: too large
-	} else if miss, pattern := s.mux.Handler(r); pattern == "" && isAPI(r.URL.Path) {
+	} else if miss, ok := s.unrouted(r); ok {
 		jsonMiss(miss).ServeHTTP(rec, r)
 	} else {
 		s.mux.ServeHTTP(rec, r)
@@ -223,6 +223,17 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // isAPI tells the paths whose every answer, errors included, is JSON.
 func isAPI(p string) bool {
 	return strings.HasPrefix(p, "/api/") || strings.HasPrefix(p, "/v1/") || p == "/healthz" || p == "/metrics"
+}
+
+// unrouted returns the mux's answer to an API request that no route
+// takes. Pages and static files are not looked up twice: their misses
+// keep the mux's plain answer.
+func (s *Server) unrouted(r *http.Request) (http.Handler, bool) {
+	if !isAPI(r.URL.Path) {
+		return nil, false
+	}
+	miss, pattern := s.mux.Handler(r)
+	return miss, pattern == ""
 }
 
 // jsonMiss answers, in JSON, a request that no route takes: miss is the
