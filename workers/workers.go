@@ -115,10 +115,11 @@ func Plan(cfg Config) ([]engine.WorkerOptions, error) {
 	worker := func(device string, queues []string, n int) engine.WorkerOptions {
 		o := cfg.Worker
 		o.Device, o.Queues, o.Concurrency = device, queues, n
-		o.Name = cfg.Name + "/" + strings.Join(queues, ",")
+		o.Name = cfg.Name + "/"
 		if device != "cpu" {
-			o.Name = cfg.Name + "/" + device + "/" + strings.Join(queues, ",")
+			o.Name += device + "/"
 		}
+		o.Name += strings.Join(queues, ",")
 		return o
 	}
 	var out []engine.WorkerOptions
