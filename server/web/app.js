@@ -51,10 +51,10 @@
   }
   const runDur = r => fmtDur((r.finished_at ? new Date(r.finished_at) : new Date()) - new Date(r.created_at));
   // gain prints a difference of two F1 scores in points, signed.
-  const gain = v => (v >= 0 ? "+" : "") + (100 * v).toFixed(2);
   // Scores are shown as percentages with two decimals, as the CLI prints
   // them (48.73, not 0.4873); sizes in binary units, as the CLI's.
   const pct = v => typeof v === "number" ? (100 * v).toFixed(2) : "";
+  const gain = v => (v >= 0 ? "+" : "") + pct(v);
   function fmtBytes(n) {
     if (typeof n !== "number") return "";
     if (n < 1024) return `${n} B`;
@@ -265,9 +265,6 @@
         best ? h("span", { class: "muted" }, `best epoch ${best}, dev F1 ${pct(rep.result.best_dev_f1)}`) : ""));
   }
 
-  // An evaluation given the distant labels of its split (input baseline)
-  // shows their F1 beside the model's, and the gain: what training added
-  // to simply applying the gazetteers.
   // liveCurveCard draws a running training's curve from the "epoch done"
   // lines it logs (loss, dev F1); hasDev says it was given a dev set.
   function liveCurveCard(node, lines, hasDev) {
@@ -281,6 +278,9 @@
         h("span", { class: "muted", "data-epochs": epochs.length }, `epoch ${epochs.length}${total ? ` of ${total}` : ""}${bestF1 !== null ? `, best dev F1 so far ${pct(bestF1)}` : ""}`)));
   }
 
+  // An evaluation given the distant labels of its split (input baseline)
+  // shows their F1 beside the model's, and the gain: what training added
+  // to simply applying the gazetteers.
   function evalCard(node, rep) {
     const base = rep.baseline;
     const baseOf = name => base ? (name === "micro" ? base.micro : (base.types || {})[name]) || {} : null;
