@@ -423,11 +423,17 @@
   function modelPage(ref) {
     const body = h("div");
     show(body);
+    let last = "";
     async function refresh() {
       let v, rows;
       try {
         [v, { models: rows }] = await Promise.all([api(`/api/v1/models/${enc(ref)}`), api("/api/v1/models")]);
-      } catch (e) { body.replaceChildren(h("h1", { class: "mono" }, ref), problem(e)); return; }
+      } catch (e) { last = ""; body.replaceChildren(h("h1", { class: "mono" }, ref), problem(e)); return; }
+      // Redrawn only when something changed: a redraw would reset the
+      // promote control someone is choosing a tag in.
+      const json = JSON.stringify([v, rows]);
+      if (json === last) return;
+      last = json;
       const versions = rows.filter(r => r.ref.slice(0, r.ref.lastIndexOf("@")) === v.name);
       const me = versions.find(r => r.ref === `${v.name}@${v.version}`) || {};
       const producer = (v.model && v.model.producer) || {};
