@@ -104,19 +104,6 @@ func docCommands(t *testing.T, path string) []docCommand {
 	return out
 }
 
-func itoa(n int) string { return strings.TrimSpace(strings.Repeat(" ", 0) + fmtInt(n)) }
-
-func fmtInt(n int) string {
-	if n == 0 {
-		return "0"
-	}
-	var b []byte
-	for ; n > 0; n /= 10 {
-		b = append([]byte{byte('0' + n%10)}, b...)
-	}
-	return string(b)
-}
-
 // shellCommands splits a shell line into its simple commands' words, as
 // sh would: quotes and backslashes, comments, and the operators ; & && ||
 // | and redirections ending a command or dropping their target. $(...) and
