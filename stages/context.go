@@ -390,7 +390,7 @@ func Exec(ctx context.Context, s *Stage, env Env) (outs map[string]Artifact, err
 		if errors.Is(err, syscall.ENOSPC) && !errors.Is(err, storage.ErrNoSpace) && c.workDir != "" {
 			// The stage's own files, in its scratch space (the store's
 			// writes say so already).
-			return nil, fmt.Errorf("%w on the scratch space %s while writing the stage's files: %w", storage.ErrNoSpace, filepath.Dir(c.workDir), err)
+			return nil, storage.NoSpace("the scratch space "+filepath.Dir(c.workDir), "the stage's files", err)
 		}
 		return nil, err
 	}
