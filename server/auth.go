@@ -46,6 +46,12 @@ func (s *Server) credentials(r *http.Request) (ok, presented bool) {
 	return false, false
 }
 
+// wrongToken counts a wrong token against client and logs it.
+func (s *Server) wrongToken(client string, r *http.Request) {
+	s.authLimit.failed(client)
+	s.log.Warn("wrong token", "client", client, "method", r.Method, "path", r.URL.Path)
+}
+
 // auth wraps h: unauthorized API calls get a 401, unauthorized pages a
 // redirect to the login page. A client address that presented too many
 // wrong tokens gets 429 for a while, whatever it presents then: answering
@@ -63,8 +69,7 @@ func (s *Server) auth(h http.HandlerFunc, page bool) http.Handler {
 			return
 		}
 		if presented {
-			s.authLimit.failed(client)
-			s.log.Warn("wrong token", "client", client, "method", r.Method, "path", r.URL.Path)
+			s.wrongToken(client, r)
 		}
 		if page {
 			http.Redirect(w, r, "/login", http.StatusSeeOther)
@@ -86,8 +91,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, 4096)
 	if err := r.ParseForm(); err != nil || !equal(r.PostFormValue("token"), s.token) {
-		s.authLimit.failed(client)
-		s.log.Warn("wrong token", "client", client, "method", r.Method, "path", r.URL.Path)
+		s.wrongToken(client, r)
 		s.loginForm(w, http.StatusUnauthorized, "Wrong token.")
 		return
 	}
