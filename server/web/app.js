@@ -155,7 +155,7 @@
       try { run = await api(`/api/v1/runs/${enc(id)}`); } catch (e) { head.replaceChildren(problem(e)); return; }
       last = run;
       const states = Object.fromEntries(run.nodes.map(n => [n.id, shown(n)]));
-      const lost = run.nodes.filter(n => shown(n) === "lost").map(n => n.id);
+      const lost = run.nodes.filter(n => states[n.id] === "lost").map(n => n.id);
       head.replaceChildren(h("div", { class: "toolbar" }, h("h1", { class: "mono" }, run.id), badge(run.state), h("span", { class: "muted" }, run.name),
         h("span", { class: "spacer" }),
         h("button", { class: "danger", disabled: run.state !== "running", onclick: () => act("cancel") }, "Cancel"),
@@ -177,10 +177,9 @@
         box.insertBefore(card, after || null);
       };
       for (const n of run.nodes) {
-        const stage = (run.graph.nodes.find(g => g.id === n.id) || {}).stage;
+        const { stage, ports = [] } = run.graph.nodes.find(g => g.id === n.id) || {};
         if (stage === "train.tagger" && n.state === "running" && !reports.has(n.id)) {
           // While it trains, the curve comes from the epochs it logs.
-          const ports = (run.graph.nodes.find(g => g.id === n.id) || {}).ports || [];
           api(`/api/v1/runs/${enc(run.id)}/nodes/${enc(n.id)}/logs?limit=5000`).then(({ lines }) => {
             if (!reports.has(n.id)) place(curves, n.id, liveCurveCard(n.id, lines, ports.includes("dev")));
           }).catch(() => {});
@@ -249,7 +248,7 @@
 
   function countLine(nodes) {
     const c = {};
-    nodes.forEach(n => c[shown(n)] = (c[shown(n)] || 0) + 1);
+    nodes.forEach(n => { const s = shown(n); c[s] = (c[s] || 0) + 1; });
     return `${nodes.length} nodes: ` + Object.entries(c).map(([s, k]) => `${k} ${stateText(s)}`).join(", ");
   }
 
