@@ -497,29 +497,9 @@ func TestSystemd(t *testing.T) {
 	roles := map[string]int{}
 	gpuWorker := false
 	for _, u := range units {
-		f, err := os.Open(u)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sections, err := unit.DeserializeSections(f)
-		f.Close()
-		if err != nil {
-			t.Errorf("%s: %v", u, err)
+		values, ok := readUnit(t, u, "Timer")
+		if !ok {
 			continue
-		}
-		values := map[string][]string{}
-		for _, s := range sections {
-			allowed, ok := directives[s.Section]
-			if !ok {
-				t.Errorf("%s: unexpected section [%s]", u, s.Section)
-				continue
-			}
-			for _, e := range s.Entries {
-				if !slices.Contains(allowed, e.Name) {
-					t.Errorf("%s: [%s] %s is not a directive these units use (typo?)", u, s.Section, e.Name)
-				}
-				values[s.Section+"."+e.Name] = append(values[s.Section+"."+e.Name], e.Value)
-			}
 		}
 		required := []string{"Unit.Description", "Service.ExecStart", "Service.User", "Install.WantedBy"}
 		if timer := strings.TrimSuffix(u, ".service") + ".timer"; fileExists(timer) {
@@ -601,6 +581,21 @@ func fileExists(p string) bool {
 // enabled by timers.target.
 func checkTimer(t *testing.T, path string) {
 	t.Helper()
+	values, ok := readUnit(t, path, "Service")
+	if !ok {
+		t.FailNow()
+	}
+	if cal := values["Timer.OnCalendar"]; len(cal) == 0 || slices.Contains(cal, "") || !slices.Equal(values["Install.WantedBy"], []string{"timers.target"}) {
+		t.Errorf("%s: want an OnCalendar and WantedBy=timers.target, got %v", path, values)
+	}
+}
+
+// readUnit parses a unit file and checks its sections and directives
+// against directives, where section other (a service's [Timer], a
+// timer's [Service]) does not belong. It returns the values by
+// "Section.Name"; ok is false when the file does not parse.
+func readUnit(t *testing.T, path, other string) (values map[string][]string, ok bool) {
+	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
@@ -608,12 +603,13 @@ func checkTimer(t *testing.T, path string) {
 	defer f.Close()
 	sections, err := unit.DeserializeSections(f)
 	if err != nil {
-		t.Fatalf("%s: %v", path, err)
+		t.Errorf("%s: %v", path, err)
+		return nil, false
 	}
-	values := map[string]string{}
+	values = map[string][]string{}
 	for _, s := range sections {
 		allowed, ok := directives[s.Section]
-		if !ok || s.Section == "Service" {
+		if !ok || s.Section == other {
 			t.Errorf("%s: unexpected section [%s]", path, s.Section)
 			continue
 		}
@@ -621,12 +617,10 @@ func checkTimer(t *testing.T, path string) {
 			if !slices.Contains(allowed, e.Name) {
 				t.Errorf("%s: [%s] %s is not a directive these units use (typo?)", path, s.Section, e.Name)
 			}
-			values[s.Section+"."+e.Name] = e.Value
+			values[s.Section+"."+e.Name] = append(values[s.Section+"."+e.Name], e.Value)
 		}
 	}
-	if values["Timer.OnCalendar"] == "" || values["Install.WantedBy"] != "timers.target" {
-		t.Errorf("%s: want an OnCalendar and WantedBy=timers.target, got %v", path, values)
-	}
+	return values, true
 }
 
 func readEnvFile(t *testing.T, path string) map[string]string {
