@@ -161,18 +161,7 @@ func TestDashboardInChromium(t *testing.T) {
 	// minute ago, stays. The page shows the node lost, with a warning and
 	// its progress frozen, live, and then done.
 	lost := s.submit("slow.yaml", "work.step_time=300ms")
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
-		st, err := s.e.Status(context.Background(), lost)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if n, _ := st.Node("work[steps=30]"); n != nil && n.State == engine.Running && n.Progress != nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("work[steps=30] of run %s did not start: %+v", lost, st)
-		}
-	}
+	s.waitNode(lost, "work[steps=30]", func(n *engine.NodeStatus) bool { return n.Progress != nil })
 	nodeKey := s.ns + ":{" + lost + "}:node:work[steps=30]"
 	if err := s.rdb.HSet(context.Background(), nodeKey, "pid", "0", "started_at", time.Now().Add(-time.Minute).UTC().Format(time.RFC3339Nano)).Err(); err != nil {
 		t.Fatal(err)

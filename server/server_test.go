@@ -372,18 +372,7 @@ func TestQueues(t *testing.T) {
 
 	// A live task is not deleted: that would lose its node's execution.
 	slow := s.submit("slow.yaml", "work.step_time=200ms")
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
-		st, err := s.e.Status(context.Background(), slow)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if n, _ := st.Node("work[steps=20]"); n != nil && n.State == engine.Running {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("work[steps=20] did not start")
-		}
-	}
+	s.waitNode(slow, "work[steps=20]", func(*engine.NodeStatus) bool { return true })
 	if code, b := s.do("POST", "/api/v1/queues/cpu/archived/delete", map[string]string{"id": slow + "/work[steps=20]"}, true); code != http.StatusConflict {
 		t.Errorf("deleting a running node's task: %d %s", code, b)
 	}

@@ -276,6 +276,24 @@ func (s *stack) wait(id string) *runJSON {
 	}
 }
 
+// waitNode polls run until its node is running and ready says it is far
+// enough (a minute at most).
+func (s *stack) waitNode(run, node string, ready func(*engine.NodeStatus) bool) {
+	s.t.Helper()
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		st, err := s.e.Status(context.Background(), run)
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		if n, _ := st.Node(node); n != nil && n.State == engine.Running && ready(n) {
+			return
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("%s of run %s did not start: %+v", node, run, st)
+		}
+	}
+}
+
 // checkSecrets fails if the token or the store's secret key appeared in a
 // response or a log line.
 func (s *stack) checkSecrets() {
