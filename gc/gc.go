@@ -7,7 +7,9 @@
 //
 //   - every registered model version: its model artifact, the reports of
 //     its metrics, the manifest of the run that registered it and the
-//     datasets of its lineage;
+//     datasets of its lineage; and every other copy (same content digest)
+//     of its model and reports that a node record names, since the
+//     version's own copy may be the damaged one;
 //   - the newest KeepRuns finished runs of each pipeline name (scheduled
 //     runs carry their spec's name): their manifests, every node output
 //     they show (cached ones included, wherever they were first written),
@@ -276,7 +278,10 @@ func Make(ctx context.Context, store storage.Store, o Options) (*Plan, error) {
 	}
 	sort.Strings(p.KeptRuns)
 
-	// Registered models and their lineage.
+	// Registered models and their lineage. modelNeeds holds the content
+	// digests of the artifacts they need, and modelRecords the records of
+	// the nodes that made them, for the copies kept below.
+	modelNeeds, modelRecords := map[string]bool{}, map[string]bool{}
 	for _, ob := range objs {
 		name, ok := layout.ModelOf(ob.Key)
 		if !ok {
@@ -290,6 +295,13 @@ func Make(ctx context.Context, store storage.Store, o Options) (*Plan, error) {
 			return nil, fmt.Errorf("gc: reading model version %s: %w", ob.Key, err)
 		}
 		keep[artifactGroup(v.Model.Prefix)] = true
+		modelNeeds[v.Model.Digest] = true
+		for _, m := range v.Metrics {
+			modelNeeds[m.Digest] = true
+		}
+		if v.Key != "" {
+			modelRecords[layout.NodeRecord(v.Key)] = true
+		}
 		keep[layout.RunManifest(v.Run)] = true
 		for _, d := range v.Datasets {
 			keep[datasetGroup(d.Digest)] = true
@@ -298,6 +310,9 @@ func Make(ctx context.Context, store storage.Store, o Options) (*Plan, error) {
 			for _, n := range m.Nodes {
 				if n.ID == v.Node || isMetricsNode(v, n) {
 					keep.artifact(n)
+					if n.Key != "" {
+						modelRecords[layout.NodeRecord(n.Key)] = true
+					}
 				}
 			}
 		}
@@ -306,8 +321,18 @@ func Make(ctx context.Context, store storage.Store, o Options) (*Plan, error) {
 	// Node records stay while any of their outputs does; checkpoints only
 	// for nodes that may still run. A record newer than the cutoff stays
 	// anyway, unread.
+	//
+	// An output with the content of something a kept model needs stays
+	// too, with its record, however old its run: it may be the only good
+	// copy. The model's own copy may have rotted or gone, in which case
+	// its producer executed again (under another prefix, see
+	// docs/operations.md), and nothing but the producer's record refers
+	// to the copy it made. So the records of the nodes that made what
+	// kept models need are read even when kept. Such copies are rare (a
+	// cache hit makes none), so keeping them all costs less than reading
+	// every kept model to learn which copy is good.
 	for prefix, g := range groups {
-		if g.kind != "node-record" || keep[prefix] || g.newest().After(p.Cutoff) {
+		if g.kind != "node-record" || !modelRecords[prefix] && (keep[prefix] || g.newest().After(p.Cutoff)) {
 			continue
 		}
 		var rec engine.NodeRecord
@@ -315,9 +340,11 @@ func Make(ctx context.Context, store storage.Store, o Options) (*Plan, error) {
 			return nil, fmt.Errorf("gc: reading node record %s: %w", prefix, err)
 		}
 		for _, out := range rec.Outputs {
+			if modelNeeds[out.Digest] {
+				keep[artifactGroup(out.Prefix)] = true
+			}
 			if keep[artifactGroup(out.Prefix)] {
 				keep[prefix] = true
-				break
 			}
 		}
 	}
