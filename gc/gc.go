@@ -1,7 +1,8 @@
 // Package gc finds what in a store nothing kept needs any more, and deletes
 // it: the outputs, node records and checkpoints of old runs, the manifests
-// of runs beyond the newest few per pipeline, and imported datasets no kept
-// run or model refers to.
+// of runs beyond the newest few per pipeline, imported datasets no kept
+// run or model refers to, and shared files (word vectors a model carries
+// unchanged, see artifact.File.Blob) that nothing left refers to.
 //
 // Kept (the roots, and everything they refer to):
 //
@@ -21,12 +22,16 @@
 //   - everything written less than MinAge ago (a run that starts while gc
 //     runs writes only new objects), or since the start of a live run whose
 //     state cannot be read;
-//   - the registry, live markers, and any key outside the layout gc knows.
+//   - the registry, live markers, and any key outside the layout gc knows;
+//   - every shared file that anything kept (an artifact, a node record, a
+//     checkpoint, a model version, a run) lists, read from their manifests.
 //
 // Deleting a node record makes its node a cache miss; records go before the
 // outputs they name, so that a run starting meanwhile recomputes rather than
 // reads a half-deleted output, and the outputs of a run that appeared
-// between the plan and the deletion are spared.
+// between the plan and the deletion are spared. Shared files go last, each
+// checked again just before: one written since the plan (an artifact that
+// has just taken it up writes it again) stays.
 package gc
 
 import (
@@ -63,7 +68,7 @@ type Options struct {
 // Item is one thing gc deletes: an artifact, node record, checkpoint,
 // dataset or run manifest, with its objects.
 type Item struct {
-	Kind   string `json:"kind"`   // artifact, node-record, checkpoint, dataset, run
+	Kind   string `json:"kind"`   // artifact, node-record, checkpoint, dataset, run, blob
 	Prefix string `json:"prefix"` // the key, or the prefix of its objects
 	// Why says why nothing keeps it.
 	Why     string   `json:"why"`
@@ -135,6 +140,10 @@ func groupOf(key string) (kind, prefix string) {
 		return "", ""
 	}
 	switch {
+	case strings.HasPrefix(key, layout.Blobs):
+		if _, ok := layout.DigestOfBlob(key); ok {
+			return "blob", key
+		}
 	case strings.HasPrefix(key, layout.Nodes):
 		if _, ok := layout.NodeOfRecord(key); ok {
 			return "node-record", key
@@ -164,9 +173,19 @@ func (m marks) artifact(a engine.NodeStatus) {
 		if out.Prefix != "" {
 			m[artifactGroup(out.Prefix)] = true
 		}
+		m.blobs(out)
 	}
 	if a.Key != "" {
 		m[layout.NodeRecord(a.Key)] = true
+	}
+}
+
+// blobs keeps the shared files artifact a refers to.
+func (m marks) blobs(a artifact.Manifest) {
+	for _, f := range a.Files {
+		if f.Blob != "" {
+			m[f.Blob] = true
+		}
 	}
 }
 
@@ -302,6 +321,7 @@ func Make(ctx context.Context, store storage.Store, o Options) (*Plan, error) {
 		if v.Key != "" {
 			modelRecords[layout.NodeRecord(v.Key)] = true
 		}
+		keep.blobs(v.Model)
 		keep[layout.RunManifest(v.Run)] = true
 		for _, d := range v.Datasets {
 			keep[datasetGroup(d.Digest)] = true
@@ -349,6 +369,10 @@ func Make(ctx context.Context, store storage.Store, o Options) (*Plan, error) {
 		}
 	}
 
+	if err := keepSharedFiles(ctx, store, groups, keep, p.Cutoff); err != nil {
+		return nil, err
+	}
+
 	var prefixes []string
 	for prefix := range groups {
 		prefixes = append(prefixes, prefix)
@@ -373,6 +397,47 @@ func Make(ctx context.Context, store storage.Store, o Options) (*Plan, error) {
 		p.Bytes += it.Bytes
 	}
 	return p, nil
+}
+
+// keepSharedFiles keeps the shared files that the node records and
+// artifact manifests which stay (kept, or newer than cutoff) list: a
+// record kept for one output, a checkpoint of a live node, an output a run
+// wrote after the plan's cutoff.
+func keepSharedFiles(ctx context.Context, store storage.Store, groups map[string]*group, keep marks, cutoff time.Time) error {
+	for prefix, g := range groups {
+		if g.kind == "blob" || g.kind == "run" || (!keep[prefix] && !g.newest().After(cutoff)) {
+			continue
+		}
+		if g.kind == "node-record" {
+			var rec engine.NodeRecord
+			if _, err := storage.GetJSON(ctx, store, prefix, &rec); err != nil {
+				if errors.Is(err, storage.ErrNotFound) {
+					continue // replaced or collected meanwhile
+				}
+				return fmt.Errorf("gc: reading node record %s: %w", prefix, err)
+			}
+			for _, out := range rec.Outputs {
+				keep.blobs(out)
+			}
+			continue
+		}
+		// Artifacts, checkpoints and datasets with their manifests beside
+		// their files (node outputs have theirs in the node record).
+		for _, ob := range g.objects {
+			if !strings.HasSuffix(ob.Key, artifact.ManifestSuffix) {
+				continue
+			}
+			var m artifact.Manifest
+			if _, err := storage.GetJSON(ctx, store, ob.Key, &m); err != nil {
+				if errors.Is(err, storage.ErrNotFound) {
+					continue
+				}
+				return fmt.Errorf("gc: reading %s: %w", ob.Key, err)
+			}
+			keep.blobs(m)
+		}
+	}
+	return nil
 }
 
 // markRun keeps what a run shows: its nodes' outputs and records, and the
@@ -420,14 +485,17 @@ func why(g *group, manifests map[string]*engine.RunManifest, keepRuns int) strin
 		return "no live run has its node"
 	case "dataset":
 		return "no kept run imported it and no registered model was trained on it"
+	case "blob":
+		return "no kept artifact, model or run refers to this shared file"
 	}
 	return ""
 }
 
 // Apply deletes what the plan found: run manifests and node records first,
 // then (after checking the live runs again, sparing the outputs of any that
-// appeared since the plan) artifacts, checkpoints and datasets. It returns
-// the bytes deleted.
+// appeared since the plan) artifacts, checkpoints and datasets, and last
+// the shared files that no live run's outputs list and that were not
+// written again since the plan. It returns the bytes deleted.
 func (p *Plan) Apply(ctx context.Context, o Options) (int64, error) {
 	if len(p.Unreadable) > 0 {
 		return 0, fmt.Errorf("gc: run %s has not ended and what it uses cannot be read (an embedded run of another process, or Redis away): "+
@@ -463,7 +531,21 @@ func (p *Plan) Apply(ctx context.Context, o Options) (int64, error) {
 	}
 	for _, ob := range objs {
 		id, ok := layout.RunOfLiveMarker(ob.Key)
-		if !ok || known[id] {
+		if !ok {
+			continue
+		}
+		if known[id] {
+			// What it has done since the plan may have taken up a shared
+			// file planned to go.
+			if o.Live != nil {
+				if st, err := o.Live(ctx, id); err == nil {
+					for _, n := range st.Nodes {
+						for _, out := range n.Outputs {
+							spare.blobs(out)
+						}
+					}
+				}
+			}
 			continue
 		}
 		if o.Live == nil {
@@ -478,7 +560,28 @@ func (p *Plan) Apply(ctx context.Context, o Options) (int64, error) {
 		}
 	}
 	for _, it := range p.Delete {
-		if it.Kind == "run" || it.Kind == "node-record" || spare[it.Prefix] {
+		if it.Kind == "run" || it.Kind == "node-record" || it.Kind == "blob" || spare[it.Prefix] {
+			continue
+		}
+		if err := del(it); err != nil {
+			return deleted, err
+		}
+	}
+	// Shared files last: an artifact that takes one up writes it again
+	// before its record is committed, so one written since the plan stays.
+	for _, it := range p.Delete {
+		if it.Kind != "blob" || spare[it.Prefix] {
+			continue
+		}
+		info, err := p.store.Stat(ctx, it.Prefix)
+		switch {
+		case errors.Is(err, storage.ErrNotFound):
+			continue
+		case err != nil:
+			return deleted, fmt.Errorf("gc: checking %s: %w", it.Prefix, err)
+		case !info.ModTime.Before(p.Cutoff.Truncate(time.Second)):
+			// S3 gives an object's time to the second: written in the
+			// cutoff's second or later may be written since the plan.
 			continue
 		}
 		if err := del(it); err != nil {

@@ -24,6 +24,7 @@ import (
 	_ "github.com/nerflow/nerflow/pipeline/teststages"
 	"github.com/nerflow/nerflow/registry"
 	"github.com/nerflow/nerflow/storage"
+	"github.com/nerflow/nerflow/storage/artifact"
 	"github.com/nerflow/nerflow/storage/fsstore"
 	"github.com/nerflow/nerflow/storage/layout"
 	_ "github.com/nerflow/nerflow/storage/s3store"
@@ -392,12 +393,15 @@ func noOrphans(t *testing.T, st storage.Store) {
 		if !ok || strings.HasPrefix(o.Key, layout.Runs) {
 			continue
 		}
-		var m struct{ Files []struct{ Name string } }
+		var m artifact.Manifest
 		if _, err := storage.GetJSON(context.Background(), st, o.Key, &m); err != nil {
 			t.Fatal(err)
 		}
+		if m.Prefix != prefix {
+			t.Errorf("%s describes the files under %s", o.Key, m.Prefix)
+		}
 		for _, f := range m.Files {
-			if !keys[prefix+"/"+f.Name] {
+			if !keys[m.Key(f.Name)] {
 				t.Errorf("%s names %s, which is gone", o.Key, f.Name)
 			}
 		}

@@ -136,9 +136,29 @@ type Output struct {
 	w    *artifact.Writer
 }
 
-func newOutput(ctx context.Context, st storage.Store, port Port, prefix string, m Artifact) *Output {
+// newOutput starts an output at prefix; files with the digests in share
+// (the large files of the stage's inputs) are stored as shared blobs.
+func newOutput(ctx context.Context, st storage.Store, port Port, prefix string, m Artifact, share []string) *Output {
 	m.Kind = port.Kind
-	return &Output{ctx: ctx, port: port, w: artifact.NewWriter(st, prefix, m)}
+	w := artifact.NewWriter(st, prefix, m)
+	w.Share(share...)
+	return &Output{ctx: ctx, port: port, w: w}
+}
+
+// sharedDigests lists the digests of the inputs' files large enough to be
+// stored once when an output carries them unchanged.
+func sharedDigests(inputs map[string][]Artifact) []string {
+	var out []string
+	for _, arts := range inputs {
+		for _, a := range arts {
+			for _, f := range a.Files {
+				if f.Size >= artifact.SharedMinSize {
+					out = append(out, f.Digest)
+				}
+			}
+		}
+	}
+	return out
 }
 
 // Name is the output's port name.
@@ -174,14 +194,12 @@ func (o *Output) Create(name string) (io.WriteCloser, error) {
 	return wc, o.wrap(err)
 }
 
-// AddFile copies the local file at path into the artifact as name.
+// AddFile copies the local file at path into the artifact as name. A large
+// file with the bytes of a file of one of the stage's inputs is stored once
+// (see artifact.Writer.PutFile): a checkpoint that carries its pretrained
+// vectors or language model unchanged refers to the stored copy.
 func (o *Output) AddFile(name, path string) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return o.wrap(err)
-	}
-	defer f.Close()
-	_, err = o.w.Put(o.ctx, name, f)
+	_, err := o.w.PutFile(o.ctx, name, path)
 	return o.wrap(err)
 }
 

@@ -143,7 +143,7 @@ func (c *Context) SaveCheckpoint(dir string, step int64) error {
 		return err
 	}
 	prefix := fmt.Sprintf("%s/%d-%s", c.env.CheckpointPrefix, step, randomID())
-	out := newOutput(c, c.env.Store, Port{Name: "checkpoint", Kind: "checkpoint"}, prefix, c.describe())
+	out := newOutput(c, c.env.Store, Port{Name: "checkpoint", Kind: "checkpoint"}, prefix, c.describe(), sharedDigests(c.env.Inputs))
 	if err := out.AddDir(dir); err != nil {
 		return fmt.Errorf("saving checkpoint: %w", err)
 	}
@@ -360,7 +360,7 @@ func Exec(ctx context.Context, s *Stage, env Env) (outs map[string]Artifact, err
 		if env.OutputPrefixOf != nil {
 			prefix = env.OutputPrefixOf(p.Name)
 		}
-		c.outputs[p.Name] = newOutput(ctx, env.Store, p, prefix, c.describe())
+		c.outputs[p.Name] = newOutput(ctx, env.Store, p, prefix, c.describe(), sharedDigests(env.Inputs))
 	}
 	defer func() {
 		c.workOnce.Do(func() {}) // no directory to remove if none was made

@@ -382,6 +382,9 @@ func (x *execution) discard(outputs map[string]stages.Artifact) {
 	defer cancel()
 	for _, a := range outputs {
 		for _, f := range a.Files {
+			if f.Shared() {
+				continue // other artifacts may hold it; gc collects it once none does
+			}
 			if err := x.w.e.store.Delete(ctx, a.Key(f.Name)); err != nil {
 				x.log.Warn("deleting a discarded output", "file", a.Key(f.Name), "err", err)
 			}

@@ -53,6 +53,7 @@ import (
 	"time"
 
 	"github.com/nerflow/nerflow/storage"
+	"github.com/nerflow/nerflow/storage/layout"
 )
 
 // FormatVersion is the version of the manifest format this package writes
@@ -105,7 +106,16 @@ type File struct {
 	Name   string `json:"name"`
 	Size   int64  `json:"size"`
 	Digest string `json:"digest"` // "sha256:<hex>"
+	// Blob, when set, is where the bytes are: the shared file of that
+	// digest (layout.Blob), which other artifacts with the same content
+	// refer to as well, instead of a copy under the artifact's prefix.
+	// Where a file is stored is no part of the artifact's content digest.
+	Blob string `json:"blob,omitempty"`
 }
+
+// Shared tells whether the file's bytes are a shared blob, which deleting
+// the artifact must leave to the store's collector (package gc).
+func (f File) Shared() bool { return f.Blob != "" }
 
 // Producer records where an artifact came from: a stage run, or, for an
 // imported dataset, its Source.
@@ -132,8 +142,14 @@ type Input struct {
 // ManifestKey returns the key of the manifest of the artifact at prefix.
 func ManifestKey(prefix string) string { return prefix + ManifestSuffix }
 
-// Key returns the store key of file name.
-func (m Manifest) Key(name string) string { return m.Prefix + "/" + name }
+// Key returns the store key of file name: its shared blob, or the key
+// under the artifact's prefix.
+func (m Manifest) Key(name string) string {
+	if f, ok := m.File(name); ok && f.Blob != "" {
+		return f.Blob
+	}
+	return m.Prefix + "/" + name
+}
 
 // File returns the entry for name.
 func (m Manifest) File(name string) (File, bool) {
@@ -164,6 +180,12 @@ func (m *Manifest) ContentDigest() string {
 	}
 	if len(files) == 0 {
 		files = nil
+	}
+	if slices.ContainsFunc(files, File.Shared) {
+		files = slices.Clone(files)
+		for i := range files {
+			files[i].Blob = ""
+		}
 	}
 	content := struct {
 		Kind          string            `json:"kind"`
@@ -240,6 +262,9 @@ func (m *Manifest) validate() error {
 		if err := storage.ValidateDigest(f.Digest); err != nil {
 			return fmt.Errorf("files[%d] (%s): %w", i, f.Name, err)
 		}
+		if f.Blob != "" && f.Blob != layout.Blob(f.Digest) {
+			return fmt.Errorf("files[%d] (%s): blob %q is not the shared file of its digest (%s)", i, f.Name, f.Blob, layout.Blob(f.Digest))
+		}
 	}
 	if err := storage.ValidateDigest(m.Digest); err != nil {
 		return err
@@ -266,6 +291,9 @@ func ValidateFileName(name string) error {
 func Write(ctx context.Context, s storage.Store, prefix string, m Manifest) (Manifest, error) {
 	for _, f := range m.Files {
 		key := prefix + "/" + f.Name
+		if f.Blob != "" {
+			key = f.Blob
+		}
 		info, err := s.Stat(ctx, key)
 		if err != nil {
 			return Manifest{}, fmt.Errorf("artifact: writing %s: file %s: %w", ManifestKey(prefix), f.Name, err)
@@ -425,12 +453,17 @@ func VerifyFile(ctx context.Context, s storage.Store, m Manifest, name string) e
 }
 
 // Delete removes artifact m: its manifest first, so that
-// readers never see a manifest whose files are gone, then its files.
+// readers never see a manifest whose files are gone, then its files. Shared
+// files (File.Shared) stay: other artifacts may refer to them, and the
+// store's collector deletes them once none does.
 func Delete(ctx context.Context, s storage.Store, m Manifest) error {
 	if err := s.Delete(ctx, ManifestKey(m.Prefix)); err != nil {
 		return fmt.Errorf("artifact: deleting %s: %w", m.Prefix, err)
 	}
 	for _, f := range m.Files {
+		if f.Shared() {
+			continue
+		}
 		if err := s.Delete(ctx, m.Key(f.Name)); err != nil {
 			return fmt.Errorf("artifact: deleting %s: %w", m.Key(f.Name), err)
 		}

@@ -8,10 +8,12 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"os"
 	"slices"
 	"sync"
 
 	"github.com/nerflow/nerflow/storage"
+	"github.com/nerflow/nerflow/storage/layout"
 )
 
 // ErrNotClosed is wrapped by the error of a Commit that found a file from
@@ -28,6 +30,7 @@ type Writer struct {
 	manifest  Manifest
 	names     map[string]bool
 	open      map[string]*fileWriter // from Create, not closed yet
+	share     map[string]bool        // digests PutFile stores as shared blobs
 	committed bool
 }
 
@@ -95,6 +98,93 @@ func (w *Writer) PutJSON(ctx context.Context, name string, v any, opts ...storag
 	}
 	opts = append([]storage.PutOption{storage.WithContentType("application/json")}, opts...)
 	return w.PutBytes(ctx, name, append(b, '\n'), opts...)
+}
+
+// SharedMinSize is the size from which PutFile stores a file that Share
+// declared as a shared blob rather than under the artifact's prefix.
+const SharedMinSize = 1 << 20
+
+// Share declares content digests that files of the artifact may carry
+// unchanged from elsewhere (the files of the producer's inputs): PutFile
+// stores a file of one of these digests, of SharedMinSize bytes or more,
+// as a shared blob.
+func (w *Writer) Share(digests ...string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.share == nil {
+		w.share = map[string]bool{}
+	}
+	for _, d := range digests {
+		w.share[d] = true
+	}
+}
+
+// PutFile stores the local file at path as file name of the artifact. A
+// file that carries shared content (see Share) is stored once for every
+// artifact that holds the same bytes: as the blob of its digest
+// (layout.Blob), which the manifest's File.Blob names. That is how a
+// checkpoint carrying the word vectors it was trained with, unchanged, or
+// the language model it embeds, costs the store no second copy of them,
+// while what is new in it (its weights) stays under its prefix and goes
+// with it.
+//
+// The blob is written even when it is already stored (the same bytes,
+// published atomically): its modification time then tells the store's
+// collector, which spares what was written lately, that an artifact has
+// just taken it up.
+func (w *Writer) PutFile(ctx context.Context, name, path string, opts ...storage.PutOption) (storage.ObjectInfo, error) {
+	if err := w.claim(name); err != nil {
+		return storage.ObjectInfo{}, err
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		w.unclaim(name)
+		return storage.ObjectInfo{}, fmt.Errorf("artifact %s: %w", w.prefix, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		w.unclaim(name)
+		return storage.ObjectInfo{}, fmt.Errorf("artifact %s: %w", w.prefix, err)
+	}
+	w.mu.Lock()
+	sharing := len(w.share) > 0
+	w.mu.Unlock()
+	if fi.Size() < SharedMinSize || !sharing {
+		return w.put(ctx, name, f, opts...)
+	}
+	h := storage.NewHasher()
+	if _, err := io.Copy(h, storage.ContextReader(ctx, f)); err != nil {
+		w.unclaim(name)
+		return storage.ObjectInfo{}, fmt.Errorf("artifact %s: hashing %s: %w", w.prefix, name, err)
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		w.unclaim(name)
+		return storage.ObjectInfo{}, fmt.Errorf("artifact %s: %w", w.prefix, err)
+	}
+	w.mu.Lock()
+	shared := w.share[h.Digest()]
+	w.mu.Unlock()
+	if !shared {
+		return w.put(ctx, name, f, append(opts, storage.WithDigest(h.Digest()))...)
+	}
+	blob := layout.Blob(h.Digest())
+	// The digest guards against the file changing between the two reads.
+	info, err := w.store.Put(ctx, blob, f, append(opts, storage.WithDigest(h.Digest()))...)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err != nil {
+		delete(w.names, name)
+		return storage.ObjectInfo{}, fmt.Errorf("artifact %s: writing %s (shared as %s): %w", w.prefix, name, blob, err)
+	}
+	w.manifest.Files = append(w.manifest.Files, File{Name: name, Size: info.Size, Digest: info.Digest, Blob: blob})
+	return info, nil
+}
+
+func (w *Writer) unclaim(name string) {
+	w.mu.Lock()
+	delete(w.names, name)
+	w.mu.Unlock()
 }
 
 // Create returns a writer that streams file name to the store; the file is

@@ -9,6 +9,7 @@
 //	artifacts/<key>-<attempt>-<output>/…   an attempt's output files
 //	checkpoints/<key>/…                    latest checkpoint of a resumable node
 //	datasets/<digest>/…                    imported external datasets
+//	blobs/sha256/<hex>                     a large file shared by artifacts
 //	runs/<run>/manifest.json               a run's manifest
 //	live/<run>                             marker of a run that has not ended
 //	registry/models/<name>/<n>.json        a registered model version
@@ -57,6 +58,24 @@ func Checkpoints(key string) string { return "checkpoints/" + key }
 // Datasets is the prefix of imported external datasets: each lands under
 // "datasets/<hex of its content digest>" (see artifact.Import).
 const Datasets = "datasets"
+
+// Blobs is the prefix of shared files: a large file an artifact holds
+// (word vectors a checkpoint carries unchanged, a language model's
+// weights) is stored once under the hex of its content digest, and every
+// artifact with a file of that content refers to it (artifact.File.Blob).
+const Blobs = "blobs/"
+
+// Blob is the key of the shared file whose content digest is digest
+// ("sha256:<hex>").
+func Blob(digest string) string { return Blobs + strings.Replace(digest, ":", "/", 1) }
+
+// DigestOfBlob returns the content digest that key, a key under Blobs,
+// stores, and false for another key.
+func DigestOfBlob(key string) (string, bool) {
+	rest, ok := strings.CutPrefix(key, Blobs)
+	algo, hex, cut := strings.Cut(rest, "/")
+	return algo + ":" + hex, ok && cut && algo == "sha256" && hex != "" && !strings.Contains(hex, "/")
+}
 
 // Runs is the prefix of run manifests.
 const Runs = "runs/"

@@ -9,7 +9,8 @@ import (
 func TestKeysAreValidAndParseBack(t *testing.T) {
 	const key, run = "ab12cd", "20261126-070000-abcdef"
 	for _, k := range []string{NodeRecord(key), AttemptOutputs(key, "x1") + "out/i", Checkpoints(key) + "/latest.json",
-		Datasets + "/ff00/train.txt", RunManifest(run), LiveMarker(run), ModelVersion("ner", 3), ModelTags("ner"), RegistrySynced} {
+		Datasets + "/ff00/train.txt", RunManifest(run), LiveMarker(run), ModelVersion("ner", 3), ModelTags("ner"), RegistrySynced,
+		Blob(blobDigest)} {
 		if err := storage.ValidateKey(k); err != nil {
 			t.Errorf("%s: %v", k, err)
 		}
@@ -42,4 +43,14 @@ func TestKeysAreValidAndParseBack(t *testing.T) {
 	if _, ok := VersionOf("ner", ModelTags("ner")); ok {
 		t.Error("the tags key parsed as a version")
 	}
+	if d, ok := DigestOfBlob(Blob(blobDigest)); !ok || d != blobDigest {
+		t.Errorf("DigestOfBlob: %q %v", d, ok)
+	}
+	for _, k := range []string{"blobs/sha256/", "blobs/md5/ab", "blobs/sha256/ab/c", "datasets/sha256/ab"} {
+		if d, ok := DigestOfBlob(k); ok {
+			t.Errorf("DigestOfBlob(%q) = %q", k, d)
+		}
+	}
 }
+
+const blobDigest = "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
