@@ -16,6 +16,7 @@ import (
 	"github.com/nerflow/nerflow/pipeline/engine"
 	"github.com/nerflow/nerflow/registry"
 	"github.com/nerflow/nerflow/storage"
+	"github.com/nerflow/nerflow/storage/artifact"
 )
 
 // withRegistry runs fn with the configured store's model registry, locking
@@ -216,11 +217,33 @@ func f1(v *registry.Version) string {
 	return fmt.Sprintf("%.2f", 100*v.Metrics[0].Micro.F1)
 }
 
+// modelSize says how much of a model is its own and how much it shares
+// with other artifacts (the word vectors it was trained with).
+func modelSize(a artifact.Manifest) string {
+	var own, shared int64
+	for _, f := range a.Files {
+		if f.Shared() {
+			shared += f.Size
+		} else {
+			own += f.Size
+		}
+	}
+	if shared == 0 {
+		return bytesString(own)
+	}
+	return bytesString(own) + " own + " + bytesString(shared) + " shared"
+}
+
 func printVersion(w io.Writer, v *registry.Version, tags []string) {
 	fmt.Fprintf(w, "model      %s\n", v.Ref())
 	fmt.Fprintf(w, "tags       %s\n", orDash(strings.Join(tags, ", ")))
 	fmt.Fprintf(w, "registered %s by nerflow %s\n", v.Registered.Format("2006-01-02 15:04:05 MST"), v.Nerflow)
-	fmt.Fprintf(w, "artifact   %s (%s, %d files)\n", shortDigest(v.Model.Digest), v.Model.Prefix, len(v.Model.Files))
+	fmt.Fprintf(w, "artifact   %s (%s, %d files, %s)\n", shortDigest(v.Model.Digest), v.Model.Prefix, len(v.Model.Files), modelSize(v.Model))
+	for _, f := range v.Model.Files {
+		if f.Shared() {
+			fmt.Fprintf(w, "shared     %-12s %s (%s, stored once at %s)\n", f.Name, shortDigest(f.Digest), bytesString(f.Size), f.Blob)
+		}
+	}
 	fmt.Fprintf(w, "run        %s (spec %s%s)\n", v.Run, orDash(v.SpecFile), overridesNote(v.Overrides))
 	if v.Stage != "" {
 		fmt.Fprintf(w, "trained by %s (%s v%d, node key %s)\n", v.Node, v.Stage, v.StageVersion, engine.Short(v.Key))
