@@ -48,12 +48,6 @@ func parseNerflow(t *testing.T, where string, args []string) *command {
 	t.Helper()
 	root := cli.NewRoot()
 	cmd, rest, err := root.Find(args)
-	if (err != nil || cmd == root) && len(args) > 0 && args[0] == "serve" {
-		// nerflow serve comes with the API (issue 14, branch web); until it
-		// is merged its flags cannot be checked here.
-		t.Logf("%s: nerflow serve is not in this build; its command line is not checked", where)
-		return &command{cmd: &cobra.Command{Use: "serve"}}
-	}
 	if err != nil || cmd == root {
 		t.Errorf("%s: %q is not a nerflow command (%v)", where, strings.Join(args, " "), err)
 		return nil
