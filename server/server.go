@@ -4,9 +4,12 @@
 // POST /v1/predict, Prometheus metrics, and a dashboard whose assets are
 // embedded in the binary (it works offline).
 //
-// The package knows the engine, the registry and the predictor only by the
-// small interfaces below, which their packages satisfy directly or through
-// a thin adapter in the CLI. Every endpoint but GET /healthz needs the
+// The package drives the engine through Runs (whose values are the
+// engine's run types) and knows the workers, the schedules, the model
+// registry, asynq's queues and the predictor only by the small interfaces
+// below: *engine.Engine and the predictor satisfy theirs directly, package
+// server/backend adapts the others, and the CLI wires them in
+// (imports_test.go keeps it so). Every endpoint but GET /healthz needs the
 // bearer token of the configuration (or the dashboard's session cookie,
 // derived from it); the token itself is never logged nor sent back.
 package server

@@ -30,6 +30,7 @@ import (
 	"github.com/nerflow/nerflow/registry"
 	"github.com/nerflow/nerflow/schedule"
 	"github.com/nerflow/nerflow/server"
+	"github.com/nerflow/nerflow/server/backend"
 	"github.com/nerflow/nerflow/storage"
 	_ "github.com/nerflow/nerflow/storage/all"
 	"github.com/nerflow/nerflow/storage/fsstore"
@@ -152,8 +153,8 @@ func newStack(t *testing.T, real bool, tune ...func(*engine.WorkerOptions)) *sta
 	dir, _ := filepath.Abs("testdata")
 	srv, err := server.New(s.e, s.token, server.WithLogger(log), server.WithSpecDir(dir),
 		server.WithNodeLogs(nodelog.NewReader(rdb, ns)), server.WithPredictor(s.batcher, "tiny"),
-		server.WithWorkers(server.NewWorkerList(rdb, ns)), server.WithModels(server.NewModelRegistry(reg)),
-		server.WithSchedules(server.NewScheduleList(schedule.NewStore(rdb, ns))), server.WithQueues(server.NewQueueInspector(rdb, ns)),
+		server.WithWorkers(backend.NewWorkerList(rdb, ns)), server.WithModels(backend.NewModelRegistry(reg)),
+		server.WithSchedules(backend.NewScheduleList(schedule.NewStore(rdb, ns))), server.WithQueues(backend.NewQueueInspector(rdb, ns)),
 		server.WithMetrics(metrics.Handler(metrics.NewRegistry(metrics.NewCollector(s.e, rdb, ns, log)))))
 	if err != nil {
 		t.Fatal(err)

@@ -18,6 +18,7 @@ import (
 	"github.com/nerflow/nerflow/registry"
 	"github.com/nerflow/nerflow/schedule"
 	"github.com/nerflow/nerflow/server"
+	"github.com/nerflow/nerflow/server/backend"
 	"github.com/nerflow/nerflow/stages"
 	"github.com/nerflow/nerflow/train"
 	"github.com/nerflow/nerflow/workers"
@@ -127,10 +128,10 @@ func (a *app) serve(ctx context.Context, o serveOptions) error {
 	opts := []server.Option{
 		server.WithLogger(a.log),
 		server.WithNodeLogs(nodelog.NewReader(c.rdb, a.cfg.Redis.Namespace)),
-		server.WithWorkers(server.NewWorkerList(c.rdb, a.cfg.Redis.Namespace)),
-		server.WithModels(server.NewModelRegistry(reg)),
-		server.WithSchedules(server.NewScheduleList(schedules)),
-		server.WithQueues(server.NewQueueInspector(c.rdb, a.cfg.Redis.Namespace)),
+		server.WithWorkers(backend.NewWorkerList(c.rdb, a.cfg.Redis.Namespace)),
+		server.WithModels(backend.NewModelRegistry(reg)),
+		server.WithSchedules(backend.NewScheduleList(schedules)),
+		server.WithQueues(backend.NewQueueInspector(c.rdb, a.cfg.Redis.Namespace)),
 		server.WithMetrics(metrics.Handler(metrics.NewRegistry(metrics.NewCollector(c.engine, c.rdb, a.cfg.Redis.Namespace, a.log)))),
 	}
 	if given > 0 {

@@ -1,4 +1,8 @@
-package server
+// Package backend adapts nerflow's operating packages (workers, the model
+// registry, schedules, asynq's queues) to the small interfaces package
+// server knows them by, shaped as the dashboard lists them. The CLI wires
+// them into the server; the server itself imports none of those packages.
+package backend
 
 import (
 	"context"
@@ -12,14 +16,14 @@ import (
 	"github.com/nerflow/nerflow/pipeline/engine"
 	"github.com/nerflow/nerflow/registry"
 	"github.com/nerflow/nerflow/schedule"
+	"github.com/nerflow/nerflow/server"
 	"github.com/nerflow/nerflow/workers"
 )
 
-// Adapters of the operating packages (workers, registry, schedule) to the server's
-// interfaces, shaped as the dashboard lists them.
-
 // NewWorkerList shows the live workers of package workers on the API.
-func NewWorkerList(rdb redis.UniversalClient, ns string) Workers { return workerList{rdb: rdb, ns: ns} }
+func NewWorkerList(rdb redis.UniversalClient, ns string) server.Workers {
+	return workerList{rdb: rdb, ns: ns}
+}
 
 type workerList struct {
 	rdb redis.UniversalClient
@@ -58,7 +62,7 @@ func (w workerList) Workers(ctx context.Context) (any, error) {
 
 // NewModelRegistry shows a model registry on the API; listing it first
 // registers the models of runs finished since the last look.
-func NewModelRegistry(reg *registry.Registry) Models { return modelRegistry{reg} }
+func NewModelRegistry(reg *registry.Registry) server.Models { return modelRegistry{reg} }
 
 type modelRegistry struct{ reg *registry.Registry }
 
@@ -130,14 +134,14 @@ func (m modelRegistry) Promote(ctx context.Context, ref, tag string) error {
 // notFound marks the registry's lookup failures for a 404.
 func notFound(err error) error {
 	if errors.Is(err, registry.ErrNoModel) || errors.Is(err, registry.ErrNoVersion) || errors.Is(err, registry.ErrNoTag) {
-		return fmt.Errorf("%w: %w", ErrNotFound, err)
+		return fmt.Errorf("%w: %w", server.ErrNotFound, err)
 	}
 	return err
 }
 
 // NewScheduleList shows and controls the schedules of package schedule on
 // the API.
-func NewScheduleList(st *schedule.Store) Schedules { return scheduleList{st} }
+func NewScheduleList(st *schedule.Store) server.Schedules { return scheduleList{st} }
 
 type scheduleList struct{ st *schedule.Store }
 
@@ -176,7 +180,7 @@ func (l scheduleList) Schedules(ctx context.Context) (any, error) {
 	return rows, nil
 }
 
-func (l scheduleList) AddSchedule(ctx context.Context, s NewSchedule) error {
+func (l scheduleList) AddSchedule(ctx context.Context, s server.NewSchedule) error {
 	return l.st.Add(ctx, schedule.Schedule{Name: s.Name, Cron: s.Cron, SpecFile: s.SpecFile, Overrides: s.Set, Missed: s.Missed})
 }
 
@@ -225,7 +229,7 @@ func (l scheduleList) RunSchedules(ctx context.Context) (map[string]string, erro
 
 func scheduleNotFound(err error) error {
 	if errors.Is(err, schedule.ErrNoSchedule) {
-		return fmt.Errorf("%w: %w", ErrNotFound, err)
+		return fmt.Errorf("%w: %w", server.ErrNotFound, err)
 	}
 	return err
 }
