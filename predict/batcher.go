@@ -39,6 +39,11 @@ var ErrNoModel = errors.New("no model loaded")
 // ErrInvalid wraps the errors of malformed requests.
 var ErrInvalid = errors.New("invalid request")
 
+// ErrOverloaded is returned, at once, to a request that finds the queue
+// full: a client told to come back later costs less than one left waiting
+// behind a backlog that only grows.
+var ErrOverloaded = errors.New("overloaded: the prediction queue is full")
+
 // Options configure a Batcher.
 type Options struct {
 	// MaxBatch is the most sentences tagged in one forward pass (default
@@ -49,8 +54,9 @@ type Options struct {
 	// requests that queued while the previous one ran, which under load
 	// is already most of the gain; see the serving benchmark.
 	MaxWait time.Duration
-	// Queue is how many requests may wait for the tagger (default 1024);
-	// beyond it Predict waits for room or its context.
+	// Queue is how many requests may wait for the tagger (default 1024),
+	// besides the batch it tags; beyond it Predict fails with
+	// ErrOverloaded.
 	Queue int
 }
 
@@ -132,11 +138,14 @@ func (b *Batcher) Predict(ctx context.Context, req Request) (*Response, error) {
 	}
 	j := &job{ctx: ctx, words: in.words, resp: make(chan jobResult, 1)}
 	select {
-	case b.jobs <- j:
-	case <-ctx.Done():
-		return nil, ctx.Err()
 	case <-b.done:
 		return nil, errors.New("predictor closed")
+	default:
+	}
+	select {
+	case b.jobs <- j:
+	default:
+		return nil, fmt.Errorf("%w (%d requests waiting)", ErrOverloaded, cap(b.jobs))
 	}
 	var r jobResult
 	select {

@@ -201,8 +201,11 @@ func (s *Server) predict(w http.ResponseWriter, r *http.Request) {
 	}
 	resp, err := s.predictor.Predict(r.Context(), preq)
 	switch {
+	case errors.Is(err, predict.ErrOverloaded):
+		unavailable(w, "%v; try again in %d s", err, predictRetryAfter)
+		return
 	case errors.Is(err, predict.ErrNoModel):
-		writeError(w, http.StatusServiceUnavailable, "%v: the model is loading or its tag points nowhere", err)
+		unavailable(w, "%v: the model is loading or its tag points nowhere", err)
 		return
 	case errors.Is(err, predict.ErrInvalid):
 		writeError(w, http.StatusBadRequest, "%v", err)
@@ -210,6 +213,9 @@ func (s *Server) predict(w http.ResponseWriter, r *http.Request) {
 	case err != nil:
 		s.fail(w, r, err)
 		return
+	}
+	if resp.Model.Version != "" {
+		w.Header().Set(ModelVersionHeader, resp.Model.Version)
 	}
 	// Compact: an answer holds an object per token, and indenting them
 	// doubles the bytes a big request gets back.

@@ -34,6 +34,7 @@ type serveOptions struct {
 	workers        int
 	maxBatch       int
 	maxWait        time.Duration
+	maxQueue       int
 	reloadInterval time.Duration
 	addr           string
 	scheduler      bool
@@ -66,6 +67,11 @@ process and live as long as it. With --redis it is the API of the cluster;
 				if !cmd.Flags().Changed("addr") {
 					o.addr = a.cfg.Serve.Addr
 				}
+				if !cmd.Flags().Changed("max-queue") {
+					o.maxQueue = a.cfg.Serve.MaxQueue
+				} else if o.maxQueue < 1 {
+					return fmt.Errorf("--max-queue %d: at least 1 request must be able to wait for the model", o.maxQueue)
+				}
 				return a.serve(cmd.Context(), o)
 			},
 		}
@@ -80,6 +86,7 @@ process and live as long as it. With --redis it is the API of the cluster;
 		f.BoolVar(&o.scheduler, "scheduler", false, "also fire the cron schedules in this process (always in embedded mode)")
 		f.IntVar(&o.maxBatch, "max-batch", 64, "most sentences tagged in one forward pass")
 		f.DurationVar(&o.maxWait, "max-wait", 2*time.Millisecond, "how long a request waits for others to share its forward pass")
+		f.IntVar(&o.maxQueue, "max-queue", 1024, "most prediction requests waiting for the model; more are refused with 503 and Retry-After (default serve.max_queue)")
 		f.DurationVar(&o.reloadInterval, "reload-interval", 10*time.Second, "how often the model's source is checked for a new version")
 		return cmd
 	})
@@ -204,7 +211,7 @@ func (a *app) servedModel(ctx context.Context, c *conn, reg *registry.Registry, 
 	if err != nil {
 		return nil, "", err
 	}
-	b := predict.NewBatcher(nil, predict.Options{MaxBatch: o.maxBatch, MaxWait: o.maxWait})
+	b := predict.NewBatcher(nil, predict.Options{MaxBatch: o.maxBatch, MaxWait: o.maxWait, Queue: o.maxQueue})
 	if o.modelDir != "" {
 		m, err := predict.LoadDir(o.modelDir, device, predict.Info{Name: o.modelDir})
 		if err != nil {

@@ -34,6 +34,9 @@ type Serve struct {
 	// Token is the bearer token every endpoint but /healthz requires
 	// (NERFLOW_SERVE_TOKEN). It is a secret: never logged.
 	Token string `mapstructure:"token"`
+	// MaxQueue is how many prediction requests may wait for the model;
+	// beyond it they are refused with 503 and Retry-After.
+	MaxQueue int `mapstructure:"max_queue"`
 }
 
 // Redis says how to reach the task queue.
@@ -67,6 +70,7 @@ var Defaults = map[string]any{
 	"log.format":      "text",
 	"serve.addr":      "127.0.0.1:8080",
 	"serve.token":     "",
+	"serve.max_queue": 1024,
 }
 
 // New returns a viper instance with nerflow's defaults, environment binding
@@ -137,6 +141,9 @@ func (c *Config) Validate() error {
 	}
 	if _, err := ParseLevel(c.Log.Level); err != nil {
 		return err
+	}
+	if c.Serve.MaxQueue < 1 {
+		return fmt.Errorf("config: serve.max_queue: %d: at least 1 request must be able to wait for the model", c.Serve.MaxQueue)
 	}
 	switch c.Log.Format {
 	case "text", "json":
