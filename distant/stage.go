@@ -23,17 +23,11 @@ func init() {
 			"and reports coverage, frequent and ambiguous phrases and, given gold data, P/R/F1.",
 		Params: append([]stages.Param{
 			stages.StringParam("scheme", "bio", "tag scheme of the labels", stages.OneOf("io", "bio", "iob1", "bioes")),
-			stages.StringParam("case", "exact", "letter case matching: exact, fold, or variants (as written, UPPER, lower)", stages.OneOf("exact", "fold", "variants")),
-			stages.StringParam("unicode", "none", "Unicode normalization of phrases and tokens", stages.OneOf("none", "nfc", "nfkc")),
-			stages.StringParam("ambiguous", "unknown", "label of phrases with tied types: unknown (\"?\") or o", stages.OneOf("unknown", "o")),
-			stages.StringParam("untyped", "unknown", "label of untyped phrases: unknown (\"?\") or o", stages.OneOf("unknown", "o")),
-			stages.StringParam("tokenizer", "whitespace", "how gazetteer phrases are split into tokens", stages.OneOf("whitespace", "punct")),
-			stages.IntListParam("priorities", nil, "priority of each gazetteer input, in order (missing ones are 0); higher wins type conflicts"),
-			stages.StringListParam("types", nil, "type given to the untyped phrases of each gazetteer input, in order (empty: unknown type)"),
 			stages.StringParam("format", "conll", "format of the labeled corpus", stages.OneOf("conll", "jsonl", "jsonl-spans", "ck")),
 			stages.BoolParam("entry_sentences", false, "append every typed gazetteer entry to the labeled corpus as a sentence of its own, so that a tagger trained on it learns the entries the corpus never mentions (for gazetteers of up to a few thousand entries: a large dictionary would outweigh the corpus)"),
 			stages.IntParam("top", 20, "frequent and ambiguous phrases listed in the report", stages.Range(0, 10000)),
-		}, append(dataset.SourceParams("corpus", "sentences to label"), dataset.SourceParams("gold", "gold sentences")...)...),
+		}, append(matchParams("label of phrases with tied types: unknown (\"?\") or o"),
+			append(dataset.SourceParams("corpus", "sentences to label"), dataset.SourceParams("gold", "gold sentences")...)...)...),
 		Inputs: []stages.Port{
 			{Name: "corpus", Kind: "corpus", Doc: "sentences to label"},
 			{Name: "gazetteers", Kind: "gazetteer", Many: true, Doc: "typed or untyped phrase lists, JSONL or CSV; every file of every artifact is a gazetteer"},
@@ -48,37 +42,31 @@ func init() {
 	})
 }
 
+// matchParams are the params of a labeling stage that compile its matcher
+// (stageMatcher), with the doc of the param ambiguous, which each stage
+// reads its own way.
+func matchParams(ambiguousDoc string) []stages.Param {
+	return []stages.Param{
+		stages.StringParam("case", "exact", "letter case matching: exact, fold, or variants (as written, UPPER, lower)", stages.OneOf("exact", "fold", "variants")),
+		stages.StringParam("unicode", "none", "Unicode normalization of phrases and tokens", stages.OneOf("none", "nfc", "nfkc")),
+		stages.StringParam("ambiguous", "unknown", ambiguousDoc, stages.OneOf("unknown", "o")),
+		stages.StringParam("untyped", "unknown", "label of untyped phrases: unknown (\"?\") or o", stages.OneOf("unknown", "o")),
+		stages.StringParam("tokenizer", "whitespace", "how gazetteer phrases are split into tokens", stages.OneOf("whitespace", "punct")),
+		stages.IntListParam("priorities", nil, "priority of each gazetteer input, in order (missing ones are 0); higher wins type conflicts"),
+		stages.StringListParam("types", nil, "type given to the untyped phrases of each gazetteer input, in order (empty: unknown type)"),
+	}
+}
+
 func runStage(c *stages.Context) error {
 	p := c.Params
 	scheme, err := corpus.ParseScheme(p.String("scheme"))
 	if err != nil {
 		return stages.Permanent(err)
 	}
-	opts, err := ParseOptions(p.String("case"), p.String("unicode"), p.String("untyped"), p.String("ambiguous"), p.String("tokenizer"))
-	if err != nil {
-		return stages.Permanent(err)
-	}
-	opts = append(opts, WithTopK(p.Int("top")))
-	if in := c.Input("stopwords"); in != nil {
-		var words []string
-		for _, f := range in.Files {
-			err := readInput(in, f.Name, func(r io.Reader) error {
-				w, err := readLines(r)
-				words = append(words, w...)
-				return err
-			})
-			if err != nil {
-				return err
-			}
-		}
-		opts = append(opts, WithStopwords(words))
-	}
-
-	gazetteers, err := readGazetteers(c, p.Ints("priorities"), p.Strings("types"), opts...)
+	m, gazetteers, err := stageMatcher(c, WithTopK(p.Int("top")))
 	if err != nil {
 		return err
 	}
-
 	text, err := dataset.ReadInput(c.Input("corpus"), p, "corpus")
 	if err != nil {
 		return err
@@ -90,10 +78,6 @@ func runStage(c *stages.Context) error {
 		}
 	}
 	c.Progress(0, int64(len(text.Sentences)), "labeling")
-	m, err := NewMatcher(gazetteers, opts...)
-	if err != nil {
-		return stages.Permanent(err)
-	}
 	labeled, report, err := m.Run(text, gold, scheme)
 	if err != nil {
 		return stages.Permanent(err)
@@ -136,6 +120,41 @@ func runStage(c *stages.Context) error {
 		return err
 	}
 	return c.Output("report").WriteFile("report.txt", txt.Bytes())
+}
+
+// stageMatcher compiles the matcher of a labeling stage from its
+// gazetteers, stopwords and matching params; it returns the gazetteers too.
+// A malformed gazetteer is a permanent error naming its file and line.
+func stageMatcher(c *stages.Context, more ...Option) (*Matcher, []*Gazetteer, error) {
+	p := c.Params
+	opts, err := ParseOptions(p.String("case"), p.String("unicode"), p.String("untyped"), p.String("ambiguous"), p.String("tokenizer"))
+	if err != nil {
+		return nil, nil, stages.Permanent(err)
+	}
+	opts = append(opts, more...)
+	if in := c.Input("stopwords"); in != nil {
+		var words []string
+		for _, f := range in.Files {
+			err := readInput(in, f.Name, func(r io.Reader) error {
+				w, err := readLines(r)
+				words = append(words, w...)
+				return err
+			})
+			if err != nil {
+				return nil, nil, err
+			}
+		}
+		opts = append(opts, WithStopwords(words))
+	}
+	gazetteers, err := readGazetteers(c, p.Ints("priorities"), p.Strings("types"), opts...)
+	if err != nil {
+		return nil, nil, err
+	}
+	m, err := NewMatcher(gazetteers, opts...)
+	if err != nil {
+		return nil, nil, stages.Permanent(err)
+	}
+	return m, gazetteers, nil
 }
 
 // readGazetteers reads every file of every artifact of the input
