@@ -1,0 +1,97 @@
+package methods
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/nerflow/nerflow/distant"
+	"github.com/nerflow/nerflow/pipeline/spec"
+	"github.com/nerflow/nerflow/registry"
+	"github.com/nerflow/nerflow/stages"
+	"github.com/nerflow/nerflow/train"
+)
+
+// The variants of method autoner.
+const (
+	// variantFuzzy is AutoNER's Fuzzy-LSTM-CRF baseline: the partial-label
+	// CRF (loss partial) on the gazetteers' tags, where a phrase of unknown
+	// type allows any entity tag and an unmatched token is O unless
+	// miss_rate says otherwise.
+	variantFuzzy = "fuzzy"
+)
+
+// AutoNER is AutoNER (Shang et al., 2018) on gazetteers: typed phrases
+// (dict_core) and untyped high-quality phrases (dict_full, entities of
+// unknown type "?") label raw text, and taggers learn from the labels while
+// treating what the labels cannot say as unknown. Every variant is scored
+// on the dev and test sets given, beside the gazetteers' own labels of
+// those sets, and registered as NAME-VARIANT.
+//
+//	label ------------> fuzzy (x seeds) -> eval-fuzzy, test-fuzzy -> register-fuzzy
+//	tiebreak-labels (the Tie-or-Break labels of the train input and their report)
+//	vectors (with a vectors input) --^
+//
+// Variant fuzzy is the Fuzzy-LSTM-CRF. The tiebreak-labels node writes the
+// Tie-or-Break labels (stage distant.tiebreak) and counts the ties, breaks
+// and unknown gaps the phrases give.
+func init() {
+	spec.RegisterMethod(spec.Method{
+		Name: "autoner",
+		Doc: "AutoNER on typed gazetteers and untyped high-quality phrases (unknown type \"?\"): the Tie-or-Break " +
+			"labels of the train input (stage " + distant.StageTieBreak + ": adjacent tokens tied in one phrase, " +
+			"broken apart, or unknown next to an untyped phrase) and the Fuzzy-LSTM-CRF baseline (variant fuzzy: a " +
+			"partial-label CRF where an untyped phrase may take any entity tag), each tagger scored on the dev and " +
+			"test sets beside the gazetteers' own labels of them and registered as NAME-VARIANT.",
+		Params: append([]stages.Param{
+			stages.StringListParam("variants", []string{variantFuzzy}, "the taggers trained, one each (and per seed)",
+				stages.OneOf(variantFuzzy)),
+			stages.IntListParam("seeds", []int{1}, "seeds; several train one tagger per seed and variant (fan-out), each scored and registered", stages.AtLeast(0)),
+			stages.StringParam("scheme", "bio", "tag scheme of the labels and the taggers", stages.OneOf("io", "bio", "bioes")),
+			stages.IntParam("epochs", 4, "training epochs", stages.Range(1, 1000)),
+			stages.FloatParam("miss_rate", 0, "variant fuzzy: the chance that the labels left an entity token O (0: AutoNER's Fuzzy-LSTM-CRF, where an unmatched token is O)", stages.Range(0, 1)),
+		}, append(fileParams(), distantParams()...)...),
+		Inputs: distantInputs(),
+		Build:  buildAutoNER,
+	})
+}
+
+func buildAutoNER(b *spec.Builder) error {
+	checkFiles(b)
+	p := b.Params()
+	variants := slices.Compact(slices.Clone(p.Strings("variants")))
+	if len(variants) == 0 {
+		b.Errorf("params.variants", "want at least one of %s", variantFuzzy)
+	}
+	seeds := p.Ints("seeds")
+	if len(seeds) == 0 {
+		b.Errorf("params.seeds", "want at least one seed")
+	}
+	if !b.Has("gazetteers") {
+		b.Errorf("inputs.gazetteers", "AutoNER labels the train input with phrase lists: connect gazetteers (typed ones, and untyped high-quality phrases)")
+		return nil
+	}
+	vec := vectors(b)
+	corpus := trainingCorpus(b)
+	b.Node("tiebreak-labels", distant.StageTieBreak).Pass("case").
+		Input("corpus", b.In("train")).Input("gazetteers", gazetteersFor(b)...).Input("stopwords", b.In("stopwords"))
+
+	fan := func(n *spec.NodeBuilder, param bool) *spec.NodeBuilder { return fanSeeds(n, seeds, param) }
+	for _, v := range variants {
+		t := fan(b.Node(v, train.StageTrain), true).Pass("scheme", "epochs").Input("embeddings", vec)
+		switch v {
+		case variantFuzzy:
+			t.Set("head", train.CRFHead).Set("loss", train.LossPartial).Pass("miss_rate")
+		}
+		corpus(t)
+		readSplit(b, t, "dev", "dev")
+		var reports []spec.Ref
+		for _, e := range []struct{ prefix, split string }{{"eval-", "dev"}, {"test-", "test"}} {
+			if ev := scoreOn(b, e.split, e.prefix+v, t.Out("model")); ev != nil {
+				reports = append(reports, fan(ev, false).Out("report"))
+			}
+		}
+		fan(b.Node("register-"+v, registry.StageName), false).Set("name", fmt.Sprintf("%s-%s", b.Name(), v)).
+			Input("model", t.Out("model")).Input("reports", reports...)
+	}
+	return nil
+}
