@@ -6,11 +6,11 @@ package main
 // that against the registries.
 import (
 	_ "github.com/nerflow/nerflow/augment"          // stages: augment.lm, augment.sentences
-	_ "github.com/nerflow/nerflow/distant"          // stages: distant.label, distant.names
+	_ "github.com/nerflow/nerflow/distant"          // stages: distant.label, distant.names, distant.tiebreak
 	_ "github.com/nerflow/nerflow/embeddings"       // stage: embeddings.vectors
 	_ "github.com/nerflow/nerflow/ensemble"         // stages: ensemble.average, ensemble.label
 	_ "github.com/nerflow/nerflow/eval"             // stage: eval.table
-	_ "github.com/nerflow/nerflow/methods"          // methods: bond, crfvae, distant, negsample, roster, supervised, taglm, vsl
+	_ "github.com/nerflow/nerflow/methods"          // methods: autoner, bond, crfvae, distant, negsample, roster, supervised, taglm, vsl
 	_ "github.com/nerflow/nerflow/predict"          // stage: predict.entities
 	_ "github.com/nerflow/nerflow/registry"         // stage: registry.register
 	_ "github.com/nerflow/nerflow/selftrain"        // stages: selftrain.tagger, selftrain.teacher
