@@ -32,8 +32,6 @@ const heldoutEvery = 50
 func init() {
 	m, r := lm.DefaultConfig(), lm.DefaultTrainConfig()
 	params := []stages.Param{
-		stages.StringParam("unlabeled_files", "c[a-r][0-9][0-9]", "base-name pattern of the files of the unlabeled inputs to read (the default: the Brown corpus's 500 files)"),
-		stages.StringParam("unlabeled_format", FormatBrown, "format of the unlabeled files: brown (word/TAG) or a corpus format"),
 		stages.IntParam("max_words", 20000, "vocabulary: the most frequent words of the training text", stages.Range(10, 1000000)),
 		stages.IntParam("min_count", 2, "vocabulary: occurrences a word needs", stages.AtLeast(1)),
 		stages.IntParam("dim", m.Dim, "word vector size", stages.Range(1, 4096)),
@@ -49,6 +47,7 @@ func init() {
 		stages.FloatParam("fraction", 1, "fraction of the training sentences (corpus and unlabeled) used, evenly spread: quick runs", stages.Range(0.0001, 1)),
 		stages.IntParam("seed", int(r.Seed), "seed of the initial weights, batches and dropout", stages.AtLeast(0)),
 	}
+	params = append(UnlabeledParams(), params...)
 	params = append(params, dataset.SourceParams("corpus", "training text")...)
 	params = append(params, dataset.SourceParams("heldout", "held-out text")...)
 	stages.Register(stages.Stage{
@@ -107,9 +106,20 @@ func tokensOf(c *corpus.Corpus) [][]string {
 	return out
 }
 
-// readUnlabeled reads the files of the unlabeled inputs that match the
-// pattern.
-func readUnlabeled(c *stages.Context) ([][]string, int, error) {
+// UnlabeledParams declares the parameters ReadUnlabeled reads.
+func UnlabeledParams() []stages.Param {
+	return []stages.Param{
+		stages.StringParam("unlabeled_files", "c[a-r][0-9][0-9]", "base-name pattern of the files of the unlabeled inputs to read (the default: the Brown corpus's 500 files)"),
+		stages.StringParam("unlabeled_format", FormatBrown, "format of the unlabeled files: brown (word/TAG) or a corpus format"),
+	}
+}
+
+// ReadUnlabeled reads the files of a stage's inputs "unlabeled" whose
+// base names match its parameter unlabeled_files, in the format of its
+// parameter unlabeled_format (FormatBrown or a corpus format); it returns
+// the sentences and the number of files read. The encoder's pretraining
+// reads its text the same way.
+func ReadUnlabeled(c *stages.Context) ([][]string, int, error) {
 	pattern, format := c.Params.String("unlabeled_files"), c.Params.String("unlabeled_format")
 	if _, err := path.Match(pattern, ""); err != nil {
 		return nil, 0, stages.Permanent(fmt.Errorf("unlabeled_files %q: %w", pattern, err))
@@ -148,8 +158,8 @@ func readUnlabeled(c *stages.Context) ([][]string, int, error) {
 	return out, files, nil
 }
 
-// every keeps about fraction of the sentences, evenly spread.
-func every(sents [][]string, fraction float64) [][]string {
+// Every keeps about fraction of the sentences, evenly spread.
+func Every(sents [][]string, fraction float64) [][]string {
 	if fraction >= 1 {
 		return sents
 	}
@@ -192,11 +202,11 @@ func runLMStage(c *stages.Context) error {
 			}
 		}
 	}
-	unlabeled, files, err := readUnlabeled(c)
+	unlabeled, files, err := ReadUnlabeled(c)
 	if err != nil {
 		return err
 	}
-	trainText, unlabeled = every(trainText, p.Float("fraction")), every(unlabeled, p.Float("fraction"))
+	trainText, unlabeled = Every(trainText, p.Float("fraction")), Every(unlabeled, p.Float("fraction"))
 	all := append(trainText, unlabeled...)
 	tokens := 0
 	for _, s := range all {

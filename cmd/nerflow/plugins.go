@@ -17,6 +17,7 @@ import (
 	_ "github.com/nerflow/nerflow/storage/all"      // stores: file, s3
 	_ "github.com/nerflow/nerflow/subset"           // stages: subset.mask, subset.split
 	_ "github.com/nerflow/nerflow/train/crfvae"     // stage: train.crfvae
+	_ "github.com/nerflow/nerflow/train/encoder"    // stage: encoder.pretrain
 	_ "github.com/nerflow/nerflow/train/trainstage" // stages: train.tagger, train.predict, train.evaluate
 	_ "github.com/nerflow/nerflow/train/vsl"        // stage: train.vsl
 )

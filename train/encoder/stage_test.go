@@ -1,0 +1,131 @@
+package encoder
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/sugarme/gotch"
+
+	"github.com/nerflow/nerflow/stages"
+	"github.com/nerflow/nerflow/stages/stagestest"
+	"github.com/nerflow/nerflow/storage/fsstore"
+)
+
+// TestPretrainStage runs encoder.pretrain as the engine does, on a file
+// store, with a corpus and a Brown-format file (word/TAG tokens, the
+// default unlabeled format and file pattern), and loads the encoder it
+// writes.
+func TestPretrainStage(t *testing.T) {
+	ctx := context.Background()
+	st, err := fsstore.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text, brown strings.Builder
+	for i, s := range topics(200, 11) {
+		if i%2 == 0 {
+			text.WriteString(strings.Join(s, " ") + "\n")
+			continue
+		}
+		for _, w := range s {
+			brown.WriteString(w + "/nn ")
+		}
+		brown.WriteString("\n\n")
+	}
+	data := stagestest.ImportFiles(t, st, map[string][]byte{"text.txt": []byte(text.String())})
+	raw := stagestest.ImportFiles(t, st, map[string][]byte{"ca01": []byte(brown.String()), "README": []byte("not read")})
+	s, ok := stages.Lookup(StagePretrain)
+	if !ok {
+		t.Fatal("stage not registered")
+	}
+	if s.DefaultQueue() != "gpu" {
+		t.Errorf("queue %s, want gpu", s.DefaultQueue())
+	}
+	p, err := s.ResolveParams(map[string]any{"preset": "tiny", "layers": 1, "epochs": 2, "batch_size": 16, "corpus_file": "text.txt", "min_count": 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	outs, err := stages.Exec(ctx, s, stages.Env{Store: st, Params: p, Inputs: map[string][]stages.Artifact{"corpus": {data}, "unlabeled": {raw}},
+		OutputPrefix: "runs/enc/" + stages.NewAttemptID()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := stages.NewInput(ctx, st, outs["report"]).ReadFile("report.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep struct {
+		TrainingSentences  int           `json:"training_sentences"`
+		UnlabeledSentences int           `json:"unlabeled_sentences"`
+		Heldout            *Heldout      `json:"heldout"`
+		Epochs             []EpochReport `json:"epochs"`
+		Model              Config        `json:"model"`
+	}
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.UnlabeledSentences != 100 || rep.TrainingSentences != 196 || len(rep.Epochs) != 2 || rep.Heldout == nil || rep.Heldout.Perplexity <= 1 || rep.Model.Layers != 1 {
+		t.Fatalf("report %s", b)
+	}
+	dir := t.TempDir()
+	if err := stages.NewInput(ctx, st, outs["encoder"]).Fetch(dir); err != nil {
+		t.Fatal(err)
+	}
+	m, err := Load(dir, gotch.CPU)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if m.Vocab.ID("paris") == Unknown || m.Config.Dim != Presets["tiny"].Dim {
+		t.Fatalf("loaded encoder: %+v, paris %d", m.Config, m.Vocab.ID("paris"))
+	}
+}
+
+// TestResumeContinuesExactly: a run stopped after its first epoch and
+// resumed from the state it checkpointed ends with the weights of the run
+// that was never stopped.
+func TestResumeContinuesExactly(t *testing.T) {
+	text := topics(60, 12)
+	v := NewVocab(text, 0, 1)
+	cfg := tinyConfig()
+	cfg.Dropout, cfg.AttnDropout = 0.1, 0.1
+	run := TrainConfig{Epochs: 2, BatchSize: 8, LearningRate: 1e-2, Warmup: 0.1, MaxGradNorm: 1, Masking: DefaultMasking(), Seed: 3}
+	whole := newModel(t, cfg, v)
+	if _, err := Train(context.Background(), whole, text, nil, run, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	stop := errors.New("stop")
+	state := t.TempDir()
+	first := newModel(t, cfg, v)
+	_, err := Train(context.Background(), first, text, nil, run, Options{StateDir: state, Checkpoint: func(string, int) error { return stop }})
+	if !errors.Is(err, stop) {
+		t.Fatalf("err %v, want the checkpoint's", err)
+	}
+	resumed, err := New(cfg, v, nil, 99, gotch.CPU) // other initial weights: all must come from the state
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resumed.Close()
+	hist, err := Train(context.Background(), resumed, text, nil, run, Options{StateDir: state, Resume: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hist) != 2 || hist[0].Epoch != 1 {
+		t.Fatalf("history %+v", hist)
+	}
+	a, b := whole.named(), resumed.named()
+	for i := range a {
+		if x, y := host(t, a[i].Tensor), host(t, b[i].Tensor); !slices.Equal(x, y) {
+			t.Fatalf("%s differs after resuming", a[i].Name)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(state, WeightsFile)); err != nil {
+		t.Fatal(err)
+	}
+}
