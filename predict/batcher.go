@@ -256,6 +256,16 @@ func (b *Batcher) loop() {
 	}()
 	var pending *job // a job that did not fit the previous batch
 	for {
+		// A new model, or the end, goes before the next batch: under a
+		// load that keeps the queue full, every batch leaves a job
+		// pending, and the select below is never reached.
+		select {
+		case s := <-b.swaps:
+			b.swap(s)
+		case <-b.done:
+			return
+		default:
+		}
 		first := pending
 		pending = nil
 		if first == nil {
