@@ -14,6 +14,7 @@ import (
 	_ "github.com/nerflow/nerflow/augment"
 	_ "github.com/nerflow/nerflow/predict"
 	_ "github.com/nerflow/nerflow/registry"
+	_ "github.com/nerflow/nerflow/train/encoder"
 )
 
 // sampleDir is the openly licensed sample the README's main job runs on.
