@@ -86,7 +86,7 @@ process and live as long as it. With --redis it is the API of the cluster;
 		f.BoolVar(&o.scheduler, "scheduler", false, "also fire the cron schedules in this process (always in embedded mode)")
 		f.IntVar(&o.maxBatch, "max-batch", 64, "most sentences tagged in one forward pass")
 		f.DurationVar(&o.maxWait, "max-wait", 2*time.Millisecond, "how long a request waits for others to share its forward pass")
-		f.IntVar(&o.maxQueue, "max-queue", 1024, "most prediction requests waiting for the model; more are refused with 503 and Retry-After (default serve.max_queue)")
+		f.IntVar(&o.maxQueue, "max-queue", 0, "most prediction requests waiting for the model; more are refused with 503 and Retry-After (default serve.max_queue, 1024)")
 		f.DurationVar(&o.reloadInterval, "reload-interval", 10*time.Second, "how often the model's source is checked for a new version")
 		return cmd
 	})
