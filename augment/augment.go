@@ -51,11 +51,22 @@ type Stats struct {
 	Kept     int `json:"kept"`     // the sampled word had another shape
 }
 
+// MaskedLM is what replacements are drawn from: the forward and backward
+// LSTM language models (lm.Model) or a masked-LM encoder (package
+// train/encoder, which registers its loader with RegisterMaskedLM).
+type MaskedLM interface {
+	// MaskedLogProbs returns per query the log-probabilities over Words of
+	// the word at its position, -Inf for ids that must not be drawn.
+	MaskedLogProbs(sentences [][]string, queries []lm.Masked, batchSize int) ([][]float64, error)
+	Words() []string
+	Close()
+}
+
 // Sentences returns an augmented copy of sents for the given epoch: the
 // draws depend on (Seed, epoch) only, so every epoch gets its own
 // augmentations and a rerun gets the same ones. Tags and document starts
 // are copied unchanged. It locks the calling goroutine to its OS thread.
-func Sentences(m *lm.Model, sents []corpus.Sentence, cfg Config, epoch int) ([]corpus.Sentence, Stats, error) {
+func Sentences(m MaskedLM, sents []corpus.Sentence, cfg Config, epoch int) ([]corpus.Sentence, Stats, error) {
 	var st Stats
 	if err := cfg.validate(); err != nil {
 		return nil, st, err
@@ -86,7 +97,7 @@ func Sentences(m *lm.Model, sents []corpus.Sentence, cfg Config, epoch int) ([]c
 	for qi, q := range queries {
 		st.Masked++
 		orig := sents[q.Sentence].Tokens[q.Position]
-		w := m.Vocab.Words[sampleTopK(logp[qi], cfg.TopK, draws[qi])]
+		w := m.Words()[sampleTopK(logp[qi], cfg.TopK, draws[qi])]
 		switch {
 		case w == orig:
 			st.Same++

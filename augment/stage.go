@@ -3,13 +3,16 @@ package augment
 import (
 	"bytes"
 	"fmt"
-	"github.com/nerflow/nerflow/dataset"
 	"os"
 	"path"
 	"path/filepath"
 	"strings"
+	"sync"
+
+	"github.com/sugarme/gotch"
 
 	"github.com/nerflow/nerflow/corpus"
+	"github.com/nerflow/nerflow/dataset"
 	"github.com/nerflow/nerflow/lm"
 	"github.com/nerflow/nerflow/stages"
 	"github.com/nerflow/nerflow/train"
@@ -87,7 +90,7 @@ func init() {
 			"shape would change; tags unchanged.",
 		Params: aparams,
 		Inputs: []stages.Port{
-			{Name: "lm", Kind: "lm", Doc: "language models from " + StageLM},
+			{Name: "lm", Kind: "lm", Doc: "language models from " + StageLM + ", or an encoder from encoder.pretrain (its masked-LM head)"},
 			{Name: "corpus", Kind: "corpus", Doc: "sentences to augment, with or without tags"},
 		},
 		Outputs: []stages.Port{
@@ -274,6 +277,39 @@ func runLMStage(c *stages.Context) error {
 	})
 }
 
+// maskedLMs maps the file that marks a kind of model to its loader.
+var (
+	maskedLMsMu sync.Mutex
+	maskedLMs   = map[string]func(dir string, device gotch.Device) (MaskedLM, error){}
+)
+
+// RegisterMaskedLM makes the models whose directory holds file usable as
+// the lm input of augment.sentences; it panics on a duplicate. The LSTM
+// language models (lm.ModelFile) are built in.
+func RegisterMaskedLM(file string, load func(dir string, device gotch.Device) (MaskedLM, error)) {
+	maskedLMsMu.Lock()
+	defer maskedLMsMu.Unlock()
+	if _, dup := maskedLMs[file]; dup || file == lm.ModelFile {
+		panic("augment: masked LM file " + file + " registered twice")
+	}
+	maskedLMs[file] = load
+}
+
+// loadMaskedLM loads the model in dir by the file that marks its kind.
+func loadMaskedLM(dir string, device gotch.Device) (MaskedLM, error) {
+	if _, err := os.Stat(filepath.Join(dir, lm.ModelFile)); err == nil {
+		return lm.Load(dir, device)
+	}
+	maskedLMsMu.Lock()
+	defer maskedLMsMu.Unlock()
+	for file, load := range maskedLMs {
+		if _, err := os.Stat(filepath.Join(dir, file)); err == nil {
+			return load(dir, device)
+		}
+	}
+	return nil, fmt.Errorf("input lm: no %s or other known model file (is the package of its kind linked in?)", lm.ModelFile)
+}
+
 // Example is an augmented sentence next to its original, for reports.
 type Example struct {
 	Original  string `json:"original"`
@@ -293,7 +329,7 @@ func runSentencesStage(c *stages.Context) error {
 	if err := c.Input("lm").Fetch(dir); err != nil {
 		return err
 	}
-	m, err := lm.Load(dir, device)
+	m, err := loadMaskedLM(dir, device)
 	if err != nil {
 		return stages.Permanent(err)
 	}

@@ -70,6 +70,9 @@ func (m *Model) MaskedLogProbs(sentences [][]string, queries []Masked, batchSize
 	return out, nil
 }
 
+// Words is the vocabulary, indexed like MaskedLogProbs's distributions.
+func (m *Model) Words() []string { return m.Vocab.Words }
+
 // Combine is the masked-word distribution from the two directions' log
 // probabilities of one position: a product of experts,
 //

@@ -14,7 +14,10 @@ import (
 	"github.com/sugarme/gotch"
 	"github.com/sugarme/gotch/ts"
 
+	"github.com/nerflow/nerflow/augment"
+	"github.com/nerflow/nerflow/corpus"
 	"github.com/nerflow/nerflow/embeddings"
+	"github.com/nerflow/nerflow/lm"
 	"github.com/nerflow/nerflow/train"
 )
 
@@ -496,6 +499,65 @@ func TestTrainingLowersLoss(t *testing.T) {
 	t.Logf("held-out perplexity %.2f -> %.2f (%d words), loss %.3f -> %.3f", before.Perplexity, after.Perplexity, after.Predicted, hist[0].TrainLoss, hist[len(hist)-1].TrainLoss)
 	if before.Perplexity < 9 || after.Perplexity > 6.5 || hist[len(hist)-1].TrainLoss >= hist[0].TrainLoss {
 		t.Fatalf("held-out perplexity %.2f -> %.2f, want from about 12 to below 6.5", before.Perplexity, after.Perplexity)
+	}
+	checkMaskedWords(t, m, heldout)
+}
+
+// checkMaskedWords asks a model pretrained on the topics text for masked
+// words: the distributions are normalized over the real words, most of
+// their mass lies on the words of the sentence's topic, and RoSTER's
+// augmentation drawing from them replaces words mostly within the topic.
+func checkMaskedWords(t *testing.T, m *Model, text [][]string) {
+	t.Helper()
+	topicOf := map[string]int{}
+	for i, w := range strings.Fields("red green blue cat dog cow one two three paris rome oslo") {
+		topicOf[w] = i / 3
+	}
+	var queries []lm.Masked
+	for i, s := range text {
+		queries = append(queries, lm.Masked{Sentence: i, Position: i % len(s)}, lm.Masked{Sentence: i, Position: (i + 1) % len(s)})
+	}
+	logp, err := m.MaskedLogProbs(text, queries, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var inTopic float64
+	for qi, q := range queries {
+		var total float64
+		for id, lp := range logp[qi] {
+			p := math.Exp(lp)
+			if id < reserved && p != 0 {
+				t.Fatalf("reserved id %d has probability %v", id, p)
+			}
+			total += p
+			if id >= reserved && topicOf[m.Vocab.Words[id]] == topicOf[text[q.Sentence][q.Position]] {
+				inTopic += p
+			}
+		}
+		if math.Abs(total-1) > 1e-6 {
+			t.Fatalf("query %d: probabilities sum to %v", qi, total)
+		}
+	}
+	inTopic /= float64(len(queries))
+	var sents []corpus.Sentence
+	for _, s := range text {
+		sents = append(sents, corpus.Sentence{Tokens: s})
+	}
+	aug, st, err := augment.Sentences(m, sents, augment.Config{Rate: 0.3, TopK: 3, Seed: 1, BatchSize: 16}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	same := 0
+	for i, s := range aug {
+		for j, w := range s.Tokens {
+			if w != text[i][j] && topicOf[w] == topicOf[text[i][j]] {
+				same++
+			}
+		}
+	}
+	t.Logf("mass on the topic's words %.2f; augmentation: %d masked, %d replaced, %d of them within the topic", inTopic, st.Masked, st.Replaced, same)
+	if inTopic < 0.5 || st.Replaced == 0 || float64(same) < 0.8*float64(st.Replaced) {
+		t.Fatalf("mass on the topic %.2f (want > 0.5, 0.25 without context); %d of %d replacements within the topic", inTopic, same, st.Replaced)
 	}
 }
 

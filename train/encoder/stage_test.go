@@ -12,6 +12,7 @@ import (
 
 	"github.com/sugarme/gotch"
 
+	"github.com/nerflow/nerflow/augment"
 	"github.com/nerflow/nerflow/stages"
 	"github.com/nerflow/nerflow/stages/stagestest"
 	"github.com/nerflow/nerflow/storage/fsstore"
@@ -84,6 +85,33 @@ func TestPretrainStage(t *testing.T) {
 	defer m.Close()
 	if m.Vocab.ID("paris") == Unknown || m.Config.Dim != Presets["tiny"].Dim {
 		t.Fatalf("loaded encoder: %+v, paris %d", m.Config, m.Vocab.ID("paris"))
+	}
+
+	// RoSTER's augmentation draws from the encoder's head when its artifact
+	// is the lm input of augment.sentences.
+	as, ok := stages.Lookup(augment.StageSentences)
+	if !ok {
+		t.Fatal("augment.sentences not registered")
+	}
+	ap, err := as.ResolveParams(map[string]any{"corpus_file": "text.txt"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	aouts, err := stages.Exec(ctx, as, stages.Env{Store: st, Params: ap, Inputs: map[string][]stages.Artifact{"lm": {outs["encoder"]}, "corpus": {data}},
+		OutputPrefix: "runs/aug/" + stages.NewAttemptID()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err = stages.NewInput(ctx, st, aouts["report"]).ReadFile("report.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var arep struct{ Stats augment.Stats }
+	if err := json.Unmarshal(b, &arep); err != nil {
+		t.Fatal(err)
+	}
+	if arep.Stats.Masked == 0 || arep.Stats.Tokens == 0 {
+		t.Fatalf("augmentation report %s", b)
 	}
 }
 

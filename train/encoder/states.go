@@ -3,6 +3,7 @@ package encoder
 import (
 	"github.com/sugarme/gotch"
 
+	"github.com/nerflow/nerflow/augment"
 	"github.com/nerflow/nerflow/train"
 )
 
@@ -15,9 +16,17 @@ func init() {
 	train.RegisterLanguageModel(Kind, func(dir string, device gotch.Device) (train.LanguageModel, error) {
 		return Load(dir, device)
 	})
+	// RoSTER's augmentation can draw from the masked-LM head
+	// (augment.sentences, input lm).
+	augment.RegisterMaskedLM(ModelFile, func(dir string, device gotch.Device) (augment.MaskedLM, error) {
+		return Load(dir, device)
+	})
 }
 
-var _ train.LanguageModel = (*Model)(nil)
+var (
+	_ train.LanguageModel = (*Model)(nil)
+	_ augment.MaskedLM    = (*Model)(nil)
+)
 
 // Kind is the encoder's kind for train.RegisterLanguageModel.
 func (m *Model) Kind() string { return Kind }
