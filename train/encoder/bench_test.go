@@ -1,0 +1,97 @@
+package encoder
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sugarme/gotch"
+
+	"github.com/nerflow/nerflow/train"
+)
+
+// BenchmarkPretrainStep times pretraining steps of the default preset at
+// one libtorch thread on fixed batches of 32 sentences of 15-35 words
+// drawn from a 30,000-word vocabulary (Brown's sentences average 20
+// words), and reports training tokens/s. (No PyTorch reference yet: the
+// machine this was written on has no PyTorch.)
+func BenchmarkPretrainStep(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 1))
+	words := make([]string, 30000)
+	for i := range words {
+		words[i] = fmt.Sprintf("w%dx", i)
+	}
+	var text [][]string
+	for range 256 {
+		s := make([]string, 15+rng.IntN(21))
+		for j := range s {
+			s[j] = words[rng.IntN(len(words))]
+		}
+		text = append(text, s)
+	}
+	cfg := Presets[DefaultPreset]
+	v := &Vocab{Words: append([]string{"<pad>", "<unk>", "<mask>"}, words...), Chars: []string{"", "", ""}}
+	for c := '0'; c <= '9'; c++ {
+		v.Chars = append(v.Chars, string(c))
+	}
+	v.Chars = append(v.Chars, "w", "x")
+	v.index()
+	m, err := New(cfg, v, nil, 1, gotch.CPU)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer m.Close()
+	train.SetThreads(1)
+	defer train.SetThreads(0)
+	var tokens int
+	var elapsed, cpu time.Duration
+	train.OnComputeThread(func(func()) {
+		names, params := m.parameters()
+		opt, err := train.NewAdam(names, params, 1)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer opt.Close()
+		masks, dropout := rand.New(rand.NewPCG(2, 2)), rand.New(rand.NewPCG(3, 3))
+		var batches []*batch
+		for i := 0; i < len(text); i += 32 {
+			var sents []maskedSentence
+			for _, s := range text[i : i+32] {
+				sents = append(sents, v.mask(s, DefaultMasking(), masks))
+			}
+			batches = append(batches, newBatch(sents))
+		}
+		if _, _, err := m.step(batches[0], opt, 1e-4, dropout); err != nil { // warm-up: first-touch allocations
+			b.Fatal(err)
+		}
+		b.ResetTimer()
+		cpu0 := threadCPU(b)
+		for i := range b.N {
+			for _, bt := range batches {
+				start := time.Now()
+				if _, _, err := m.step(bt, opt, 1e-4, dropout); err != nil {
+					b.Fatal(err)
+				}
+				elapsed += time.Since(start)
+				tokens += bt.tokens
+			}
+			_ = i
+		}
+		cpu = threadCPU(b) - cpu0
+	})
+	b.ReportMetric(float64(tokens)/elapsed.Seconds(), "tokens/s")
+	// On a shared machine the wall clock measures the neighbours too; at
+	// one thread, the computing thread's CPU time is the work's own.
+	b.ReportMetric(float64(tokens)/cpu.Seconds(), "tokens/cpu-s")
+}
+
+// threadCPU is the calling OS thread's CPU time (user and system).
+func threadCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(1 /* RUSAGE_THREAD */, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
