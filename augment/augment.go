@@ -66,6 +66,15 @@ type MaskedLM interface {
 // draws depend on (Seed, epoch) only, so every epoch gets its own
 // augmentations and a rerun gets the same ones. Tags and document starts
 // are copied unchanged. It locks the calling goroutine to its OS thread.
+//
+// It streams: the model is asked for BatchSize sentences at a time, and
+// their distributions are sampled and dropped before the next ones are
+// computed, so that its memory beyond the output does not grow with the
+// corpus (all at once, the distributions of CoNLL-2003's ~30,500 masked
+// words over 20,000 words take 4.9 GB as float64: most of the 6.7 GB peak
+// measured while drawing an epoch). The sentences' masks and uniforms
+// are drawn in corpus order as before, and the chunks are the model's own
+// batches, so the augmentation is the one the whole-corpus call drew.
 func Sentences(m MaskedLM, sents []corpus.Sentence, cfg Config, epoch int) ([]corpus.Sentence, Stats, error) {
 	var st Stats
 	if err := cfg.validate(); err != nil {
@@ -75,37 +84,44 @@ func Sentences(m MaskedLM, sents []corpus.Sentence, cfg Config, epoch int) ([]co
 		return nil, st, errors.New("augmentation: no language model")
 	}
 	rng := rand.New(rand.NewPCG(cfg.Seed, uint64(epoch)))
-	tokens := make([][]string, len(sents))
-	var queries []lm.Masked
-	var draws []float64 // one uniform per query, drawn before any model runs
-	for i, s := range sents {
-		tokens[i] = s.Tokens
-		st.Tokens += len(s.Tokens)
-		for _, t := range maskedPositions(len(s.Tokens), cfg.Rate, rng) {
-			queries = append(queries, lm.Masked{Sentence: i, Position: t})
-			draws = append(draws, rng.Float64())
-		}
-	}
-	logp, err := m.MaskedLogProbs(tokens, queries, cfg.BatchSize)
-	if err != nil {
-		return nil, st, fmt.Errorf("augmentation: %w", err)
-	}
 	out := make([]corpus.Sentence, len(sents))
 	for i, s := range sents {
 		out[i] = corpus.Sentence{Tokens: slices.Clone(s.Tokens), Tags: slices.Clone(s.Tags), DocStart: s.DocStart}
 	}
-	for qi, q := range queries {
-		st.Masked++
-		orig := sents[q.Sentence].Tokens[q.Position]
-		w := m.Words()[sampleTopK(logp[qi], cfg.TopK, draws[qi])]
-		switch {
-		case w == orig:
-			st.Same++
-		case Shape(w) != Shape(orig):
-			st.Kept++
-		default:
-			out[q.Sentence].Tokens[q.Position] = w
-			st.Replaced++
+	words := m.Words()
+	for start := 0; start < len(sents); start += cfg.BatchSize {
+		chunk := sents[start:min(start+cfg.BatchSize, len(sents))]
+		tokens := make([][]string, len(chunk))
+		var queries []lm.Masked
+		var draws []float64 // one uniform per query
+		for i, s := range chunk {
+			tokens[i] = s.Tokens
+			st.Tokens += len(s.Tokens)
+			for _, t := range maskedPositions(len(s.Tokens), cfg.Rate, rng) {
+				queries = append(queries, lm.Masked{Sentence: i, Position: t})
+				draws = append(draws, rng.Float64())
+			}
+		}
+		if len(queries) == 0 {
+			continue
+		}
+		logp, err := m.MaskedLogProbs(tokens, queries, cfg.BatchSize)
+		if err != nil {
+			return nil, st, fmt.Errorf("augmentation: %w", err)
+		}
+		for qi, q := range queries {
+			st.Masked++
+			orig := chunk[q.Sentence].Tokens[q.Position]
+			w := words[sampleTopK(logp[qi], cfg.TopK, draws[qi])]
+			switch {
+			case w == orig:
+				st.Same++
+			case Shape(w) != Shape(orig):
+				st.Kept++
+			default:
+				out[start+q.Sentence].Tokens[q.Position] = w
+				st.Replaced++
+			}
 		}
 	}
 	return out, st, nil

@@ -152,3 +152,70 @@ func TestSentencesKeepLabelsAndShapes(t *testing.T) {
 		t.Error("epoch 1 repeated epoch 0's augmentation")
 	}
 }
+
+// recording is a language model that notes how many sentences each call
+// asks about.
+type recording struct {
+	*lm.Model
+	most int
+}
+
+func (r *recording) MaskedLogProbs(sentences [][]string, queries []lm.Masked, batchSize int) ([][]float64, error) {
+	r.most = max(r.most, len(sentences))
+	return r.Model.MaskedLogProbs(sentences, queries, batchSize)
+}
+
+// TestSentencesStream: the model is asked for one batch of sentences at a
+// time, and the augmentation is the one drawn from the whole corpus's
+// distributions at once (the masks and uniforms drawn in corpus order,
+// then one call).
+func TestSentencesStream(t *testing.T) {
+	m := tinyLM(t)
+	var in []corpus.Sentence
+	for range 10 {
+		in = append(in, sentences...)
+	}
+	cfg := DefaultConfig()
+	cfg.BatchSize, cfg.Rate = 6, 0.3
+	rec := &recording{Model: m}
+	got, st, err := Sentences(rec, in, cfg, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.most > cfg.BatchSize {
+		t.Errorf("a call asked about %d sentences, batch size %d", rec.most, cfg.BatchSize)
+	}
+	rng := rand.New(rand.NewPCG(cfg.Seed, 2))
+	var tokens [][]string
+	var queries []lm.Masked
+	var draws []float64
+	for i, s := range in {
+		tokens = append(tokens, s.Tokens)
+		for _, p := range maskedPositions(len(s.Tokens), cfg.Rate, rng) {
+			queries = append(queries, lm.Masked{Sentence: i, Position: p})
+			draws = append(draws, rng.Float64())
+		}
+	}
+	logp, err := m.MaskedLogProbs(tokens, queries, cfg.BatchSize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := make([][]string, len(in))
+	for i, s := range in {
+		want[i] = slices.Clone(s.Tokens)
+	}
+	for qi, q := range queries {
+		w := m.Vocab.Words[sampleTopK(logp[qi], cfg.TopK, draws[qi])]
+		if Shape(w) == Shape(want[q.Sentence][q.Position]) {
+			want[q.Sentence][q.Position] = w
+		}
+	}
+	for i := range in {
+		if !slices.Equal(got[i].Tokens, want[i]) {
+			t.Fatalf("sentence %d: %v, drawn from the whole corpus %v", i, got[i].Tokens, want[i])
+		}
+	}
+	if st.Masked != len(queries) || st.Replaced == 0 {
+		t.Fatalf("stats %+v, %d queries", st, len(queries))
+	}
+}
