@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"os"
 	"path"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -87,15 +89,23 @@ func runStage(c *stages.Context) error {
 	out := c.Output("embeddings")
 	out.SetMeta("words", strconv.Itoa(t.Len()))
 	out.SetMeta("dim", strconv.Itoa(t.Dim))
-	w, err := out.Create(FileName)
+	// Through a local file, stored as a shared blob: the table of a
+	// package is the same bytes whatever corpora chose the words kept
+	// beside it (with all, the default), and the taggers trained with it
+	// carry it unchanged, so every run and model refers to one copy.
+	path := filepath.Join(c.WorkDir(), FileName)
+	f, err := os.Create(path)
 	if err != nil {
 		return err
 	}
-	if err := Write(w, t); err != nil {
-		w.Close()
+	if err := Write(f, t); err != nil {
+		f.Close()
 		return err
 	}
-	return w.Close()
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return out.AddSharedFile(FileName, path)
 }
 
 func matchesAny(patterns []string, name string) bool {

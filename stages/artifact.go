@@ -203,6 +203,16 @@ func (o *Output) AddFile(name, path string) error {
 	return o.wrap(err)
 }
 
+// AddSharedFile copies the local file at path into the artifact as name,
+// stored as a shared blob when it is large whatever the inputs: for an
+// output that later artifacts carry unchanged and that the stage makes
+// again, byte for byte, when its inputs change (a word-vector table built
+// from a fixed package), so that every version of it is one copy.
+func (o *Output) AddSharedFile(name, path string) error {
+	_, err := o.w.PutSharedFile(o.ctx, name, path)
+	return o.wrap(err)
+}
+
 // AddDir copies every regular file under the local directory dir into the
 // artifact, named by its slash-separated path relative to dir.
 func (o *Output) AddDir(dir string) error {

@@ -133,6 +133,19 @@ func (w *Writer) Share(digests ...string) {
 // collector, which spares what was written lately, that an artifact has
 // just taken it up.
 func (w *Writer) PutFile(ctx context.Context, name, path string, opts ...storage.PutOption) (storage.ObjectInfo, error) {
+	return w.putFile(ctx, name, path, false, opts...)
+}
+
+// PutSharedFile is PutFile for a file that is stored as a shared blob
+// whatever Share declared, when it has SharedMinSize bytes or more: for a
+// producer whose large output later artifacts carry unchanged and which
+// makes the same bytes again when it runs again (embeddings.vectors: the
+// table of a fixed vectors package), so that every copy of it is one.
+func (w *Writer) PutSharedFile(ctx context.Context, name, path string, opts ...storage.PutOption) (storage.ObjectInfo, error) {
+	return w.putFile(ctx, name, path, true, opts...)
+}
+
+func (w *Writer) putFile(ctx context.Context, name, path string, always bool, opts ...storage.PutOption) (storage.ObjectInfo, error) {
 	if err := w.claim(name); err != nil {
 		return storage.ObjectInfo{}, err
 	}
@@ -148,7 +161,7 @@ func (w *Writer) PutFile(ctx context.Context, name, path string, opts ...storage
 		return storage.ObjectInfo{}, fmt.Errorf("artifact %s: %w", w.prefix, err)
 	}
 	w.mu.Lock()
-	sharing := len(w.share) > 0
+	sharing := always || len(w.share) > 0
 	w.mu.Unlock()
 	if fi.Size() < SharedMinSize || !sharing {
 		return w.put(ctx, name, f, opts...)
@@ -163,7 +176,7 @@ func (w *Writer) PutFile(ctx context.Context, name, path string, opts ...storage
 		return storage.ObjectInfo{}, fmt.Errorf("artifact %s: %w", w.prefix, err)
 	}
 	w.mu.Lock()
-	shared := w.share[h.Digest()]
+	shared := always || w.share[h.Digest()]
 	w.mu.Unlock()
 	if !shared {
 		return w.put(ctx, name, f, append(opts, storage.WithDigest(h.Digest()))...)
