@@ -476,6 +476,14 @@ var directives = map[string][]string{
 	"Install": {"WantedBy"},
 }
 
+// servers are the units of the servers nerflow needs, for plain machines:
+// the program and first argument each runs (Redis with deploy/redis.conf
+// installed as /etc/nerflow/redis.conf, MinIO's server).
+var servers = map[string][2]string{
+	"nerflow-redis.service": {"/usr/bin/redis-server", "/etc/nerflow/redis.conf"},
+	"nerflow-minio.service": {"/usr/local/bin/minio", "server"},
+}
+
 func TestSystemd(t *testing.T) {
 	checkConfig(t, "systemd/nerflow.yaml.example", string(must(os.ReadFile("systemd/nerflow.yaml.example"))))
 	// The example settings of the worker instances.
@@ -517,6 +525,14 @@ func TestSystemd(t *testing.T) {
 			t.Errorf("%s: TimeoutStopSec %q: %v", u, values["Service.TimeoutStopSec"], err)
 		}
 		exec := strings.Fields(first(values["Service.ExecStart"]))
+		if server, ok := servers[filepath.Base(u)]; ok {
+			// The Redis and MinIO a plain machine runs for nerflow.
+			if len(exec) < 2 || exec[0] != server[0] || exec[1] != server[1] {
+				t.Errorf("%s: ExecStart %q, want %s %s ...", u, exec, server[0], server[1])
+			}
+			roles[filepath.Base(server[0])]++
+			continue
+		}
 		if len(exec) == 0 || exec[0] != "/usr/local/bin/nerflow" {
 			t.Errorf("%s: ExecStart %q does not run /usr/local/bin/nerflow", u, exec)
 			continue
@@ -555,8 +571,9 @@ func TestSystemd(t *testing.T) {
 			}
 		}
 	}
-	if roles["worker"] < 2 || roles["scheduler"] != 1 || roles["serve"] != 1 || roles["gc"] != 1 || roles["timer"] != 1 || !gpuWorker {
-		t.Errorf("units run %v (GPU worker: %v), want workers (one on a GPU), the scheduler, the API and gc on a timer", roles, gpuWorker)
+	if roles["worker"] < 2 || roles["scheduler"] != 1 || roles["serve"] != 1 || roles["gc"] != 1 || roles["timer"] != 1 || !gpuWorker ||
+		roles["redis-server"] != 1 || roles["minio"] != 1 {
+		t.Errorf("units run %v (GPU worker: %v), want workers (one on a GPU), the scheduler, the API, gc on a timer, Redis and MinIO", roles, gpuWorker)
 	}
 	timers, _ := filepath.Glob("systemd/*.timer")
 	for _, tm := range timers {
