@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/nerflow/nerflow/internal/allocator"
 	"github.com/nerflow/nerflow/pipeline/engine"
 	"github.com/nerflow/nerflow/train"
 	"github.com/nerflow/nerflow/workers"
@@ -71,7 +72,7 @@ for --shutdown-timeout, and hands those still running back to their queue.`,
 				cfg := workers.Config{
 					Queues: qs, Devices: devices, Concurrency: concurrency, GPUOnCPU: gpuOnCPU,
 					Worker: engine.WorkerOptions{ShutdownTimeout: grace, PollInterval: poll, TempDir: tempDir,
-						NodeLease: lease, ReconcileInterval: reconcile, OutagePatience: patience},
+						NodeLease: lease, ReconcileInterval: reconcile, OutagePatience: patience, Idle: a.releaseMemory},
 				}
 				if _, err := workers.Plan(cfg); err != nil {
 					return err // before connecting: a configuration error
@@ -110,4 +111,18 @@ for --shutdown-timeout, and hands those still running back to their queue.`,
 		cmd.Flags().DurationVar(&patience, "outage-patience", 10*time.Minute, "how long a node waits out an unreachable store or Redis before the attempt counts as failed")
 		return cmd
 	})
+}
+
+// releaseMemory hands the memory of the worker's last node back to the
+// system once it has no node to run (engine.WorkerOptions.Idle): without
+// it, an idle worker kept the peak of its last training resident.
+func (a *app) releaseMemory() {
+	before := allocator.Resident()
+	how, err := allocator.Release()
+	if err != nil {
+		a.log.Warn("returning memory after the last node", "err", err)
+		return
+	}
+	a.log.Info("worker idle: memory returned", "allocator", how,
+		"resident_before_mib", before>>20, "resident_after_mib", allocator.Resident()>>20)
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -64,6 +65,12 @@ type WorkerOptions struct {
 	// failed attempt (default 10 minutes). Waiting spends no attempt.
 	OutagePatience time.Duration
 
+	// Idle, if set, is called (in a goroutine of its own) each time the
+	// last node this worker runs has ended: the process can hand the
+	// memory of its last node back to the system there (see
+	// allocator.Release).
+	Idle func()
+
 	noRestore bool // embedded mode: see StartEmbedded
 }
 
@@ -79,6 +86,8 @@ type Worker struct {
 	// released on Shutdown, since asynq hands the tasks back without
 	// waiting for their handlers.
 	leases sync.Map
+	// running counts the nodes being handled, for Idle.
+	running atomic.Int64
 }
 
 // NewWorker returns a worker; Start it, then Shutdown.
@@ -207,6 +216,12 @@ func (w *Worker) handle(ctx context.Context, t *asynq.Task) error {
 	if err := json.Unmarshal(t.Payload(), &p); err != nil {
 		return fmt.Errorf("%w: bad task payload: %v", asynq.SkipRetry, err)
 	}
+	w.running.Add(1)
+	defer func() {
+		if w.running.Add(-1) == 0 && w.opts.Idle != nil {
+			go w.opts.Idle()
+		}
+	}()
 	err := w.execute(ctx, p)
 	if err != nil && !errors.Is(err, asynq.SkipRetry) && ctx.Err() == nil {
 		w.e.log.Warn("node attempt failed", "run", p.Run, "node", p.Node, "err", err)
