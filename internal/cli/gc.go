@@ -24,8 +24,9 @@ func init() {
 			Use:   "gc",
 			Short: "Delete from the store what no kept run or model needs",
 			Long: `Gc deletes the outputs, node records and checkpoints of old runs, the
-manifests of runs beyond the newest --keep-runs of each pipeline name, and
-imported datasets nothing kept refers to. It keeps every registered model
+manifests of runs beyond the newest --keep-runs of each pipeline name,
+imported datasets nothing kept refers to, and shared files (word vectors
+that models carry unchanged, stored once) that nothing kept lists. It keeps every registered model
 version (its model, its evaluations' reports, the run that registered it and
 the datasets of its lineage), the newest --keep-runs finished runs of each
 pipeline with every output they show, runs that have not ended with what
