@@ -56,7 +56,7 @@ bench:
 	NERFLOW_WITH_BENCH=1 scripts/setup.sh
 	@set -e; eval "$$(scripts/services.sh start)"; trap 'scripts/services.sh stop' EXIT; \
 	$(GO) test -run '^$$' -bench . -benchtime 3x $$($(GO) list ./... | grep -v '/train$$'); \
-	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 90m ./train
+	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 90m ./train/tagger
 
 clean:
 	rm -rf bin .nerflow

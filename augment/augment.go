@@ -21,7 +21,7 @@ import (
 	"unicode"
 
 	"github.com/nerflow/nerflow/corpus"
-	"github.com/nerflow/nerflow/lm"
+	"github.com/nerflow/nerflow/train/lm"
 )
 
 // Config of an augmentation.

@@ -10,7 +10,7 @@ import (
 	"github.com/sugarme/gotch"
 
 	"github.com/nerflow/nerflow/corpus"
-	"github.com/nerflow/nerflow/lm"
+	"github.com/nerflow/nerflow/train/lm"
 )
 
 func TestShape(t *testing.T) {

@@ -13,9 +13,9 @@ import (
 
 	"github.com/nerflow/nerflow/corpus"
 	"github.com/nerflow/nerflow/dataset"
-	"github.com/nerflow/nerflow/lm"
 	"github.com/nerflow/nerflow/stages"
-	"github.com/nerflow/nerflow/train"
+	"github.com/nerflow/nerflow/train/lm"
+	"github.com/nerflow/nerflow/train/tagger"
 )
 
 // Stage names.
@@ -178,7 +178,7 @@ func Every(sents [][]string, fraction float64) [][]string {
 }
 
 func runLMStage(c *stages.Context) error {
-	device, err := train.ParseDevice(c.Device)
+	device, err := tagger.ParseDevice(c.Device)
 	if err != nil {
 		return err
 	}
@@ -317,7 +317,7 @@ type Example struct {
 }
 
 func runSentencesStage(c *stages.Context) error {
-	device, err := train.ParseDevice(c.Device)
+	device, err := tagger.ParseDevice(c.Device)
 	if err != nil {
 		return err
 	}

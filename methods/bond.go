@@ -5,7 +5,7 @@ import (
 	"github.com/nerflow/nerflow/registry"
 	"github.com/nerflow/nerflow/selftrain"
 	"github.com/nerflow/nerflow/stages"
-	"github.com/nerflow/nerflow/train"
+	"github.com/nerflow/nerflow/train/tagger"
 )
 
 // Bond is BOND (Liang et al., KDD 2020) on distant labels: a tagger
@@ -53,8 +53,8 @@ func buildBond(b *spec.Builder) error {
 	p := b.Params()
 	corpus := trainingCorpus(b)
 	// Stage 1: cross entropy on the distant labels, stopped early.
-	early := b.Node("early", train.StageTrain).Queue("gpu").
-		Set("head", train.TokenHead).Set("loss", train.LossCE).Pass("seed", "scheme", "epochs", "eval_every", "patience", "drop_o").
+	early := b.Node("early", tagger.StageTrain).Queue("gpu").
+		Set("head", tagger.TokenHead).Set("loss", tagger.LossCE).Pass("seed", "scheme", "epochs", "eval_every", "patience", "drop_o").
 		Input("embeddings", vectors(b))
 	corpus(early)
 	readSplit(b, early, "dev", "dev")

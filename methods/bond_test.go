@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/nerflow/nerflow/selftrain"
-	"github.com/nerflow/nerflow/train"
+	"github.com/nerflow/nerflow/train/tagger"
 )
 
 // The example makes BOND's graph with its defaults: stage 1 cross entropy
@@ -22,8 +22,8 @@ func TestBondGraph(t *testing.T) {
 		t.Fatalf("nodes %v, want %v", got, want)
 	}
 	early, _ := g.Node("early")
-	if p := nodeParams(t, g, "early"); early.Stage != train.StageTrain || early.Queue != "gpu" || p["head"] != train.TokenHead ||
-		p["loss"] != train.LossCE || p["eval_every"] != 50.0 || p["patience"] != 4.0 || p["epochs"] != 3.0 || p["drop_o"] != 0.0 ||
+	if p := nodeParams(t, g, "early"); early.Stage != tagger.StageTrain || early.Queue != "gpu" || p["head"] != tagger.TokenHead ||
+		p["loss"] != tagger.LossCE || p["eval_every"] != 50.0 || p["patience"] != 4.0 || p["epochs"] != 3.0 || p["drop_o"] != 0.0 ||
 		p["update_interval"] != 0.0 || p["corpus_labels"] != "train_label_dist.txt" || p["dev_labels"] != "valid_label_true.txt" {
 		t.Errorf("early: %s on %q, params %v", early.Stage, early.Queue, p)
 	}

@@ -11,10 +11,9 @@ import (
 	"github.com/nerflow/nerflow/embeddings"
 	"github.com/nerflow/nerflow/pipeline/spec"
 	"github.com/nerflow/nerflow/stages"
-	"github.com/nerflow/nerflow/train"
-	// The methods build graphs of the tagger's stages, so a binary or test
-	// that links a method links their registration too.
-	_ "github.com/nerflow/nerflow/train/trainstage"
+	// The methods build graphs of the tagger's stages: linking a method
+	// links their registration (package tagger registers them).
+	"github.com/nerflow/nerflow/train/tagger"
 )
 
 // splits are the corpus inputs of a tagger method, in the order the word
@@ -74,7 +73,7 @@ func scoreOn(b *spec.Builder, split, name string, model spec.Ref) *spec.NodeBuil
 	if !b.Has(split) {
 		return nil
 	}
-	ev := readSplit(b, b.Node(name, train.StageEvaluate).Input("model", model), split, "gold")
+	ev := readSplit(b, b.Node(name, tagger.StageEvaluate).Input("model", model), split, "gold")
 	if base := labelsBaseline(b, split); !base.Empty() {
 		ev.Input("baseline", base)
 	}

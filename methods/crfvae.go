@@ -5,8 +5,8 @@ import (
 	"github.com/nerflow/nerflow/registry"
 	"github.com/nerflow/nerflow/stages"
 	"github.com/nerflow/nerflow/subset"
-	"github.com/nerflow/nerflow/train"
 	"github.com/nerflow/nerflow/train/crfvae"
+	"github.com/nerflow/nerflow/train/tagger"
 )
 
 // CRF-VAE: a CRF tagger trained on a few labeled sentences plus unlabeled
@@ -92,7 +92,7 @@ func evaluateAndRegister(b *spec.Builder, model spec.Ref) {
 	var reports []spec.Ref
 	for _, e := range []struct{ node, split string }{{"evaluate", "dev"}, {"evaluate-test", "test"}} {
 		if b.Has(e.split) {
-			ev := b.Node(e.node, train.StageEvaluate).Input("model", model)
+			ev := b.Node(e.node, tagger.StageEvaluate).Input("model", model)
 			readSplit(b, ev, e.split, "gold")
 			reports = append(reports, ev.Out("report"))
 		}

@@ -7,7 +7,7 @@ import (
 	"github.com/nerflow/nerflow/pipeline/spec"
 	"github.com/nerflow/nerflow/registry"
 	"github.com/nerflow/nerflow/stages"
-	"github.com/nerflow/nerflow/train"
+	"github.com/nerflow/nerflow/train/tagger"
 )
 
 // The variants of RoSTER's noise-robust training the distant method
@@ -41,7 +41,7 @@ func init() {
 			stages.FloatParam("q", 0.7, "exponent of generalized cross entropy", stages.Range(0, 1)),
 			stages.FloatParam("tau", 0.7, "noisy-label removal: a distant label the model gives at most this probability is noise", stages.Range(0, 1)),
 			stages.IntParam("update_interval", 200, "batches between noisy-label removals", stages.AtLeast(1)),
-			stages.FloatParam("miss_rate", train.DefaultTrainConfig().MissRate, "variant partial: the chance that the distant labels left an entity token O (1 - their recall)", stages.Range(0, 1)),
+			stages.FloatParam("miss_rate", tagger.DefaultTrainConfig().MissRate, "variant partial: the chance that the distant labels left an entity token O (1 - their recall)", stages.Range(0, 1)),
 		}, append(fileParams(), distantParams()...)...),
 		Inputs: distantInputs(),
 		Build:  buildDistant,
@@ -63,20 +63,20 @@ func buildDistant(b *spec.Builder) error {
 	corpus := trainingCorpus(b)
 	fan := func(n *spec.NodeBuilder, param bool) *spec.NodeBuilder { return fanSeeds(n, seeds, param) }
 	for _, v := range slices.Compact(slices.Clone(variants)) {
-		t := fan(b.Node(v, train.StageTrain), true).
-			Set("head", train.TokenHead).Pass("scheme", "epochs").Input("embeddings", vec)
+		t := fan(b.Node(v, tagger.StageTrain), true).
+			Set("head", tagger.TokenHead).Pass("scheme", "epochs").Input("embeddings", vec)
 		if v != variantPartial {
 			t.Pass("drop_o")
 		}
 		switch v {
 		case variantPartial:
-			t.Set("head", train.CRFHead).Set("loss", train.LossPartial).Pass("miss_rate")
+			t.Set("head", tagger.CRFHead).Set("loss", tagger.LossPartial).Pass("miss_rate")
 		case variantCE:
-			t.Set("loss", train.LossCE)
+			t.Set("loss", tagger.LossCE)
 		case variantGCE:
-			t.Set("loss", train.LossGCE).Pass("q")
+			t.Set("loss", tagger.LossGCE).Pass("q")
 		case variantGCERemove:
-			t.Set("loss", train.LossGCE).Pass("q", "tau", "update_interval")
+			t.Set("loss", tagger.LossGCE).Pass("q", "tau", "update_interval")
 		}
 		corpus(t)
 		readSplit(b, t, "dev", "dev")

@@ -8,7 +8,7 @@ import (
 	"github.com/nerflow/nerflow/distant"
 	"github.com/nerflow/nerflow/ensemble"
 	"github.com/nerflow/nerflow/pipeline/spec"
-	"github.com/nerflow/nerflow/train"
+	"github.com/nerflow/nerflow/train/tagger"
 )
 
 // rosterOnGazetteers is a roster call that labels raw text with a gazetteer
@@ -68,7 +68,7 @@ func TestLabelsOfEverySplitAreTheBaseline(t *testing.T) {
 	if got := inputs("test")["baseline"]; !slices.Equal(got, []string{"labels-test"}) {
 		t.Errorf("test baseline %v", got)
 	}
-	if p := nodeParams(t, g, "noise[seed=2]"); p["head"] != train.CRFHead || p["loss"] != train.LossPartial || p["miss_rate"] != 0.4 || p["update_interval"] != 0.0 {
+	if p := nodeParams(t, g, "noise[seed=2]"); p["head"] != tagger.CRFHead || p["loss"] != tagger.LossPartial || p["miss_rate"] != 0.4 || p["update_interval"] != 0.0 {
 		t.Errorf("partial seeds: %v", p)
 	}
 }
@@ -99,7 +99,7 @@ inputs:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p := nodeParams(t, g, "partial"); p["head"] != train.CRFHead || p["loss"] != train.LossPartial || p["miss_rate"] != 0.3 || p["drop_o"] != 0.0 {
+	if p := nodeParams(t, g, "partial"); p["head"] != tagger.CRFHead || p["loss"] != tagger.LossPartial || p["miss_rate"] != 0.3 || p["drop_o"] != 0.0 {
 		t.Errorf("partial params %v", p)
 	}
 	ev, _ := g.Node("test-partial")
@@ -121,7 +121,7 @@ func TestRosterCRFStudent(t *testing.T) {
 	if labels.Stage != ensemble.StageLabel || labels.Inputs[0].Node != "average" && labels.Inputs[1].Node != "average" {
 		t.Errorf("ensemble-labels: %+v", labels)
 	}
-	if p := nodeParams(t, g, "distil"); p["head"] != train.CRFHead || p["loss"] != train.LossPartial || p["miss_rate"] != 0.4 {
+	if p := nodeParams(t, g, "distil"); p["head"] != tagger.CRFHead || p["loss"] != tagger.LossPartial || p["miss_rate"] != 0.4 {
 		t.Errorf("distil params %v", p)
 	}
 	distil, _ := g.Node("distil")

@@ -14,8 +14,7 @@ import (
 	_ "github.com/nerflow/nerflow/methods"
 	"github.com/nerflow/nerflow/pipeline/spec"
 	"github.com/nerflow/nerflow/registry"
-	"github.com/nerflow/nerflow/train"
-	_ "github.com/nerflow/nerflow/train/trainstage" // stages train.*
+	"github.com/nerflow/nerflow/train/tagger"
 )
 
 // fixture lays out what the examples read, as on a user's machine, with
@@ -132,7 +131,7 @@ nodes:%s
   register:
     stage: %[6]s
     inputs: {model: train.model, reports: evaluate.report}
-`, vectors, train.StageTrain, "", data, train.StageEvaluate, registry.StageName)
+`, vectors, tagger.StageTrain, "", data, tagger.StageEvaluate, registry.StageName)
 	distantSpec := "name: conll03-distant\nnodes:" + vectors + "\n"
 	for _, v := range []struct{ name, params string }{
 		{"ce", "loss: ce"}, {"gce", "loss: gce, q: 0.7"}, {"gce-removal", "loss: gce, q: 0.7, tau: 0.7, update_interval: 200"},
@@ -150,7 +149,7 @@ nodes:%s
     stage: %[6]s
     params: {name: conll03-distant-%[1]s}
     inputs: {model: %[1]s.model, reports: eval-%[1]s.report}
-`, v.name, train.StageTrain, v.params, data, train.StageEvaluate, registry.StageName)
+`, v.name, tagger.StageTrain, v.params, data, tagger.StageEvaluate, registry.StageName)
 	}
 	for file, hand := range map[string]string{"conll03-supervised.yaml": supervised, "conll03-distant.yaml": distantSpec} {
 		t.Run(file, func(t *testing.T) {
@@ -204,10 +203,10 @@ func TestDistantSeedsAndVariants(t *testing.T) {
 		t.Fatalf("nodes %v\nwant  %v", got, want)
 	}
 	p := nodeParams(t, g, "gce-removal[seed=2]")
-	if p["seed"] != 2.0 || p["hidden"] != 50.0 || p["tau"] != 0.7 || p["loss"] != train.LossGCE {
+	if p["seed"] != 2.0 || p["hidden"] != 50.0 || p["tau"] != 0.7 || p["loss"] != tagger.LossGCE {
 		t.Errorf("gce-removal[seed=2] params %v", p)
 	}
-	if p := nodeParams(t, g, "ce[seed=1]"); p["hidden"] == 50.0 || p["loss"] != train.LossCE {
+	if p := nodeParams(t, g, "ce[seed=1]"); p["hidden"] == 50.0 || p["loss"] != tagger.LossCE {
 		t.Errorf("ce[seed=1] params %v: the override is gce-removal's", p)
 	}
 	r, _ := g.Node("register-ce[seed=2]")

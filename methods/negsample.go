@@ -9,7 +9,7 @@ import (
 	"github.com/nerflow/nerflow/pipeline/spec"
 	"github.com/nerflow/nerflow/stages"
 	"github.com/nerflow/nerflow/subset"
-	"github.com/nerflow/nerflow/train"
+	"github.com/nerflow/nerflow/train/tagger"
 )
 
 // NegSample trains span classifiers with negative sampling (Li et al.
@@ -30,8 +30,8 @@ func init() {
 			"model's uncertainty) on distant or partial labels; with mask, the missing-annotation experiment: gold " +
 			"entities dropped with each probability p, every p x sampling trained, scored and gathered into one table.",
 		Params: append([]stages.Param{
-			stages.StringListParam("sampling", []string{train.SamplingUniform, train.SamplingWeighted}, "the samplings compared, one tagger each",
-				stages.OneOf(train.SamplingUniform, train.SamplingWeighted)),
+			stages.StringListParam("sampling", []string{tagger.SamplingUniform, tagger.SamplingWeighted}, "the samplings compared, one tagger each",
+				stages.OneOf(tagger.SamplingUniform, tagger.SamplingWeighted)),
 			stages.FloatListParam("mask", nil, "the missing-annotation experiment: probabilities with which the train input's gold entities are dropped (stage "+subset.StageMask+"), one tagger per p and sampling (empty: train on the train input's tags as they are)", stages.Range(0, 1)),
 			stages.IntParam("mask_seed", 1, "seed of the dropped entities", stages.AtLeast(0)),
 			stages.IntParam("seed", 1, "seed of the taggers", stages.AtLeast(0)),
@@ -55,13 +55,13 @@ func buildNegSample(b *spec.Builder) error {
 	p := b.Params()
 	samplings := slices.Compact(slices.Clone(p.Strings("sampling")))
 	if len(samplings) == 0 {
-		b.Errorf("params.sampling", "want at least one of %s, %s", train.SamplingUniform, train.SamplingWeighted)
+		b.Errorf("params.sampling", "want at least one of %s, %s", tagger.SamplingUniform, tagger.SamplingWeighted)
 	}
 	masks := p.Floats("mask")
 	vec := vectors(b)
 
-	t := b.Node("train", train.StageTrain).
-		Set("head", train.SpanHead).Set("loss", train.LossNegSample).
+	t := b.Node("train", tagger.StageTrain).
+		Set("head", tagger.SpanHead).Set("loss", tagger.LossNegSample).
 		Pass("scheme", "epochs", "max_span", "neg_ratio", "mu", "seed").Input("embeddings", vec)
 	var fans []func(*spec.NodeBuilder) // the fan-outs of the train node, for the nodes paired with it
 	var rows, columns []string
@@ -108,7 +108,7 @@ func buildNegSample(b *spec.Builder) error {
 		if !b.Has(e.split) {
 			continue
 		}
-		ev := readSplit(b, fan(b.Node(e.name, train.StageEvaluate)).Input("model", t.Out("model")), e.split, "gold")
+		ev := readSplit(b, fan(b.Node(e.name, tagger.StageEvaluate)).Input("model", t.Out("model")), e.split, "gold")
 		b.Node("table-"+e.split, eval.StageTable).
 			Set("title", fmt.Sprintf("%s: negative sampling, %s split", b.Name(), e.split)).
 			Set("row_key", rowKey).Set("rows", rows).Set("column_key", columnKey).Set("columns", columns).

@@ -7,7 +7,7 @@ import (
 
 	"github.com/nerflow/nerflow/eval"
 	"github.com/nerflow/nerflow/subset"
-	"github.com/nerflow/nerflow/train"
+	"github.com/nerflow/nerflow/train/tagger"
 )
 
 // The missing-annotation example makes one masking node per p, one tagger
@@ -45,7 +45,7 @@ func TestNegSampleMaskGrid(t *testing.T) {
 		t.Errorf("train[p=0.9,sampling=weighted] reads corpus %q, complete %q", corpusFrom, completeFrom)
 	}
 	p := nodeParams(t, g, tr.ID)
-	if p["head"] != train.SpanHead || p["loss"] != train.LossNegSample || p["sampling"] != train.SamplingWeighted || p["complete_labels"] != "train_label_true.txt" || p["epochs"] != 3.0 {
+	if p["head"] != tagger.SpanHead || p["loss"] != tagger.LossNegSample || p["sampling"] != tagger.SamplingWeighted || p["complete_labels"] != "train_label_true.txt" || p["epochs"] != 3.0 {
 		t.Errorf("%s params %v", tr.ID, p)
 	}
 	table, _ := g.Node("table-dev")

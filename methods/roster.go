@@ -7,7 +7,7 @@ import (
 	"github.com/nerflow/nerflow/registry"
 	"github.com/nerflow/nerflow/selftrain"
 	"github.com/nerflow/nerflow/stages"
-	"github.com/nerflow/nerflow/train"
+	"github.com/nerflow/nerflow/train/tagger"
 )
 
 // Roster is RoSTER (Meng et al., 2021) on distant labels: K noise-robust
@@ -39,8 +39,8 @@ func init() {
 			stages.IntParam("epochs", 3, "noise-robust training epochs of each seed", stages.Range(1, 1000)),
 			stages.FloatParam("drop_o", 0.5, "fraction of the distant O tokens left out of the loss", stages.Range(0, 0.99)),
 			stages.BoolParam("gce", true, "generalized cross entropy (false: cross entropy; ablation)"),
-			stages.BoolParam("partial", false, "the seeds are partial-label CRFs (loss "+train.LossPartial+": a distant O is evidence of strength 1 - miss_rate, a match is kept) instead of token classifiers with generalized cross entropy and noisy-label removal"),
-			stages.FloatParam("miss_rate", train.DefaultTrainConfig().MissRate, "partial: the chance that the distant labels left an entity token O (1 - their recall)", stages.Range(0, 1)),
+			stages.BoolParam("partial", false, "the seeds are partial-label CRFs (loss "+tagger.LossPartial+": a distant O is evidence of strength 1 - miss_rate, a match is kept) instead of token classifiers with generalized cross entropy and noisy-label removal"),
+			stages.FloatParam("miss_rate", tagger.DefaultTrainConfig().MissRate, "partial: the chance that the distant labels left an entity token O (1 - their recall)", stages.Range(0, 1)),
 			stages.FloatParam("q", 0.7, "exponent of generalized cross entropy", stages.Range(0, 1)),
 			stages.BoolParam("removal", true, "noisy-label removal (false: every distant label counts; ablation)"),
 			stages.FloatParam("tau", 0.7, "noisy-label removal: a distant label the model gives at most this probability is noise", stages.Range(0, 1)),
@@ -116,23 +116,23 @@ func buildRoster(b *spec.Builder) error {
 	}
 
 	// Step 1: noise-robust training, one tagger per seed.
-	noise := fanSeeds(b.Node("noise", train.StageTrain), seeds, true).Queue("gpu").
+	noise := fanSeeds(b.Node("noise", tagger.StageTrain), seeds, true).Queue("gpu").
 		Pass("scheme", "epochs").Input("embeddings", vec)
 	switch {
 	case p.Bool("partial"):
 		// The CRF's marginals are the distributions the ensemble averages;
 		// the distilled and self-trained models are token classifiers as
 		// in RoSTER.
-		noise.Set("head", train.CRFHead).Set("loss", train.LossPartial).Pass("miss_rate")
+		noise.Set("head", tagger.CRFHead).Set("loss", tagger.LossPartial).Pass("miss_rate")
 		for _, name := range []string{"gce", "removal", "drop_o"} {
 			if b.IsSet(name) {
 				b.Errorf("params."+name, "applies to the token classifiers, which partial=true replaces with partial-label CRFs")
 			}
 		}
 	case p.Bool("gce"):
-		noise.Set("head", train.TokenHead).Set("loss", train.LossGCE).Pass("q", "drop_o")
+		noise.Set("head", tagger.TokenHead).Set("loss", tagger.LossGCE).Pass("q", "drop_o")
 	default:
-		noise.Set("head", train.TokenHead).Set("loss", train.LossCE).Pass("drop_o")
+		noise.Set("head", tagger.TokenHead).Set("loss", tagger.LossCE).Pass("drop_o")
 	}
 	if p.Bool("removal") && !p.Bool("partial") {
 		noise.Pass("tau", "update_interval")
@@ -144,19 +144,19 @@ func buildRoster(b *spec.Builder) error {
 	// Step 2: the seeds' predictions of the training corpus averaged and
 	// distilled into one tagger.
 	if p.Bool("ensemble") && len(seeds) > 0 {
-		pred := fanSeeds(b.Node("predict", train.StagePredict), seeds, false).Input("model", model)
+		pred := fanSeeds(b.Node("predict", tagger.StagePredict), seeds, false).Input("model", model)
 		corpus(pred)
 		avg := b.Node("average", ensemble.StageAverage).Input("predictions", pred.Out("predictions"))
-		distil := b.Node("distil", train.StageTrain).Queue("gpu").Pass("scheme").PassAs("epochs", "distil_epochs").
+		distil := b.Node("distil", tagger.StageTrain).Queue("gpu").Pass("scheme").PassAs("epochs", "distil_epochs").
 			Set("seed", seeds[0]).Input("embeddings", vec)
 		if p.String("student") == studentCRF {
 			// The ensemble's labels find more entities than the distant
 			// ones; an unlabeled token is still only weak evidence of O.
 			labels := b.Node("ensemble-labels", ensemble.StageLabel).Input("predictions", avg.Out("predictions"))
 			corpus(labels)
-			distil.Set("head", train.CRFHead).Set("loss", train.LossPartial).Pass("miss_rate").Input("corpus", labels.Out("labeled"))
+			distil.Set("head", tagger.CRFHead).Set("loss", tagger.LossPartial).Pass("miss_rate").Input("corpus", labels.Out("labeled"))
 		} else {
-			distil.Set("head", train.TokenHead).Set("loss", train.LossKL).Input("soft", avg.Out("predictions"))
+			distil.Set("head", tagger.TokenHead).Set("loss", tagger.LossKL).Input("soft", avg.Out("predictions"))
 			corpus(distil) // its tags are not used: the targets are the average
 		}
 		readSplit(b, distil, "dev", "dev")

@@ -9,7 +9,7 @@ import (
 	"github.com/nerflow/nerflow/ensemble"
 	"github.com/nerflow/nerflow/pipeline/spec"
 	"github.com/nerflow/nerflow/selftrain"
-	"github.com/nerflow/nerflow/train"
+	"github.com/nerflow/nerflow/train/tagger"
 )
 
 // The example makes RoSTER's whole graph with its defaults: five seeds on
@@ -31,7 +31,7 @@ func TestRosterGraph(t *testing.T) {
 		t.Fatalf("nodes %v\nwant  %v", got, want)
 	}
 	noise, _ := g.Node("noise[seed=3]")
-	if p := nodeParams(t, g, noise.ID); noise.Queue != "gpu" || p["loss"] != train.LossGCE || p["q"] != 0.7 || p["tau"] != 0.7 ||
+	if p := nodeParams(t, g, noise.ID); noise.Queue != "gpu" || p["loss"] != tagger.LossGCE || p["q"] != 0.7 || p["tau"] != 0.7 ||
 		p["update_interval"] != 200.0 || p["drop_o"] != 0.5 || p["seed"] != 3.0 || p["epochs"] != 3.0 {
 		t.Errorf("noise[seed=3] on %s: %v", noise.Queue, p)
 	}
@@ -39,7 +39,7 @@ func TestRosterGraph(t *testing.T) {
 	if avg.Stage != ensemble.StageAverage || len(avg.Inputs) != 5 || avg.Inputs[4].Node != "predict[seed=5]" {
 		t.Errorf("average: %+v", avg)
 	}
-	if p := nodeParams(t, g, "distil"); p["loss"] != train.LossKL || p["epochs"] != 2.0 || p["corpus_file"] != "train_text.txt" {
+	if p := nodeParams(t, g, "distil"); p["loss"] != tagger.LossKL || p["epochs"] != 2.0 || p["corpus_file"] != "train_text.txt" {
 		t.Errorf("distil params %v", p)
 	}
 	st, _ := g.Node("selftrain")
@@ -98,7 +98,7 @@ func TestRosterAblations(t *testing.T) {
 	if want := []string{"vectors", "noise", "eval-noise", "register"}; !slices.Equal(slices.Sorted(slices.Values(ids(bare))), slices.Sorted(slices.Values(want))) {
 		t.Fatalf("nodes %v, want %v", ids(bare), want)
 	}
-	if p := nodeParams(t, bare, "noise"); p["loss"] != train.LossCE || p["update_interval"] != 0.0 || p["seed"] != 4.0 {
+	if p := nodeParams(t, bare, "noise"); p["loss"] != tagger.LossCE || p["update_interval"] != 0.0 || p["seed"] != 4.0 {
 		t.Errorf("noise params %v: want cross entropy, no removal, seed 4", p)
 	}
 	if _, err := expand(t, dir, example(t, "conll03-roster.yaml"), "ensemble=false"); err == nil {

@@ -3,7 +3,7 @@ package methods
 import (
 	"github.com/nerflow/nerflow/pipeline/spec"
 	"github.com/nerflow/nerflow/stages"
-	"github.com/nerflow/nerflow/train"
+	"github.com/nerflow/nerflow/train/tagger"
 )
 
 // Supervised trains one tagger on gold labels: the upper bound the weakly
@@ -16,7 +16,7 @@ func init() {
 		Doc: "Trains a BiLSTM-CNN tagger (CRF head by default) on gold labels, selects the epoch on the dev " +
 			"set, scores it on the dev and test sets given, and registers it under the spec's name.",
 		Params: append([]stages.Param{
-			stages.StringParam("head", train.CRFHead, "output layer: crf, or token (RoSTER's classifier, trained with cross entropy)", stages.OneOf(train.TokenHead, train.CRFHead)),
+			stages.StringParam("head", tagger.CRFHead, "output layer: crf, or token (RoSTER's classifier, trained with cross entropy)", stages.OneOf(tagger.TokenHead, tagger.CRFHead)),
 			stages.StringParam("scheme", "bio", "tag scheme the tagger predicts", stages.OneOf("io", "bio", "bioes")),
 			stages.IntParam("epochs", 15, "training epochs", stages.Range(1, 1000)),
 			stages.IntParam("patience", 4, "stop after this many epochs without a better dev F1 (0: never)", stages.AtLeast(0)),
@@ -30,12 +30,12 @@ func init() {
 func buildSupervised(b *spec.Builder) error {
 	checkFiles(b)
 	p := b.Params()
-	loss := train.LossCRF
-	if p.String("head") == train.TokenHead {
-		loss = train.LossCE
+	loss := tagger.LossCRF
+	if p.String("head") == tagger.TokenHead {
+		loss = tagger.LossCE
 	}
 	vec := vectors(b)
-	t := b.Node("train", train.StageTrain).Pass("head", "scheme", "epochs", "patience", "seed").Set("loss", loss).
+	t := b.Node("train", tagger.StageTrain).Pass("head", "scheme", "epochs", "patience", "seed").Set("loss", loss).
 		Input("embeddings", vec)
 	readSplit(b, t, "train", "corpus")
 	readSplit(b, t, "dev", "dev")

@@ -6,12 +6,12 @@ import (
 	"slices"
 
 	"github.com/nerflow/nerflow/augment"
-	"github.com/nerflow/nerflow/lm"
 	"github.com/nerflow/nerflow/pipeline/spec"
 	"github.com/nerflow/nerflow/registry"
 	"github.com/nerflow/nerflow/stages"
 	"github.com/nerflow/nerflow/subset"
-	"github.com/nerflow/nerflow/train"
+	"github.com/nerflow/nerflow/train/lm"
+	"github.com/nerflow/nerflow/train/tagger"
 )
 
 // TagLM (Peters et al., 2017): forward and backward LSTM language models
@@ -32,8 +32,8 @@ func init() {
 			"with them at the input. With labeled < 1 the train input is first split (subset.split): that fraction of " +
 			"its sentences stays labeled, a disjoint fraction becomes the unlabeled text (VSL's 10%/50%).",
 		Params: append([]stages.Param{
-			stages.StringListParam("variants", []string{train.LMLayer1}, "where the language models' states join the tagger, one tagger each: layer1, input, none (no language model)",
-				stages.OneOf(train.LMPlacements()...)),
+			stages.StringListParam("variants", []string{tagger.LMLayer1}, "where the language models' states join the tagger, one tagger each: layer1, input, none (no language model)",
+				stages.OneOf(tagger.LMPlacements()...)),
 			stages.FloatParam("labeled", 1, "fraction of the train input's sentences kept labeled (below 1: split by subset.split)", stages.Range(0, 1)),
 			stages.FloatParam("unlabeled", 0.5, "with labeled < 1: fraction of the train input's sentences, disjoint from the labeled ones, given to the language models as text", stages.Range(0, 1)),
 			stages.BoolParam("unlabeled_rest", false, "with labeled < 1: every sentence not kept labeled is text (overrides unlabeled)"),
@@ -63,10 +63,10 @@ func buildTagLM(b *spec.Builder) error {
 	p := b.Params()
 	variants := slices.Compact(p.Strings("variants"))
 	if len(variants) == 0 {
-		b.Errorf("params.variants", "want at least one of %v", train.LMPlacements())
+		b.Errorf("params.variants", "want at least one of %v", tagger.LMPlacements())
 	}
-	if slices.Contains(variants, train.LMLayer1) && p.Int("layers") < 2 {
-		b.Errorf("params.layers", "variant %s feeds the language models' states to the second BiLSTM layer: want layers >= 2", train.LMLayer1)
+	if slices.Contains(variants, tagger.LMLayer1) && p.Int("layers") < 2 {
+		b.Errorf("params.layers", "variant %s feeds the language models' states to the second BiLSTM layer: want layers >= 2", tagger.LMLayer1)
 	}
 
 	// The labeled sentences, and the text of the language models.
@@ -93,7 +93,7 @@ func buildTagLM(b *spec.Builder) error {
 		text = append(text, b.In("unlabeled"))
 	}
 	var models spec.Ref
-	if slices.ContainsFunc(variants, func(v string) bool { return v != train.LMNone }) {
+	if slices.ContainsFunc(variants, func(v string) bool { return v != tagger.LMNone }) {
 		if len(text) == 0 {
 			b.Errorf("inputs", "the language models need unlabeled text: connect the input unlabeled, or split the train input (labeled < 1)")
 		}
@@ -107,18 +107,18 @@ func buildTagLM(b *spec.Builder) error {
 
 	vec := vectors(b)
 	for _, v := range variants {
-		t := b.Node("tagger-"+v, train.StageTrain).Queue("gpu").
-			Set("head", train.CRFHead).Set("loss", train.LossCRF).Set("lm_placement", v).
+		t := b.Node("tagger-"+v, tagger.StageTrain).Queue("gpu").
+			Set("head", tagger.CRFHead).Set("loss", tagger.LossCRF).Set("lm_placement", v).
 			Pass("scheme", "layers", "epochs", "patience", "seed").Input("embeddings", vec)
 		labeled(t)
 		readSplit(b, t, "dev", "dev")
-		if v != train.LMNone {
+		if v != tagger.LMNone {
 			t.Input("lm", models)
 		}
 		var reports []spec.Ref
 		for _, e := range []struct{ prefix, split string }{{"eval-", "dev"}, {"test-", "test"}} {
 			if b.Has(e.split) {
-				ev := b.Node(e.prefix+v, train.StageEvaluate).Input("model", t.Out("model"))
+				ev := b.Node(e.prefix+v, tagger.StageEvaluate).Input("model", t.Out("model"))
 				reports = append(reports, readSplit(b, ev, e.split, "gold").Out("report"))
 			}
 		}

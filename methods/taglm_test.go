@@ -7,7 +7,7 @@ import (
 
 	"github.com/nerflow/nerflow/augment"
 	"github.com/nerflow/nerflow/subset"
-	"github.com/nerflow/nerflow/train"
+	"github.com/nerflow/nerflow/train/tagger"
 )
 
 // The example splits the corpus, pretrains the language models on both
@@ -40,7 +40,7 @@ func TestTagLMGraph(t *testing.T) {
 	for _, v := range []string{"none", "layer1", "input"} {
 		n, _ := g.Node("tagger-" + v)
 		p := nodeParams(t, g, n.ID)
-		if p["lm_placement"] != v || p["layers"] != 2.0 || p["head"] != train.CRFHead || inputOf(n, "corpus") != "split.labeled" {
+		if p["lm_placement"] != v || p["layers"] != 2.0 || p["head"] != tagger.CRFHead || inputOf(n, "corpus") != "split.labeled" {
 			t.Errorf("%s: %v %+v", n.ID, p, n.Inputs)
 		}
 		if got, want := inputOf(n, "lm"), map[bool]string{true: "", false: "lm.lm"}[v == "none"]; got != want {

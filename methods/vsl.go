@@ -4,7 +4,7 @@ import (
 	"github.com/nerflow/nerflow/pipeline/spec"
 	"github.com/nerflow/nerflow/stages"
 	"github.com/nerflow/nerflow/subset"
-	"github.com/nerflow/nerflow/train"
+	"github.com/nerflow/nerflow/train/tagger"
 	"github.com/nerflow/nerflow/train/vsl"
 )
 
@@ -83,9 +83,9 @@ func buildVSL(b *spec.Builder) error {
 		if !b.Has(e.split) {
 			continue
 		}
-		pr := b.Node("predict"+e.suffix, train.StagePredict).Input("model", t.Out("model"))
+		pr := b.Node("predict"+e.suffix, tagger.StagePredict).Input("model", t.Out("model"))
 		readSplit(b, pr, e.split, "corpus")
-		ev := b.Node("evaluate"+e.suffix, train.StageEvaluate).Input("predictions", pr.Out("predictions"))
+		ev := b.Node("evaluate"+e.suffix, tagger.StageEvaluate).Input("predictions", pr.Out("predictions"))
 		readSplit(b, ev, e.split, "gold")
 	}
 	return nil

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/nerflow/nerflow/pipeline/spec"
-	"github.com/nerflow/nerflow/train"
+	"github.com/nerflow/nerflow/train/tagger"
 	"github.com/nerflow/nerflow/train/vsl"
 )
 
@@ -47,7 +47,7 @@ func TestVSLGraph(t *testing.T) {
 		}
 	}
 	ev, _ := g.Node("evaluate")
-	if in := portInput(t, g, "evaluate", "predictions"); ev.Stage != train.StageEvaluate || in.Node != "predict" {
+	if in := portInput(t, g, "evaluate", "predictions"); ev.Stage != tagger.StageEvaluate || in.Node != "predict" {
 		t.Errorf("evaluate (%s) reads predictions from %+v", ev.Stage, in)
 	}
 }

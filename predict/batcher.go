@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/nerflow/nerflow/dataset"
-	"github.com/nerflow/nerflow/train"
+	"github.com/nerflow/nerflow/kit"
 )
 
 // Request is one call: raw texts (tokenized by Tokenize, split into
@@ -104,8 +104,8 @@ func NewBatcher(m *Model, opts Options) *Batcher {
 	// The loop tags on one OS thread for its lifetime, so libtorch's
 	// OpenMP team is made once rather than per batch (and it counts as one
 	// computation in the process's share of the cores; see
-	// train.OnComputeThread).
-	go train.OnComputeThread(func(func()) { b.loop() })
+	// kit.OnComputeThread).
+	go kit.OnComputeThread(func(func()) { b.loop() })
 	return b
 }
 

@@ -18,7 +18,7 @@ import (
 	"github.com/nerflow/nerflow/dataset"
 	"github.com/nerflow/nerflow/stages"
 	"github.com/nerflow/nerflow/storage"
-	"github.com/nerflow/nerflow/train"
+	"github.com/nerflow/nerflow/train/tagger"
 )
 
 // Info identifies the model that answered.
@@ -35,19 +35,19 @@ type Info struct {
 // Model is a loaded tagger with what decoding needs.
 type Model struct {
 	Info   Info
-	tagger *train.Tagger
+	tagger *tagger.Tagger
 }
 
 // NewModel wraps a loaded tagger; the Model owns it from then on.
-func NewModel(t *train.Tagger, info Info) *Model {
+func NewModel(t *tagger.Tagger, info Info) *Model {
 	info.Scheme = t.Labels.Scheme.String()
 	info.Types = slices.Clone(t.Labels.Types)
 	return &Model{Info: info, tagger: t}
 }
 
-// LoadDir loads a tagger saved in dir (train.Tagger.Save's files).
+// LoadDir loads a tagger saved in dir (tagger.Tagger.Save's files).
 func LoadDir(dir string, device gotch.Device, info Info) (*Model, error) {
-	t, err := train.Load(dir, device)
+	t, err := tagger.Load(dir, device)
 	if err != nil {
 		return nil, err
 	}
@@ -65,8 +65,8 @@ func LoadInput(in *stages.Input, device gotch.Device, info Info) (*Model, error)
 	if in.Kind != "" && in.Kind != "checkpoint" {
 		return nil, fmt.Errorf("loading model %s: artifact is a %s, not a checkpoint", in.Prefix, in.Kind)
 	}
-	if _, ok := in.File(train.TaggerFile); !ok {
-		return nil, fmt.Errorf("loading model %s: no %s in the artifact (not a tagger from %s?)", in.Prefix, train.TaggerFile, train.StageTrain)
+	if _, ok := in.File(tagger.TaggerFile); !ok {
+		return nil, fmt.Errorf("loading model %s: no %s in the artifact (not a tagger from %s?)", in.Prefix, tagger.TaggerFile, tagger.StageTrain)
 	}
 	dir, err := os.MkdirTemp("", "nerflow-model-")
 	if err != nil {

@@ -13,7 +13,7 @@ import (
 
 	"github.com/nerflow/nerflow/corpus"
 	"github.com/nerflow/nerflow/dataset"
-	"github.com/nerflow/nerflow/train"
+	"github.com/nerflow/nerflow/train/tagger"
 )
 
 func TestTokenize(t *testing.T) {
@@ -49,11 +49,11 @@ func TestTokenize(t *testing.T) {
 // TestEntitiesConfidence checks span decoding and the confidence (mean
 // probability of the chosen tags) on hand-made probabilities.
 func TestEntitiesConfidence(t *testing.T) {
-	labels, err := train.NewLabels(corpus.BIO, []string{"PER", "LOC"})
+	labels, err := tagger.NewLabels(corpus.BIO, []string{"PER", "LOC"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := &Model{tagger: &train.Tagger{Labels: labels}}
+	m := &Model{tagger: &tagger.Tagger{Labels: labels}}
 	row := func(tag string, p float32) []float32 {
 		r := make([]float32, labels.NumTags())
 		k, _ := labels.Index(tag)
@@ -94,7 +94,7 @@ func TestEntitiesConfidence(t *testing.T) {
 }
 
 // tinyModel trains a small tagger on testdata/tiny.txt.
-func tinyModel(tb testing.TB, seed uint64) *train.Tagger {
+func tinyModel(tb testing.TB, seed uint64) *tagger.Tagger {
 	tb.Helper()
 	b, err := os.ReadFile("testdata/tiny.txt")
 	if err != nil {
@@ -112,15 +112,15 @@ func tinyModel(tb testing.TB, seed uint64) *train.Tagger {
 		}
 		c.Sentences = append(c.Sentences, s)
 	}
-	run := train.DefaultTrainConfig()
+	run := tagger.DefaultTrainConfig()
 	run.Epochs, run.BatchSize, run.LearningRate, run.Seed = 12, 4, 0.02, seed
-	job := train.Job{
+	job := tagger.Job{
 		Train: c, Device: gotch.CPU, Run: run, MinWordCount: 1,
-		Model: train.Config{Scheme: "bio", Head: train.CRFHead, WordDim: 16, CharDim: 8, CharFilters: 12, CharKernel: 3,
+		Model: tagger.Config{Scheme: "bio", Head: tagger.CRFHead, WordDim: 16, CharDim: 8, CharFilters: 12, CharKernel: 3,
 			MaxWordLen: 16, CasingDim: 4, Hidden: 16, Layers: 1, Dropout: 0.1},
 	}
-	job.Run.Loss = train.LossCRF
-	m, _, err := train.Fit(context.Background(), job)
+	job.Run.Loss = tagger.LossCRF
+	m, _, err := tagger.Fit(context.Background(), job)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -10,7 +10,7 @@ import (
 	"github.com/nerflow/nerflow/corpus"
 	"github.com/nerflow/nerflow/dataset"
 	"github.com/nerflow/nerflow/stages"
-	"github.com/nerflow/nerflow/train"
+	"github.com/nerflow/nerflow/train/tagger"
 )
 
 // StageEntities is the stage that does over a corpus what POST /v1/predict
@@ -38,7 +38,7 @@ func init() {
 			stages.IntParam("batch_size", 64, "sentences per forward pass", stages.Range(1, 4096)),
 		},
 		Inputs: []stages.Port{
-			{Name: "model", Kind: "checkpoint", Doc: "a tagger from " + train.StageTrain},
+			{Name: "model", Kind: "checkpoint", Doc: "a tagger from " + tagger.StageTrain},
 			{Name: "text", Kind: "corpus", Doc: "the texts to tag"},
 		},
 		Outputs: []stages.Port{
@@ -57,7 +57,7 @@ type line struct {
 }
 
 func runEntitiesStage(c *stages.Context) error {
-	device, err := train.ParseDevice(c.Device)
+	device, err := tagger.ParseDevice(c.Device)
 	if err != nil {
 		return err
 	}

@@ -65,7 +65,7 @@ cp -r third_party/gotch/. vendor/github.com/sugarme/gotch/
 log "building (the first build compiles gotch's C++ API: several minutes)"
 start=$(date +%s)
 go build -o bin/nerflow ./cmd/nerflow
-go test -c -vet=off -o bin/train.test ./train
+go test -c -vet=off -o bin/train.test ./train/tagger
 log "built in $(( $(date +%s) - start )) s"
 if command -v readelf >/dev/null; then
   log "libraries the binary loads: $(readelf -d bin/nerflow | sed -n 's/.*Shared library: \[\(.*\)\]/\1/p' | grep -E 'torch|c10|jemalloc' | tr '\n' ' ')"
@@ -79,10 +79,10 @@ report=$kit/check-${device/:/}.txt
 bench() {
   local batch=$1 steps=$2
   log "tagger vs PyTorch on $device, batch $batch, $steps steps"
-  (cd train && NERFLOW_BENCH_DEVICE=$device NERFLOW_BENCH_BATCH=$batch NERFLOW_BENCH_STEPS=$steps \
+  (cd train/tagger && NERFLOW_BENCH_DEVICE=$device NERFLOW_BENCH_BATCH=$batch NERFLOW_BENCH_STEPS=$steps \
     NERFLOW_BENCH_ROUNDS=${NERFLOW_BENCH_ROUNDS:-3} NERFLOW_BENCH_THREADS=${NERFLOW_BENCH_THREADS:-$(nproc)} \
     NERFLOW_BENCH_DATA=${data:-/nonexistent} NERFLOW_BENCH_PYTHON=$(command -v "$python") \
-    ../bin/train.test -test.run '^$' -test.bench 'TrainThroughput' -test.benchtime 1x) 2>&1 | tee -a "$report"
+    ../../bin/train.test -test.run '^$' -test.bench 'TrainThroughput' -test.benchtime 1x) 2>&1 | tee -a "$report"
 }
 bench 32 "${NERFLOW_KIT_STEPS_32:-200}"
 bench 256 "${NERFLOW_KIT_STEPS_256:-45}"

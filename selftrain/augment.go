@@ -5,8 +5,8 @@ import (
 
 	"github.com/nerflow/nerflow/augment"
 	"github.com/nerflow/nerflow/corpus"
-	"github.com/nerflow/nerflow/lm"
-	"github.com/nerflow/nerflow/train"
+	"github.com/nerflow/nerflow/train/lm"
+	"github.com/nerflow/nerflow/train/tagger"
 )
 
 // WithAugmentation adds RoSTER's augmented sentences to a self-training run
@@ -14,8 +14,8 @@ import (
 // (seeded by cfg.Seed and the epoch), on whose sentences the type head is
 // fitted to the targets of their originals. log, if not nil, receives the
 // augmentation's counts.
-func WithAugmentation(model *lm.Model, c *corpus.Corpus, cfg augment.Config, log *slog.Logger) train.TrainerOption {
-	return train.WithAugmented(func(epoch int) ([]corpus.Sentence, error) {
+func WithAugmentation(model *lm.Model, c *corpus.Corpus, cfg augment.Config, log *slog.Logger) tagger.TrainerOption {
+	return tagger.WithAugmented(func(epoch int) ([]corpus.Sentence, error) {
 		aug, st, err := augment.Sentences(model, c.Sentences, cfg, epoch)
 		if err != nil {
 			return nil, err

@@ -13,8 +13,8 @@ import (
 
 	"github.com/nerflow/nerflow/augment"
 	"github.com/nerflow/nerflow/corpus"
-	"github.com/nerflow/nerflow/lm"
-	"github.com/nerflow/nerflow/train"
+	"github.com/nerflow/nerflow/train/lm"
+	"github.com/nerflow/nerflow/train/tagger"
 )
 
 // tinyLM trains tiny language models on the fixture's tokens.
@@ -73,9 +73,9 @@ func TestAugmentedTermIsTheOriginalsTypeTerm(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := fixtureCorpus()
-	firstLoss := func(noTypes bool, opts ...train.TrainerOption) float64 {
+	firstLoss := func(noTypes bool, opts ...tagger.TrainerOption) float64 {
 		t.Helper()
-		m, err := train.Load(dir, gotch.CPU)
+		m, err := tagger.Load(dir, gotch.CPU)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -103,12 +103,12 @@ func TestAugmentedTermIsTheOriginalsTypeTerm(t *testing.T) {
 		cfg := tinySelfTraining(1, 1000)
 		cfg.Run.BatchSize = len(c.Sentences) // one step
 		loss := math.NaN()
-		opts = append(opts, train.WithSoftTargets(soft), train.WithProgress(func(p train.Progress) {
+		opts = append(opts, tagger.WithSoftTargets(soft), tagger.WithProgress(func(p tagger.Progress) {
 			if p.Step == 1 {
 				loss = p.Loss
 			}
 		}))
-		tr, err := train.NewTrainer(m, cfg.Run, opts...)
+		tr, err := tagger.NewTrainer(m, cfg.Run, opts...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -117,7 +117,7 @@ func TestAugmentedTermIsTheOriginalsTypeTerm(t *testing.T) {
 		}
 		return loss
 	}
-	same := train.WithAugmented(func(int) ([]corpus.Sentence, error) { return c.Sentences, nil })
+	same := tagger.WithAugmented(func(int) ([]corpus.Sentence, error) { return c.Sentences, nil })
 	e, et, e2t := firstLoss(true), firstLoss(false), firstLoss(false, same)
 	if typ := et - e; !(typ > 1e-4) || math.Abs(e2t-et-typ) > 1e-4 {
 		t.Errorf("first-step losses: E %v, E+T %v, with the identical augmentation %v, want E+2T = %v", e, et, e2t, et+typ)
@@ -130,7 +130,7 @@ func TestAugmentedTermIsTheOriginalsTypeTerm(t *testing.T) {
 func TestMisalignedAugmentation(t *testing.T) {
 	m := tinyTagger(t)
 	c := fixtureCorpus()
-	short := train.WithAugmented(func(int) ([]corpus.Sentence, error) {
+	short := tagger.WithAugmented(func(int) ([]corpus.Sentence, error) {
 		out := append([]corpus.Sentence(nil), c.Sentences...)
 		out[1].Tokens = out[1].Tokens[1:]
 		return out, nil

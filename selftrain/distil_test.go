@@ -6,7 +6,7 @@ import (
 
 	"github.com/nerflow/nerflow/dataset"
 	"github.com/nerflow/nerflow/ensemble"
-	"github.com/nerflow/nerflow/train"
+	"github.com/nerflow/nerflow/train/tagger"
 )
 
 // TestDistillationLowersLoss: two taggers of different seeds, their
@@ -18,7 +18,7 @@ func TestDistillationLowersLoss(t *testing.T) {
 	ctx := context.Background()
 	var preds []*dataset.Predictions
 	for _, seed := range []uint64{1, 2} {
-		m, _, err := train.Fit(ctx, tinyJob(t, seed, 3))
+		m, _, err := tagger.Fit(ctx, tinyJob(t, seed, 3))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -34,8 +34,8 @@ func TestDistillationLowersLoss(t *testing.T) {
 		t.Fatal(err)
 	}
 	job := tinyJob(t, 3, 5)
-	job.Run.Loss, job.Soft = train.LossKL, avg.Soft()
-	m, res, err := train.Fit(ctx, job)
+	job.Run.Loss, job.Soft = tagger.LossKL, avg.Soft()
+	m, res, err := tagger.Fit(ctx, job)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,7 @@ import (
 	_ "github.com/nerflow/nerflow/embeddings" // stage embeddings.vectors
 	_ "github.com/nerflow/nerflow/ensemble"   // stage ensemble.average
 	"github.com/nerflow/nerflow/pipeline/spec"
-	_ "github.com/nerflow/nerflow/train/trainstage" // stages train.*
+	_ "github.com/nerflow/nerflow/train/tagger" // stages train.*
 )
 
 // The example spec of RoSTER's steps parses and validates against the

@@ -5,14 +5,14 @@ import (
 	"fmt"
 
 	"github.com/nerflow/nerflow/corpus"
-	"github.com/nerflow/nerflow/train"
+	"github.com/nerflow/nerflow/train/tagger"
 )
 
 // Config is a self-training run: the trainer's settings (its loss is
 // always kl), how often the targets follow the model, and the p(entity)
 // under which a token's types are left out.
 type Config struct {
-	Run            train.TrainConfig
+	Run            tagger.TrainConfig
 	UpdateInterval int
 	Targets        Targets
 }
@@ -20,8 +20,8 @@ type Config struct {
 // DefaultConfig is RoSTER's: 5 epochs, targets recomputed every 100 steps,
 // types of tokens with p(entity) < 0.8 left out.
 func DefaultConfig() Config {
-	run := train.DefaultTrainConfig()
-	run.Loss, run.Epochs = train.LossKL, 5
+	run := tagger.DefaultTrainConfig()
+	run.Loss, run.Epochs = tagger.LossKL, 5
 	return Config{Run: run, UpdateInterval: 100, Targets: Targets{Threshold: 0.8, Entity: EntityHard}}
 }
 
@@ -29,23 +29,23 @@ func DefaultConfig() Config {
 // the sentences of c (their tags, if any, are not used), with dev, if not
 // nil, for model selection as in Trainer.Run. opts add to the trainer's
 // options (logging, progress, checkpoints).
-func Train(ctx context.Context, m *train.Tagger, c, dev *corpus.Corpus, cfg Config, opts ...train.TrainerOption) (*train.Result, error) {
+func Train(ctx context.Context, m *tagger.Tagger, c, dev *corpus.Corpus, cfg Config, opts ...tagger.TrainerOption) (*tagger.Result, error) {
 	targets := func(probs [][][]float32) ([][][]float32, error) { return SoftLabels(probs, cfg.Targets) }
 	return selfTrain(ctx, m, c, dev, cfg.Run, cfg.UpdateInterval, targets, opts...)
 }
 
 // targetFunc turns the current model's predictions of the training corpus
 // (Tagger.Predict's Probs) into the targets of the next steps, in the
-// layout of train.WithSoftTargets.
+// layout of tagger.WithSoftTargets.
 type targetFunc func(probs [][][]float32) ([][][]float32, error)
 
 // selfTrain is the loop every self-training method shares: the model
 // predicts the corpus, targets turns its predictions into the targets of
 // the next `every` steps, and so on, fitted with loss kl (which needs the
 // token head). RoSTER and BOND differ in targets only.
-func selfTrain(ctx context.Context, m *train.Tagger, c, dev *corpus.Corpus, run train.TrainConfig, every int, targets targetFunc, opts ...train.TrainerOption) (*train.Result, error) {
-	if m.Config.Head != train.TokenHead {
-		return nil, fmt.Errorf("self-training needs a tagger with the %s head, not %s", train.TokenHead, m.Config.Head)
+func selfTrain(ctx context.Context, m *tagger.Tagger, c, dev *corpus.Corpus, run tagger.TrainConfig, every int, targets targetFunc, opts ...tagger.TrainerOption) (*tagger.Result, error) {
+	if m.Config.Head != tagger.TokenHead {
+		return nil, fmt.Errorf("self-training needs a tagger with the %s head, not %s", tagger.TokenHead, m.Config.Head)
 	}
 	if every < 1 {
 		return nil, fmt.Errorf("update interval %d, want at least 1", every)
@@ -58,9 +58,9 @@ func selfTrain(ctx context.Context, m *train.Tagger, c, dev *corpus.Corpus, run 
 	if err != nil {
 		return nil, fmt.Errorf("self-training targets: %w", err)
 	}
-	run.Loss = train.LossKL
-	opts = append(opts, train.WithSoftTargets(soft), train.WithSoftRefresh(every, targets))
-	tr, err := train.NewTrainer(m, run, opts...)
+	run.Loss = tagger.LossKL
+	opts = append(opts, tagger.WithSoftTargets(soft), tagger.WithSoftRefresh(every, targets))
+	tr, err := tagger.NewTrainer(m, run, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -69,7 +69,7 @@ func selfTrain(ctx context.Context, m *train.Tagger, c, dev *corpus.Corpus, run 
 
 // probsOf are the per-token distributions of predictions, sentence by
 // sentence.
-func probsOf(preds []train.Prediction) [][][]float32 {
+func probsOf(preds []tagger.Prediction) [][][]float32 {
 	probs := make([][][]float32, len(preds))
 	for i, p := range preds {
 		probs[i] = p.Probs

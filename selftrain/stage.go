@@ -10,9 +10,9 @@ import (
 	"github.com/nerflow/nerflow/augment"
 	"github.com/nerflow/nerflow/corpus"
 	"github.com/nerflow/nerflow/dataset"
-	"github.com/nerflow/nerflow/lm"
 	"github.com/nerflow/nerflow/stages"
-	"github.com/nerflow/nerflow/train"
+	"github.com/nerflow/nerflow/train/lm"
+	"github.com/nerflow/nerflow/train/tagger"
 )
 
 // StageTagger is the name of the self-training stage.
@@ -58,14 +58,14 @@ func inputPorts(model string) []stages.Port {
 // the report (report says what it holds).
 func outputPorts(report string) []stages.Port {
 	return []stages.Port{
-		{Name: "model", Kind: "checkpoint", Doc: train.TaggerFile + " and " + train.WeightsFile},
+		{Name: "model", Kind: "checkpoint", Doc: tagger.TaggerFile + " and " + tagger.WeightsFile},
 		{Name: "report", Kind: "report", Doc: report},
 	}
 }
 
 // runParams declares the trainer's settings that the self-training stages
 // share, with d's defaults, and their corpus and dev inputs' files.
-func runParams(d train.TrainConfig) []stages.Param {
+func runParams(d tagger.TrainConfig) []stages.Param {
 	params := []stages.Param{
 		stages.IntParam("batch_size", d.BatchSize, "sentences per batch", stages.Range(1, 4096)),
 		stages.FloatParam("learning_rate", d.LearningRate, "peak learning rate of Adam", stages.Range(1e-7, 1)),
@@ -79,7 +79,7 @@ func runParams(d train.TrainConfig) []stages.Param {
 }
 
 // readRun reads the parameters of runParams into run.
-func readRun(p stages.Params, run *train.TrainConfig) {
+func readRun(p stages.Params, run *tagger.TrainConfig) {
 	run.BatchSize, run.LearningRate, run.Warmup = p.Int("batch_size"), p.Float("learning_rate"), p.Float("warmup")
 	run.MaxGradNorm, run.Patience, run.Seed = p.Float("max_grad_norm"), p.Int("patience"), uint64(p.Int("seed"))
 }
@@ -119,7 +119,7 @@ func runStage(c *stages.Context) error {
 
 // readEnsemble reads the input soft into tg.Ensemble for entity target
 // ensemble, which needs it (and only it does).
-func readEnsemble(c *stages.Context, m *train.Tagger, tg *Targets) error {
+func readEnsemble(c *stages.Context, m *tagger.Tagger, tg *Targets) error {
 	in := c.Input("soft")
 	switch {
 	case tg.Entity == EntityEnsemble && in == nil:
@@ -145,16 +145,16 @@ func readEnsemble(c *stages.Context, m *train.Tagger, tg *Targets) error {
 // trainer's options for logging, progress, checkpoints and resuming.
 type round struct {
 	device    gotch.Device
-	model     *train.Tagger
+	model     *tagger.Tagger
 	text, dev *corpus.Corpus
-	opts      []train.TrainerOption
+	opts      []tagger.TrainerOption
 }
 
 // runSelfTraining is the body of a self-training stage: it prepares the
 // round, has fit train it and return the report, then writes the outputs
 // model and report (report.json).
 func runSelfTraining(c *stages.Context, fit func(*round) (any, error)) error {
-	device, err := train.ParseDevice(c.Device)
+	device, err := tagger.ParseDevice(c.Device)
 	if err != nil {
 		return err
 	}
@@ -180,15 +180,15 @@ func runSelfTraining(c *stages.Context, fit func(*round) (any, error)) error {
 	} else if err := c.Input("model").Fetch(from); err != nil {
 		return err
 	}
-	m, err := train.Load(from, device)
+	m, err := tagger.Load(from, device)
 	if err != nil {
 		return stages.Permanent(fmt.Errorf("input model: %w", err))
 	}
 	defer m.Close()
 	warned := false
-	opts := []train.TrainerOption{
-		train.WithLogger(c.Log),
-		train.WithCheckpoints(state, func(dir string, epoch int) error {
+	opts := []tagger.TrainerOption{
+		tagger.WithLogger(c.Log),
+		tagger.WithCheckpoints(state, func(dir string, epoch int) error {
 			// Best effort, as train.tagger's: a later attempt resumes from an
 			// older checkpoint or starts afresh.
 			if err := c.SaveCheckpoint(dir, int64(epoch)); err != nil && !warned {
@@ -197,12 +197,12 @@ func runSelfTraining(c *stages.Context, fit func(*round) (any, error)) error {
 			}
 			return nil
 		}),
-		train.WithProgress(func(p train.Progress) {
+		tagger.WithProgress(func(p tagger.Progress) {
 			c.Progress(int64(p.Step), int64(p.Steps), fmt.Sprintf("epoch %d/%d, loss %.4f, %.0f tokens/s", p.Epoch, p.Epochs, p.Loss, p.TokensPerSec))
 		}),
 	}
 	if resumed {
-		opts = append(opts, train.Resume(state))
+		opts = append(opts, tagger.Resume(state))
 	}
 	report, err := fit(&round{device: device, model: m, text: text, dev: dev, opts: opts})
 	if err != nil {

@@ -15,7 +15,7 @@ import (
 	"github.com/nerflow/nerflow/stages"
 	"github.com/nerflow/nerflow/stages/stagestest"
 	"github.com/nerflow/nerflow/storage/fsstore"
-	"github.com/nerflow/nerflow/train"
+	"github.com/nerflow/nerflow/train/tagger"
 )
 
 // TestStage runs selftrain.tagger on a file store, as the engine would:
@@ -69,11 +69,11 @@ func execStage(t *testing.T, st *fsstore.Store, name string, params map[string]a
 	if err := stages.NewInput(ctx, st, outs["model"]).Fetch(dir); err != nil {
 		t.Fatal(err)
 	}
-	device, err := train.ParseDevice("cpu")
+	device, err := tagger.ParseDevice("cpu")
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := train.Load(dir, device)
+	m, err := tagger.Load(dir, device)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +104,7 @@ func testStage(t *testing.T, augmented bool) {
 	}
 	raw := execStage(t, st, StageTagger, map[string]any{"epochs": 2, "update_interval": 2, "entity_threshold": 0.6, "batch_size": 2, "learning_rate": 0.01}, inputs, log)
 	var rep struct {
-		Result train.Result `json:"result"`
+		Result tagger.Result `json:"result"`
 	}
 	if err := json.Unmarshal(raw, &rep); err != nil {
 		t.Fatal(err)
@@ -141,7 +141,7 @@ func TestTeacherStage(t *testing.T) {
 	if len(rep.Result.Teachers) != 3 || rep.Result.Steps != 6 || !slices.Equal(steps, []int{2, 3, 4, 6}) {
 		t.Errorf("%d teachers over %d steps, evaluations at %v: want 3 teachers, 6 steps, evaluations at [2 3 4 6]", len(rep.Result.Teachers), rep.Result.Steps, steps)
 	}
-	if rep.Config.Period != 2 || rep.Config.Pseudo != (Pseudo{Labels: LabelsHard, Threshold: 0.6}) || rep.Config.Run.Loss != train.LossKL {
+	if rep.Config.Period != 2 || rep.Config.Pseudo != (Pseudo{Labels: LabelsHard, Threshold: 0.6}) || rep.Config.Run.Loss != tagger.LossKL {
 		t.Errorf("reported config %+v", rep.Config)
 	}
 	if n := strings.Count(logs.String(), "msg=teacher"); n != 3 {

@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/nerflow/nerflow/corpus"
-	"github.com/nerflow/nerflow/train"
+	"github.com/nerflow/nerflow/train/tagger"
 )
 
 // Pseudo-labels of BOND's teacher (Pseudo.Labels).
@@ -38,7 +38,7 @@ type Selection struct {
 // targets, BOND's high-confidence pseudo-labels. probs[i][t] is token t of
 // sentence i's distribution r over the tag set [O, entity tags...] (the
 // rows of Tagger.Predict); the targets use the layout of
-// train.WithSoftTargets, a nil row for a token left out.
+// tagger.WithSoftTargets, a nil row for a token left out.
 //
 //   - hard: the one-hot of argmax_j r_j, kept where the teacher's
 //     confidence max_j r_j is at least ps.Threshold.
@@ -134,9 +134,9 @@ func sharpen(r, freq []float64) []float64 {
 // TeacherConfig is BOND's second stage: the trainer's settings (its loss
 // is always kl), the steps between two teachers, and the pseudo-labels.
 type TeacherConfig struct {
-	Run    train.TrainConfig `json:"run"`
-	Period int               `json:"period"`
-	Pseudo Pseudo            `json:"pseudo"`
+	Run    tagger.TrainConfig `json:"run"`
+	Period int                `json:"period"`
+	Pseudo Pseudo             `json:"pseudo"`
 }
 
 // DefaultTeacherConfig is BOND's CoNLL-2003 setting mapped to the BiLSTM's
@@ -145,15 +145,15 @@ type TeacherConfig struct {
 // at each new teacher, stopped after 3 scores without a better F1 (on
 // CoNLL-2003 the student peaked within its first epoch and declined after).
 func DefaultTeacherConfig() TeacherConfig {
-	run := train.DefaultTrainConfig()
-	run.Loss, run.Epochs, run.EvalEvery, run.Patience = train.LossKL, 4, 225, 3
+	run := tagger.DefaultTrainConfig()
+	run.Loss, run.Epochs, run.EvalEvery, run.Patience = tagger.LossKL, 4, 225, 3
 	return TeacherConfig{Run: run, Period: 225, Pseudo: Pseudo{Labels: LabelsSoft, Threshold: 0.9}}
 }
 
 // StudentResult is a teacher-student run: the trainer's result and what
 // each teacher kept, the first (m as given) and every replacement.
 type StudentResult struct {
-	*train.Result
+	*tagger.Result
 	Teachers []Selection `json:"teachers"`
 }
 
@@ -167,7 +167,7 @@ type StudentResult struct {
 // the next teacher. A frozen teacher without dropout gives the same
 // pseudo-labels however often it is asked, so the copy is its predictions
 // of the corpus, made once per teacher.
-func TrainStudent(ctx context.Context, m *train.Tagger, c, dev *corpus.Corpus, cfg TeacherConfig, opts ...train.TrainerOption) (*StudentResult, error) {
+func TrainStudent(ctx context.Context, m *tagger.Tagger, c, dev *corpus.Corpus, cfg TeacherConfig, opts ...tagger.TrainerOption) (*StudentResult, error) {
 	res := &StudentResult{}
 	targets := func(probs [][][]float32) ([][][]float32, error) {
 		soft, sel, err := PseudoLabels(probs, cfg.Pseudo)

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/nerflow/nerflow/corpus"
-	"github.com/nerflow/nerflow/train"
+	"github.com/nerflow/nerflow/train/tagger"
 )
 
 // fixture is a tiny IO-tagged corpus, token/TAG (O when untagged).
@@ -37,24 +37,24 @@ func fixtureCorpus() *corpus.Corpus {
 }
 
 // tinyJob trains a small tagger on the fixture with cross entropy.
-func tinyJob(t *testing.T, seed uint64, epochs int) train.Job {
+func tinyJob(t *testing.T, seed uint64, epochs int) tagger.Job {
 	t.Helper()
-	cfg := train.DefaultConfig()
+	cfg := tagger.DefaultConfig()
 	cfg.WordDim, cfg.CharDim, cfg.CharFilters, cfg.CasingDim, cfg.Hidden, cfg.Dropout = 8, 4, 6, 4, 8, 0
-	run := train.DefaultTrainConfig()
+	run := tagger.DefaultTrainConfig()
 	run.Epochs, run.BatchSize, run.LearningRate, run.Seed = epochs, 2, 0.02, seed
-	device, err := train.ParseDevice("cpu")
+	device, err := tagger.ParseDevice("cpu")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return train.Job{Train: fixtureCorpus(), Model: cfg, Run: run, Device: device, MinWordCount: 1}
+	return tagger.Job{Train: fixtureCorpus(), Model: cfg, Run: run, Device: device, MinWordCount: 1}
 }
 
 // tinyTagger is the starting point of self-training: a tiny tagger
 // trained with cross entropy.
-func tinyTagger(t *testing.T) *train.Tagger {
+func tinyTagger(t *testing.T) *tagger.Tagger {
 	t.Helper()
-	m, _, err := train.Fit(context.Background(), tinyJob(t, 1, 8))
+	m, _, err := tagger.Fit(context.Background(), tinyJob(t, 1, 8))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +126,7 @@ func TestTargetsFollowTheModel(t *testing.T) {
 		return SoftLabels(probs, Targets{Threshold: 0.6, Entity: EntityHard})
 	}
 	cfg := tinySelfTraining(2, 2)
-	tr, err := train.NewTrainer(m, cfg.Run, train.WithSoftTargets(soft), train.WithSoftRefresh(2, refresh))
+	tr, err := tagger.NewTrainer(m, cfg.Run, tagger.WithSoftTargets(soft), tagger.WithSoftRefresh(2, refresh))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,6 +140,6 @@ func TestTargetsFollowTheModel(t *testing.T) {
 }
 
 // trainProgress calls f with the step after every step.
-func trainProgress(f func(step int)) train.TrainerOption {
-	return train.WithProgress(func(p train.Progress) { f(p.Step) })
+func trainProgress(f func(step int)) tagger.TrainerOption {
+	return tagger.WithProgress(func(p tagger.Progress) { f(p.Step) })
 }

@@ -19,7 +19,7 @@ import (
 	"github.com/nerflow/nerflow/corpus"
 	"github.com/nerflow/nerflow/predict"
 	"github.com/nerflow/nerflow/server"
-	"github.com/nerflow/nerflow/train"
+	"github.com/nerflow/nerflow/train/tagger"
 )
 
 // benchRequests is one operation of the serving benchmark: this many
@@ -30,7 +30,7 @@ const benchRequests = 256
 // benchTagger trains the small tagger of the tests on the fixture (a few
 // seconds), with the architecture's default sizes so that the forward
 // pass costs what a real one does per token.
-func benchTagger(b *testing.B) *train.Tagger {
+func benchTagger(b *testing.B) *tagger.Tagger {
 	b.Helper()
 	read := func(name string) []string {
 		data, err := os.ReadFile("testdata/tiny/" + name)
@@ -44,11 +44,11 @@ func benchTagger(b *testing.B) *train.Tagger {
 	for i := range text {
 		c.Sentences = append(c.Sentences, corpus.Sentence{Tokens: strings.Fields(text[i]), Tags: strings.Fields(labels[i])})
 	}
-	run := train.DefaultTrainConfig()
-	run.Epochs, run.BatchSize, run.LearningRate, run.Loss = 3, 4, 0.01, train.LossCRF
-	cfg := train.DefaultConfig()
-	cfg.Head, cfg.Scheme = train.CRFHead, "bio"
-	m, _, err := train.Fit(context.Background(), train.Job{Train: c, Model: cfg, Run: run, Device: gotch.CPU, MinWordCount: 1})
+	run := tagger.DefaultTrainConfig()
+	run.Epochs, run.BatchSize, run.LearningRate, run.Loss = 3, 4, 0.01, tagger.LossCRF
+	cfg := tagger.DefaultConfig()
+	cfg.Head, cfg.Scheme = tagger.CRFHead, "bio"
+	m, _, err := tagger.Fit(context.Background(), tagger.Job{Train: c, Model: cfg, Run: run, Device: gotch.CPU, MinWordCount: 1})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -34,7 +34,7 @@ import (
 	"github.com/nerflow/nerflow/storage"
 	_ "github.com/nerflow/nerflow/storage/all"
 	"github.com/nerflow/nerflow/storage/fsstore"
-	_ "github.com/nerflow/nerflow/train/trainstage" // train.tagger, train.evaluate
+	_ "github.com/nerflow/nerflow/train/tagger" // train.tagger, train.evaluate
 	"github.com/nerflow/nerflow/workers"
 )
 

@@ -5,19 +5,19 @@ package main
 // in init. Its comment names what it registers, and plugins_test.go checks
 // that against the registries.
 import (
-	_ "github.com/nerflow/nerflow/augment"          // stages: augment.lm, augment.sentences
-	_ "github.com/nerflow/nerflow/distant"          // stages: distant.label, distant.names, distant.tiebreak
-	_ "github.com/nerflow/nerflow/embeddings"       // stage: embeddings.vectors
-	_ "github.com/nerflow/nerflow/ensemble"         // stages: ensemble.average, ensemble.label
-	_ "github.com/nerflow/nerflow/eval"             // stage: eval.table
-	_ "github.com/nerflow/nerflow/methods"          // methods: autoner, bond, crfvae, distant, negsample, roster, supervised, taglm, vsl
-	_ "github.com/nerflow/nerflow/predict"          // stage: predict.entities
-	_ "github.com/nerflow/nerflow/registry"         // stage: registry.register
-	_ "github.com/nerflow/nerflow/selftrain"        // stages: selftrain.tagger, selftrain.teacher
-	_ "github.com/nerflow/nerflow/storage/all"      // stores: file, s3
-	_ "github.com/nerflow/nerflow/subset"           // stages: subset.mask, subset.split
-	_ "github.com/nerflow/nerflow/train/crfvae"     // stage: train.crfvae
-	_ "github.com/nerflow/nerflow/train/encoder"    // stage: encoder.pretrain
-	_ "github.com/nerflow/nerflow/train/trainstage" // stages: train.tagger, train.predict, train.evaluate
-	_ "github.com/nerflow/nerflow/train/vsl"        // stage: train.vsl
+	_ "github.com/nerflow/nerflow/augment"       // stages: augment.lm, augment.sentences
+	_ "github.com/nerflow/nerflow/distant"       // stages: distant.label, distant.names, distant.tiebreak
+	_ "github.com/nerflow/nerflow/embeddings"    // stage: embeddings.vectors
+	_ "github.com/nerflow/nerflow/ensemble"      // stages: ensemble.average, ensemble.label
+	_ "github.com/nerflow/nerflow/eval"          // stage: eval.table
+	_ "github.com/nerflow/nerflow/methods"       // methods: autoner, bond, crfvae, distant, negsample, roster, supervised, taglm, vsl
+	_ "github.com/nerflow/nerflow/predict"       // stage: predict.entities
+	_ "github.com/nerflow/nerflow/registry"      // stage: registry.register
+	_ "github.com/nerflow/nerflow/selftrain"     // stages: selftrain.tagger, selftrain.teacher
+	_ "github.com/nerflow/nerflow/storage/all"   // stores: file, s3
+	_ "github.com/nerflow/nerflow/subset"        // stages: subset.mask, subset.split
+	_ "github.com/nerflow/nerflow/train/crfvae"  // stage: train.crfvae
+	_ "github.com/nerflow/nerflow/train/encoder" // stage: encoder.pretrain
+	_ "github.com/nerflow/nerflow/train/tagger"  // stages: train.tagger, train.predict, train.evaluate
+	_ "github.com/nerflow/nerflow/train/vsl"     // stage: train.vsl
 )

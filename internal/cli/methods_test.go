@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	_ "github.com/nerflow/nerflow/methods"
-	_ "github.com/nerflow/nerflow/train/trainstage" // the stages the methods make
+	_ "github.com/nerflow/nerflow/train/tagger" // the stages the methods make
 )
 
 func TestMethodsCommand(t *testing.T) {

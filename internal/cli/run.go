@@ -14,12 +14,12 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/nerflow/nerflow/internal/config"
+	"github.com/nerflow/nerflow/kit"
 	"github.com/nerflow/nerflow/pipeline/engine"
 	"github.com/nerflow/nerflow/pipeline/spec"
 	"github.com/nerflow/nerflow/registry"
 	"github.com/nerflow/nerflow/stages"
 	"github.com/nerflow/nerflow/storage"
-	"github.com/nerflow/nerflow/train"
 )
 
 func init() {
@@ -59,7 +59,7 @@ The spec syntax is described in docs/spec.md; ` + "`nerflow stages`" + ` lists t
 				if err != nil {
 					return err
 				}
-				train.SetThreads(threads)
+				kit.SetThreads(threads)
 				ctx := cmd.Context()
 				st, err := storage.Open(ctx, a.cfg.Store)
 				if err != nil {

@@ -20,7 +20,7 @@ import (
 	"github.com/nerflow/nerflow/server"
 	"github.com/nerflow/nerflow/server/backend"
 	"github.com/nerflow/nerflow/stages"
-	"github.com/nerflow/nerflow/train"
+	"github.com/nerflow/nerflow/train/tagger"
 	"github.com/nerflow/nerflow/workers"
 )
 
@@ -207,7 +207,7 @@ func (a *app) serveEngine(ctx context.Context, o serveOptions) (*conn, error) {
 
 // servedModel loads the model to serve and keeps it current.
 func (a *app) servedModel(ctx context.Context, c *conn, reg *registry.Registry, o serveOptions) (*predict.Batcher, string, error) {
-	device, err := train.ParseDevice(o.device)
+	device, err := tagger.ParseDevice(o.device)
 	if err != nil {
 		return nil, "", err
 	}

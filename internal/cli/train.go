@@ -16,8 +16,9 @@ import (
 	"github.com/nerflow/nerflow/dataset"
 	"github.com/nerflow/nerflow/embeddings"
 	"github.com/nerflow/nerflow/eval"
-	"github.com/nerflow/nerflow/lm"
-	"github.com/nerflow/nerflow/train"
+	"github.com/nerflow/nerflow/kit"
+	"github.com/nerflow/nerflow/train/lm"
+	"github.com/nerflow/nerflow/train/tagger"
 )
 
 type trainFlags struct {
@@ -33,12 +34,12 @@ type trainFlags struct {
 	logEvery               int
 	threads                int
 	lm                     string
-	hp                     train.Hyperparams
+	hp                     tagger.Hyperparams
 }
 
 func init() {
 	register(func(a *app) *cobra.Command {
-		f := trainFlags{hp: train.DefaultHyperparams()}
+		f := trainFlags{hp: tagger.DefaultHyperparams()}
 		cmd := &cobra.Command{
 			Use:   "train --train-text FILE --train-labels FILE --out DIR",
 			Short: "Train a tagger on one machine, outside any pipeline",
@@ -98,14 +99,14 @@ stages train.tagger), with dashes for underscores, checked the same way.`,
 }
 
 func runTrain(cmd *cobra.Command, log *slog.Logger, f trainFlags) error {
-	device, err := train.ParseDevice(f.device)
+	device, err := tagger.ParseDevice(f.device)
 	if err != nil {
 		return err
 	}
 	if err := f.hp.Check(); err != nil {
 		return err
 	}
-	train.SetThreads(f.threads)
+	kit.SetThreads(f.threads)
 	trainSet, err := dataset.Source{File: f.trainText, Labels: f.trainLabels}.ReadFile()
 	if err != nil {
 		return err
@@ -131,12 +132,12 @@ func runTrain(cmd *cobra.Command, log *slog.Logger, f trainFlags) error {
 		log.Info("word vectors loaded", "words", table.Len(), "dim", table.Dim, "took", time.Since(start).Round(time.Millisecond))
 	}
 	start := time.Now()
-	progress := func(p train.Progress) {
+	progress := func(p tagger.Progress) {
 		if f.logEvery > 0 && p.Step%f.logEvery == 0 {
 			log.Info("training", "epoch", p.Epoch, "step", p.Step, "of", p.Steps, "loss", fmt.Sprintf("%.4f", p.Loss), "tokens_per_sec", int(p.TokensPerSec))
 		}
 	}
-	job := train.Job{Train: trainSet, Dev: dev, Table: table, Model: f.hp.Model, Run: f.hp.Run, Device: device, MinWordCount: f.hp.MinWordCount, Complete: complete}
+	job := tagger.Job{Train: trainSet, Dev: dev, Table: table, Model: f.hp.Model, Run: f.hp.Run, Device: device, MinWordCount: f.hp.MinWordCount, Complete: complete}
 	if f.lm != "" {
 		models, err := lm.Load(f.lm, device)
 		if err != nil {
@@ -144,8 +145,8 @@ func runTrain(cmd *cobra.Command, log *slog.Logger, f trainFlags) error {
 		}
 		job.LM = models // Fit owns it from here
 	}
-	m, res, err := train.Fit(cmd.Context(), job,
-		train.WithLogger(log), train.WithProgress(progress))
+	m, res, err := tagger.Fit(cmd.Context(), job,
+		tagger.WithLogger(log), tagger.WithProgress(progress))
 	if err != nil {
 		return err
 	}
@@ -183,7 +184,7 @@ func runTrain(cmd *cobra.Command, log *slog.Logger, f trainFlags) error {
 
 // unknownShare is the share of c's tokens that the tagger sees as the
 // unknown word.
-func unknownShare(v *train.Vocab, c *corpus.Corpus) float64 {
+func unknownShare(v *tagger.Vocab, c *corpus.Corpus) float64 {
 	var unknown, n int
 	for _, s := range c.Sentences {
 		for _, tok := range s.Tokens {

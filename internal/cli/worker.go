@@ -9,8 +9,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/nerflow/nerflow/internal/allocator"
+	"github.com/nerflow/nerflow/kit"
 	"github.com/nerflow/nerflow/pipeline/engine"
-	"github.com/nerflow/nerflow/train"
 	"github.com/nerflow/nerflow/workers"
 )
 
@@ -68,7 +68,7 @@ for --shutdown-timeout, and hands those still running back to their queue.`,
 					}
 					qs = append(qs, q)
 				}
-				train.SetThreads(threads)
+				kit.SetThreads(threads)
 				cfg := workers.Config{
 					Queues: qs, Devices: devices, Concurrency: concurrency, GPUOnCPU: gpuOnCPU,
 					Worker: engine.WorkerOptions{ShutdownTimeout: grace, PollInterval: poll, TempDir: tempDir,

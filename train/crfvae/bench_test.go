@@ -10,7 +10,7 @@ import (
 	"github.com/sugarme/gotch"
 
 	"github.com/nerflow/nerflow/corpus"
-	"github.com/nerflow/nerflow/train"
+	"github.com/nerflow/nerflow/train/tagger"
 )
 
 // syntheticCorpus is n sentences of 5 to 30 tokens drawn from a vocabulary
@@ -47,19 +47,19 @@ func BenchmarkEpochCost(b *testing.B) {
 	labeled, unlabeled := syntheticCorpus(128, 1), syntheticCorpus(1024, 2)
 	h := Hyperparams()
 	h.Run.Epochs, h.Run.Seed = 1, 1
-	job := train.Job{Train: labeled, Unlabeled: unlabeled, Model: h.Model, Run: h.Run, Device: gotch.CPU, MinWordCount: 1}
+	job := tagger.Job{Train: labeled, Unlabeled: unlabeled, Model: h.Model, Run: h.Run, Device: gotch.CPU, MinWordCount: 1}
 	epoch := func(cfg *Config) time.Duration {
-		var opts []train.TrainerOption
+		var opts []tagger.TrainerOption
 		if cfg != nil {
 			obj, err := NewObjective(*cfg, unlabeled, 1)
 			if err != nil {
 				b.Fatal(err)
 			}
 			defer obj.Close()
-			opts = append(opts, train.WithUnlabeled(unlabeled, obj, cfg.Weight))
+			opts = append(opts, tagger.WithUnlabeled(unlabeled, obj, cfg.Weight))
 		}
 		start := time.Now()
-		m, _, err := train.Fit(context.Background(), job, opts...)
+		m, _, err := tagger.Fit(context.Background(), job, opts...)
 		if err != nil {
 			b.Fatal(err)
 		}

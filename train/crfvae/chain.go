@@ -4,14 +4,14 @@ import (
 	"github.com/sugarme/gotch"
 	"github.com/sugarme/gotch/ts"
 
-	"github.com/nerflow/nerflow/train"
+	"github.com/nerflow/nerflow/kit"
 )
 
 // chain is a batch of linear-chain CRF potentials in padded layout:
 // unary scores em [B, T, K] (rows past a sentence's end are ignored),
 // transitions trans [K, K] (from, to), start and end [K].
 type chain struct {
-	g                     *train.Graph
+	g                     *kit.Graph
 	em, trans, start, end *ts.Tensor
 	lengths               []int
 	b, t, k               int64
@@ -19,7 +19,7 @@ type chain struct {
 	valid []*ts.Tensor
 }
 
-func newChain(g *train.Graph, em, trans, start, end *ts.Tensor, lengths []int) *chain {
+func newChain(g *kit.Graph, em, trans, start, end *ts.Tensor, lengths []int) *chain {
 	shape, err := em.Size()
 	g.Check(err)
 	c := &chain{g: g, em: em, trans: trans, start: start, end: end, lengths: lengths, b: shape[0], t: shape[1], k: shape[2]}
@@ -37,7 +37,7 @@ func newChain(g *train.Graph, em, trans, start, end *ts.Tensor, lengths []int) *
 
 // padded lays out the rows of packed [n, K] (row u.Pos(i, t) for token t
 // of sentence i) as [B, T, K], zeros past each sentence's end.
-func padded(g *train.Graph, packed *ts.Tensor, pos func(i, t int) int, lengths []int) *ts.Tensor {
+func padded(g *kit.Graph, packed *ts.Tensor, pos func(i, t int) int, lengths []int) *ts.Tensor {
 	shape, err := packed.Size()
 	g.Check(err)
 	n, k := shape[0], shape[1]
@@ -60,7 +60,7 @@ func padded(g *train.Graph, packed *ts.Tensor, pos func(i, t int) int, lengths [
 	return g.T(out.View([]int64{b, t, k}, false))
 }
 
-func deviceOf(g *train.Graph, x *ts.Tensor) gotch.Device {
+func deviceOf(g *kit.Graph, x *ts.Tensor) gotch.Device {
 	d, err := x.Device()
 	g.Check(err)
 	return d

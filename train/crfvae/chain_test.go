@@ -7,8 +7,9 @@ import (
 
 	"github.com/sugarme/gotch"
 
-	"github.com/nerflow/nerflow/train"
+	"github.com/nerflow/nerflow/kit"
 	"github.com/nerflow/nerflow/train/internal/traintest"
+	"github.com/nerflow/nerflow/train/tagger"
 )
 
 // tinyChain is a batch of two sentences (3 and 2 tokens) over 3 tags,
@@ -84,9 +85,9 @@ func (c *tinyChain) enumerate(i int, tau float64) (logZ float64, marg [][]float6
 // run builds the chain on the CPU and runs forwardBackward.
 func (c *tinyChain) run(t *testing.T, tau float64) (logZ []float32, unary []float32, entropy []float32) {
 	t.Helper()
-	g := train.NewGraph(gotch.CPU)
+	g := kit.NewGraph(gotch.CPU)
 	defer g.Free()
-	err := train.Guard(func() {
+	err := kit.Guard(func() {
 		em := make([]float32, 2*3*3)
 		for i, rows := range c.em {
 			for s, row := range rows {
@@ -95,8 +96,8 @@ func (c *tinyChain) run(t *testing.T, tau float64) (logZ []float32, unary []floa
 		}
 		ch := newChain(g, g.Floats(em, 2, 3, 3), g.Floats(c.trans, 3, 3), g.Floats(c.start, 3), g.Floats(c.end, 3), c.lengths)
 		m := ch.forwardBackward(tau, true)
-		logZ, unary = train.Float32s(m.logZ), train.Float32s(m.unary)
-		entropy = train.Float32s(ch.entropy(m))
+		logZ, unary = kit.Float32s(m.logZ), kit.Float32s(m.unary)
+		entropy = kit.Float32s(ch.entropy(m))
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -138,7 +139,7 @@ func TestLowTemperatureGivesViterbi(t *testing.T) {
 		c := newTinyChain(seed, 2)
 		_, unary, _ := c.run(t, 0.01)
 		for i := range c.lengths {
-			path := train.Viterbi(c.em[i], c.trans, c.start, c.end)
+			path := tagger.Viterbi(c.em[i], c.trans, c.start, c.end)
 			// The margin of the best path over the second best decides
 			// how close to one-hot tau = 0.01 gets; skip near-ties.
 			ps := traintest.Paths(c.lengths[i], c.k)
@@ -174,10 +175,10 @@ func TestLowTemperatureGivesViterbi(t *testing.T) {
 func TestRelaxedMarginalsAreDifferentiable(t *testing.T) {
 	c := newTinyChain(9, 1)
 	const tau, h = 0.5, 1e-2
-	g := train.NewGraph(gotch.CPU)
+	g := kit.NewGraph(gotch.CPU)
 	defer g.Free()
 	var grad []float32
-	err := train.Guard(func() {
+	err := kit.Guard(func() {
 		em := make([]float32, 2*3*3)
 		for i, rows := range c.em {
 			for s, row := range rows {
@@ -190,7 +191,7 @@ func TestRelaxedMarginalsAreDifferentiable(t *testing.T) {
 		// d mu[0, 1, 2] / d em.
 		target := g.T(g.T(g.T(m.unary.Select(0, 0, false)).Select(0, 1, false)).Select(0, 2, false))
 		g.Check(target.Backward())
-		grad = train.Float32s(g.T(x.Grad(false)))
+		grad = kit.Float32s(g.T(x.Grad(false)))
 	})
 	if err != nil {
 		t.Fatal(err)

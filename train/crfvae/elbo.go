@@ -10,11 +10,12 @@ import (
 	"github.com/sugarme/gotch/ts"
 
 	"github.com/nerflow/nerflow/corpus"
-	"github.com/nerflow/nerflow/train"
+	"github.com/nerflow/nerflow/kit"
+	"github.com/nerflow/nerflow/train/tagger"
 )
 
 // Objective is the CRF-VAE's loss on unlabeled sentences (a
-// train.UnlabeledObjective): the negative ELBO
+// tagger.UnlabeledObjective): the negative ELBO
 //
 //	-ELBO(x) = -E_q[log p(x | y)] - beta E_q[log p(y)] - H(q)
 //
@@ -34,7 +35,7 @@ type Objective struct {
 }
 
 // NewObjective prepares the objective for the sentences that
-// train.WithUnlabeled will be given; seed draws the generator's weights.
+// tagger.WithUnlabeled will be given; seed draws the generator's weights.
 func NewObjective(cfg Config, unlabeled *corpus.Corpus, seed uint64) (*Objective, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, fmt.Errorf("crfvae config: %w", err)
@@ -55,7 +56,7 @@ func NewObjective(cfg Config, unlabeled *corpus.Corpus, seed uint64) (*Objective
 }
 
 // Start creates the generator for m's tag set on m's device.
-func (o *Objective) Start(m *train.Tagger) ([]string, []*ts.Tensor, error) {
+func (o *Objective) Start(m *tagger.Tagger) ([]string, []*ts.Tensor, error) {
 	k := m.Labels.NumTags()
 	if k < 2 {
 		return nil, nil, fmt.Errorf("a tag set of %d tags", k)
@@ -68,7 +69,7 @@ func (o *Objective) Start(m *train.Tagger) ([]string, []*ts.Tensor, error) {
 	o.Close()
 	o.vs = nn.NewVarStore(m.Device())
 	var genErr error
-	err := train.Guard(func() {
+	err := kit.Guard(func() {
 		o.gen, genErr = newGenerator(o.cfg, o.vs, m.Device(), k, o.vocab.size(), o.seed)
 	})
 	if err = errors.Join(err, genErr); err != nil {
@@ -86,7 +87,7 @@ func (o *Objective) Close() {
 }
 
 // Loss is the negative ELBO, mean per sentence.
-func (o *Objective) Loss(u *train.UnlabeledBatch) *ts.Tensor {
+func (o *Objective) Loss(u *tagger.UnlabeledBatch) *ts.Tensor {
 	g := u.Graph
 	em := padded(g, u.Emissions, u.Pos, u.Lengths)
 	exact := newChain(g, em, u.Trans, u.Start, u.End, u.Lengths)
@@ -106,7 +107,7 @@ func (o *Objective) Loss(u *train.UnlabeledBatch) *ts.Tensor {
 // chain at temperature tau (forwardBackward), [B, T, K]. As tau -> 0 it is
 // the one-hot MAP path of the perturbed potentials; for tau > 0 it is
 // differentiable in the potentials.
-func (o *Objective) sample(g *train.Graph, c *chain, u *train.UnlabeledBatch) *ts.Tensor {
+func (o *Objective) sample(g *kit.Graph, c *chain, u *tagger.UnlabeledBatch) *ts.Tensor {
 	noise := make([]float32, c.b*c.t*c.k)
 	for i := range noise {
 		noise[i] = float32(-math.Log(-math.Log(openUnit(u.Rng.Float64()))))
@@ -121,7 +122,7 @@ func (o *Objective) sample(g *train.Graph, c *chain, u *train.UnlabeledBatch) *t
 func openUnit(x float64) float64 { return min(max(x, 1e-12), 1-1e-12) }
 
 // reconstruction is log p(x | y) of the batch's sentences, [B].
-func (o *Objective) reconstruction(g *train.Graph, y *ts.Tensor, u *train.UnlabeledBatch) *ts.Tensor {
+func (o *Objective) reconstruction(g *kit.Graph, y *ts.Tensor, u *tagger.UnlabeledBatch) *ts.Tensor {
 	shape, err := y.Size()
 	g.Check(err)
 	b, t := shape[0], shape[1]

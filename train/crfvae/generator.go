@@ -11,7 +11,7 @@ import (
 	"github.com/sugarme/gotch/nn"
 	"github.com/sugarme/gotch/ts"
 
-	"github.com/nerflow/nerflow/train"
+	"github.com/nerflow/nerflow/kit"
 )
 
 // The generative models p(x | y) of the tokens given the tags. Each reads
@@ -49,14 +49,14 @@ type generator struct {
 }
 
 // newGenerator creates a generator's weights in vs, drawn from seed; inside
-// train.Guard.
+// kit.Guard.
 func newGenerator(cfg Config, vs *nn.VarStore, device gotch.Device, k, vocab int, seed uint64) (*generator, error) {
 	d := cfg.GenDim
 	rng := rand.New(rand.NewPCG(seed, 0x9e7))
-	root := vs.Root()
+	init := &kit.Initializer{Rng: rng, Root: vs.Root(), Device: device}
 	gen := &generator{kind: cfg.Generator, dim: int64(d)}
 	param := func(name string, bound float64, shape ...int) *ts.Tensor {
-		x := train.UniformParam(root, device, rng, name, bound, shape...)
+		x := init.Uniform(name, bound, shape...)
 		gen.names, gen.params = append(gen.names, name), append(gen.params, x)
 		return x
 	}
@@ -88,7 +88,7 @@ func newGenerator(cfg Config, vs *nn.VarStore, device gotch.Device, k, vocab int
 
 // logits maps tags y [B, T, K] to vocabulary logits [B, T, V]; lengths
 // are the sentences' (the transformer attends within each sentence only).
-func (gen *generator) logits(g *train.Graph, y *ts.Tensor, lengths []int) *ts.Tensor {
+func (gen *generator) logits(g *kit.Graph, y *ts.Tensor, lengths []int) *ts.Tensor {
 	h := g.T(y.Matmul(gen.tagEmb, false)) // [B, T, d]
 	if gen.kind == Transformer {
 		h = gen.encode(g, h, lengths)
@@ -99,7 +99,7 @@ func (gen *generator) logits(g *train.Graph, y *ts.Tensor, lengths []int) *ts.Te
 // encode is the transformer layer (post-norm, as Vaswani et al. 2017):
 //
 //	h = LN(h + Attention(h)),  h = LN(h + W2 relu(W1 h))
-func (gen *generator) encode(g *train.Graph, h *ts.Tensor, lengths []int) *ts.Tensor {
+func (gen *generator) encode(g *kit.Graph, h *ts.Tensor, lengths []int) *ts.Tensor {
 	shape, err := h.Size()
 	g.Check(err)
 	b, t, d := shape[0], shape[1], shape[2]

@@ -9,16 +9,17 @@ import (
 	"github.com/sugarme/gotch"
 
 	"github.com/nerflow/nerflow/corpus"
-	"github.com/nerflow/nerflow/train"
+	"github.com/nerflow/nerflow/kit"
 	"github.com/nerflow/nerflow/train/internal/traintest"
+	"github.com/nerflow/nerflow/train/tagger"
 )
 
-func tinyJob(labeled, unlabeled *corpus.Corpus, epochs int) train.Job {
+func tinyJob(labeled, unlabeled *corpus.Corpus, epochs int) tagger.Job {
 	h := Hyperparams()
 	h.Model.WordDim, h.Model.CharDim, h.Model.CharFilters, h.Model.MaxWordLen = 12, 6, 8, 12
 	h.Model.CasingDim, h.Model.Hidden, h.Model.Dropout = 4, 10, 0.1
 	h.Run.Epochs, h.Run.BatchSize, h.Run.LearningRate, h.Run.Seed = epochs, 4, 0.02, 7
-	return train.Job{Train: labeled, Unlabeled: unlabeled, Types: []string{"LOC", "PER"}, Model: h.Model, Run: h.Run,
+	return tagger.Job{Train: labeled, Unlabeled: unlabeled, Types: []string{"LOC", "PER"}, Model: h.Model, Run: h.Run,
 		Device: gotch.CPU, MinWordCount: 1}
 }
 
@@ -40,18 +41,18 @@ func untagged() *corpus.Corpus {
 
 // fit trains on the job with the CRF-VAE objective (none when cfg is nil)
 // and returns the tagger's weights and the run's result.
-func fit(t *testing.T, job train.Job, cfg *Config) (map[string][]float32, *train.Result) {
+func fit(t *testing.T, job tagger.Job, cfg *Config) (map[string][]float32, *tagger.Result) {
 	t.Helper()
-	var opts []train.TrainerOption
+	var opts []tagger.TrainerOption
 	if cfg != nil {
 		obj, err := NewObjective(*cfg, job.Unlabeled, job.Run.Seed)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer obj.Close()
-		opts = append(opts, train.WithUnlabeled(job.Unlabeled, obj, cfg.Weight))
+		opts = append(opts, tagger.WithUnlabeled(job.Unlabeled, obj, cfg.Weight))
 	}
-	m, res, err := train.Fit(context.Background(), job, opts...)
+	m, res, err := tagger.Fit(context.Background(), job, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,15 +61,15 @@ func fit(t *testing.T, job train.Job, cfg *Config) (map[string][]float32, *train
 	if err := m.Save(dir); err != nil {
 		t.Fatal(err)
 	}
-	named, err := train.LoadTensors(filepath.Join(dir, train.WeightsFile), gotch.CPU)
+	named, err := kit.LoadTensors(filepath.Join(dir, tagger.WeightsFile), gotch.CPU)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer train.DropTensors(named)
+	defer kit.DropTensors(named)
 	out := map[string][]float32{}
-	err = train.Guard(func() {
+	err = kit.Guard(func() {
 		for _, nt := range named {
-			out[nt.Name] = train.Float32s(nt.Tensor)
+			out[nt.Name] = kit.Float32s(nt.Tensor)
 		}
 	})
 	if err != nil {

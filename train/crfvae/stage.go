@@ -7,8 +7,7 @@ import (
 	"github.com/nerflow/nerflow/corpus"
 	"github.com/nerflow/nerflow/dataset"
 	"github.com/nerflow/nerflow/stages"
-	"github.com/nerflow/nerflow/train"
-	"github.com/nerflow/nerflow/train/trainstage"
+	"github.com/nerflow/nerflow/train/tagger"
 )
 
 // StageName is the stage that trains a CRF tagger as the CRF-VAE's
@@ -17,9 +16,9 @@ const StageName = "train.crfvae"
 
 // Hyperparams are the tagger's defaults for the CRF-VAE: the CRF head
 // (the posterior must be a CRF) and its loss.
-func Hyperparams() train.Hyperparams {
-	h := train.DefaultHyperparams()
-	h.Model.Head, h.Model.Scheme, h.Run.Loss = train.CRFHead, "bio", train.LossCRF
+func Hyperparams() tagger.Hyperparams {
+	h := tagger.DefaultHyperparams()
+	h.Model.Head, h.Model.Scheme, h.Run.Loss = tagger.CRFHead, "bio", tagger.LossCRF
 	return h
 }
 
@@ -46,7 +45,7 @@ func init() {
 			{Name: "embeddings", Kind: "embeddings", Optional: true, Doc: "pretrained word vectors (stage embeddings.vectors)"},
 		},
 		Outputs: []stages.Port{
-			{Name: "model", Kind: "checkpoint", Doc: "the posterior tagger, as " + train.StageTrain + " writes it"},
+			{Name: "model", Kind: "checkpoint", Doc: "the posterior tagger, as " + tagger.StageTrain + " writes it"},
 			{Name: "report", Kind: "report", Doc: "report.json: per-epoch loss (CRF loss plus weighted negative ELBO), dev F1, the CRF-VAE's config"},
 		},
 		Resumable: true,
@@ -55,7 +54,7 @@ func init() {
 }
 
 func run(c *stages.Context) error {
-	h := train.HyperparamsOf(c.Params)
+	h := tagger.HyperparamsOf(c.Params)
 	cfg := ConfigOf(c.Params)
 	unlabeled := &corpus.Corpus{}
 	if in := c.Input("unlabeled"); in != nil {
@@ -74,7 +73,7 @@ func run(c *stages.Context) error {
 			obj.Close()
 		}
 	}()
-	return trainstage.Train(c, h, func(job *train.Job) ([]train.TrainerOption, map[string]any, error) {
+	return tagger.Train(c, h, func(job *tagger.Job) ([]tagger.TrainerOption, map[string]any, error) {
 		if corpusToo {
 			unlabeled = &corpus.Corpus{Sentences: append(slices.Clip(job.Train.Sentences), unlabeled.Sentences...)}
 		}
@@ -85,6 +84,6 @@ func run(c *stages.Context) error {
 		job.Unlabeled = unlabeled
 		c.Log.Info("crfvae", "unlabeled", len(unlabeled.Sentences), "generator", cfg.Generator, "generated_words", obj.vocab.size())
 		extra := map[string]any{"crfvae": cfg, "unlabeled": len(unlabeled.Sentences), "generated_words": obj.vocab.size()}
-		return []train.TrainerOption{train.WithUnlabeled(unlabeled, obj, cfg.Weight)}, extra, nil
+		return []tagger.TrainerOption{tagger.WithUnlabeled(unlabeled, obj, cfg.Weight)}, extra, nil
 	})
 }

@@ -9,8 +9,8 @@ import (
 	"github.com/nerflow/nerflow/stages"
 	"github.com/nerflow/nerflow/stages/stagestest"
 	"github.com/nerflow/nerflow/storage/fsstore"
-	"github.com/nerflow/nerflow/train"
 	"github.com/nerflow/nerflow/train/internal/traintest"
+	"github.com/nerflow/nerflow/train/tagger"
 )
 
 // The stage trains on labeled and unlabeled artifacts of a file store, and
@@ -62,7 +62,7 @@ func TestStageTrainsAModelEvaluateReads(t *testing.T) {
 		Unlabeled      int    `json:"unlabeled"`
 		GeneratedWords int    `json:"generated_words"`
 		CRFVAE         Config `json:"crfvae"`
-		Result         train.Result
+		Result         tagger.Result
 	}
 	if err := json.Unmarshal(b, &report); err != nil {
 		t.Fatal(err)
@@ -70,7 +70,7 @@ func TestStageTrainsAModelEvaluateReads(t *testing.T) {
 	if report.Unlabeled != 10 || report.GeneratedWords != 20 || report.CRFVAE.Generator != Transformer || len(report.Result.Epochs) != 3 {
 		t.Errorf("report %s", b)
 	}
-	outs = exec(train.StageEvaluate, map[string]any{"gold_file": "l_text.txt", "gold_labels": "l_label.txt"},
+	outs = exec(tagger.StageEvaluate, map[string]any{"gold_file": "l_text.txt", "gold_labels": "l_label.txt"},
 		map[string][]stages.Artifact{"model": {outs["model"]}, "gold": {data}})
 	if outs["report"].Meta["f1"] == "" {
 		t.Errorf("evaluate meta %v", outs["report"].Meta)

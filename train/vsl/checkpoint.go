@@ -10,7 +10,8 @@ import (
 
 	"github.com/nerflow/nerflow/corpus"
 	"github.com/nerflow/nerflow/embeddings"
-	"github.com/nerflow/nerflow/train"
+	"github.com/nerflow/nerflow/kit"
+	"github.com/nerflow/nerflow/train/tagger"
 )
 
 // Files of a saved model.
@@ -26,11 +27,11 @@ const (
 const modelFormat = 1
 
 type modelSpec struct {
-	Format int          `json:"format"`
-	Config Config       `json:"config"`
-	Types  []string     `json:"types"`
-	Vocab  *train.Vocab `json:"vocab"`
-	Recon  []string     `json:"recon"`
+	Format int           `json:"format"`
+	Config Config        `json:"config"`
+	Types  []string      `json:"types"`
+	Vocab  *tagger.Vocab `json:"vocab"`
+	Recon  []string      `json:"recon"`
 }
 
 // Save writes the model into dir (created if needed).
@@ -46,7 +47,7 @@ func (m *Model) Save(dir string) error {
 		err = writeVectors(filepath.Join(dir, VectorsFile), m.Vocab.Frozen())
 	}
 	if err == nil {
-		err = train.SaveTensors(m.named(), filepath.Join(dir, WeightsFile))
+		err = kit.SaveTensors(m.named(), filepath.Join(dir, WeightsFile))
 	}
 	if err != nil {
 		return fmt.Errorf("saving vsl: %w", err)
@@ -91,7 +92,7 @@ func Load(dir string, device gotch.Device) (*Model, error) {
 	if err != nil {
 		return nil, fmt.Errorf("loading vsl: %s: %w", ModelFile, err)
 	}
-	labels, err := train.NewLabels(scheme, spec.Types)
+	labels, err := tagger.NewLabels(scheme, spec.Types)
 	if err != nil {
 		return nil, fmt.Errorf("loading vsl: %s: %w", ModelFile, err)
 	}
@@ -107,4 +108,4 @@ func Load(dir string, device gotch.Device) (*Model, error) {
 }
 
 // loadWeights copies the weights saved in path into the model's.
-func (m *Model) loadWeights(path string) error { return train.LoadWeights(path, m.device, m.named()) }
+func (m *Model) loadWeights(path string) error { return kit.LoadWeights(path, m.device, m.named()) }

@@ -7,7 +7,7 @@ import (
 
 	"github.com/nerflow/nerflow/corpus"
 	"github.com/nerflow/nerflow/embeddings"
-	"github.com/nerflow/nerflow/train"
+	"github.com/nerflow/nerflow/kit"
 )
 
 // ignored is the target of a token that adds no classification loss: an
@@ -122,7 +122,7 @@ type batch struct {
 	words, recon []int64
 	targets      []int64 // ignored for unlabeled sentences
 	labeled      int     // tokens with a class target
-	chars        train.CharRows
+	chars        kit.CharRows
 }
 
 func (b *batch) pos(i, t int) int { return b.offsets[t] + i }
@@ -156,7 +156,7 @@ func newBatch(exs []example, ids []int) *batch {
 			}
 		}
 	}
-	b.chars = train.NewCharRows(rows)
+	b.chars = kit.NewCharRows(rows)
 	return b
 }
 

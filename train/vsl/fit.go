@@ -10,7 +10,7 @@ import (
 
 	"github.com/nerflow/nerflow/corpus"
 	"github.com/nerflow/nerflow/embeddings"
-	"github.com/nerflow/nerflow/train"
+	"github.com/nerflow/nerflow/train/tagger"
 )
 
 // Job is a complete training job.
@@ -35,11 +35,11 @@ func Fit(ctx context.Context, job Job, o Options) (*Model, *Result, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	types, err := train.TypesOf(job.Labeled)
+	types, err := tagger.TypesOf(job.Labeled)
 	if err != nil {
 		return nil, nil, fmt.Errorf("labeled set: %w", err)
 	}
-	labels, err := train.NewLabels(scheme, types)
+	labels, err := tagger.NewLabels(scheme, types)
 	if err != nil {
 		return nil, nil, fmt.Errorf("labeled set: %w", err)
 	}
@@ -49,7 +49,7 @@ func Fit(ctx context.Context, job Job, o Options) (*Model, *Result, error) {
 	}
 	// Every word keeps its pretrained vector (or is unknown): no word gets
 	// a trained row, whatever its count.
-	vocab := train.NewVocab(text, job.Table, train.MinWordCount(math.MaxInt))
+	vocab := tagger.NewVocab(text, job.Table, tagger.MinWordCount(math.MaxInt))
 	m, err := New(cfg, labels, vocab, ReconVocab(cfg.ReconWords, text), job.Hyper.Run.Seed, job.Device)
 	if err != nil {
 		return nil, nil, err

@@ -6,7 +6,7 @@ import (
 	"github.com/sugarme/gotch"
 	"github.com/sugarme/gotch/ts"
 
-	"github.com/nerflow/nerflow/train"
+	"github.com/nerflow/nerflow/kit"
 )
 
 // gaussian is a diagonal Gaussian per token: mean and log-variance,
@@ -25,11 +25,11 @@ type latents struct {
 
 // encode runs the inference network: fixed word vectors and character
 // features, dropout, BiGRU, dropout; [tokens, 2*Hidden] in packed order.
-func (m *Model) encodeBatch(g *train.Graph, b *batch, training bool, rng *rand.Rand) *ts.Tensor {
+func (m *Model) encodeBatch(g *kit.Graph, b *batch, training bool, rng *rand.Rand) *ts.Tensor {
 	c := m.Config
 	n := int64(b.n)
 	words := g.T(ts.Embedding(m.words, g.Ints(b.words, n), -1, false, false))
-	chars := train.CharCNN(g, m.charEmb, m.convW, m.convB, b.chars)
+	chars := g.CharCNN(m.charEmb, m.convW, m.convB, b.chars)
 	x := g.T(ts.Cat([]*ts.Tensor{words, chars}, 1))
 	if training {
 		x = g.Dropout(x, c.Dropout, rng)
@@ -48,14 +48,14 @@ func (m *Model) encodeBatch(g *train.Graph, b *batch, training bool, rng *rand.R
 
 // split cuts a linear layer's output [n, 2d] into a Gaussian's mean and
 // log-variance.
-func split(g *train.Graph, x *ts.Tensor, d int64) gaussian {
+func split(g *kit.Graph, x *ts.Tensor, d int64) gaussian {
 	return gaussian{mu: g.T(x.Narrow(1, 0, d, false)), logVar: g.T(x.Narrow(1, d, d, false))}
 }
 
 // sample draws mean + exp(logVar/2) * eps with eps ~ N(0, I) from rng (the
 // reparameterization trick: the sample is differentiable in the mean and
 // the variance); with rng nil, the mean.
-func sample(g *train.Graph, q gaussian, rng *rand.Rand) *ts.Tensor {
+func sample(g *kit.Graph, q gaussian, rng *rand.Rand) *ts.Tensor {
 	if rng == nil {
 		return q.mu
 	}
@@ -71,7 +71,7 @@ func sample(g *train.Graph, q gaussian, rng *rand.Rand) *ts.Tensor {
 
 // infer computes the latents of a batch; with training, dropout and
 // samples are drawn from rng, else samples are the means.
-func (m *Model) infer(g *train.Graph, b *batch, training bool, rng *rand.Rand) *latents {
+func (m *Model) infer(g *kit.Graph, b *batch, training bool, rng *rand.Rand) *latents {
 	h := m.encodeBatch(g, b, training, rng)
 	var noise *rand.Rand
 	if training {
@@ -98,7 +98,7 @@ func (m *Model) infer(g *train.Graph, b *batch, training bool, rng *rand.Rand) *
 //	1/2 Σ [ logVar_p - logVar_q + (exp(logVar_q) + (mu_q - mu_p)²) / exp(logVar_p) - 1 ]
 //
 // With p nil, p is N(0, I): 1/2 Σ [ exp(logVar_q) + mu_q² - 1 - logVar_q ].
-func klDiag(g *train.Graph, q gaussian, p *gaussian) *ts.Tensor {
+func klDiag(g *kit.Graph, q gaussian, p *gaussian) *ts.Tensor {
 	varQ := g.T(q.logVar.Exp(false))
 	var terms *ts.Tensor
 	if p == nil {
@@ -121,7 +121,7 @@ type terms struct {
 // lossTerms computes the negative reconstruction log-likelihood, the KL
 // terms and the classification cross entropy of a batch, each summed over
 // its tokens.
-func (m *Model) lossTerms(g *train.Graph, b *batch, rng *rand.Rand) terms {
+func (m *Model) lossTerms(g *kit.Graph, b *batch, rng *rand.Rand) terms {
 	l := m.infer(g, b, true, rng)
 	decIn := l.zSample
 	if m.Config.Variant == Flat {
@@ -151,7 +151,7 @@ func (m *Model) lossTerms(g *train.Graph, b *batch, rng *rand.Rand) terms {
 
 // nllSum is the summed negative log-likelihood of targets [n, 1] under
 // the softmax of logits [n, classes].
-func nllSum(g *train.Graph, logits, targets *ts.Tensor) *ts.Tensor {
+func nllSum(g *kit.Graph, logits, targets *ts.Tensor) *ts.Tensor {
 	logp := g.T(logits.LogSoftmax(1, gotch.Float, false))
 	picked := g.T(logp.Gather(1, targets, false, false))
 	return g.T(g.T(picked.Sum(gotch.Float, false)).MulScalar(g.Scalar(-1), false))
@@ -166,7 +166,7 @@ type Weights struct {
 }
 
 // batchLoss is the batch's loss per token: (recon + KL·kl + Class·class)/n.
-func (m *Model) batchLoss(g *train.Graph, b *batch, w Weights, rng *rand.Rand) (*ts.Tensor, terms) {
+func (m *Model) batchLoss(g *kit.Graph, b *batch, w Weights, rng *rand.Rand) (*ts.Tensor, terms) {
 	t := m.lossTerms(g, b, rng)
 	loss := g.T(t.recon.Add(g.T(t.kl.MulScalar(g.Scalar(w.KL), false)), false))
 	if t.class != nil {

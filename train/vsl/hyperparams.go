@@ -2,7 +2,7 @@ package vsl
 
 import (
 	"github.com/nerflow/nerflow/stages"
-	"github.com/nerflow/nerflow/train"
+	"github.com/nerflow/nerflow/train/tagger"
 )
 
 // Hyperparams are every setting of a VSL and its training, declared once
@@ -18,10 +18,10 @@ func DefaultHyperparams() Hyperparams {
 	return Hyperparams{Model: DefaultConfig(), Run: DefaultTrainConfig()}
 }
 
-func (h *Hyperparams) fields() []train.Hyperparam {
+func (h *Hyperparams) fields() []tagger.Hyperparam {
 	m, r := &h.Model, &h.Run
-	intp, floatp, stringp := train.IntField, train.FloatField, train.StringField
-	return []train.Hyperparam{
+	intp, floatp, stringp := tagger.IntField, tagger.FloatField, tagger.StringField
+	return []tagger.Hyperparam{
 		// Architecture.
 		stringp(&m.Variant, "variant", "hier: z conditioned on y, the word reconstructed from z (VSL-GG-Hier); flat: y and z side by side (VSL-GG-Flat)", stages.OneOf(Flat, Hier)),
 		stringp(&m.Scheme, "scheme", "tag scheme the classifier predicts", stages.OneOf("io", "bio", "bioes")),
@@ -46,7 +46,7 @@ func (h *Hyperparams) fields() []train.Hyperparam {
 		floatp(&r.Warmup, "warmup", "fraction of the steps of learning-rate warm-up before linear decay", stages.Range(0, 1)),
 		floatp(&r.MaxGradNorm, "max_grad_norm", "gradient norm clipping (0: none)", stages.AtLeast(0)),
 		intp(&r.Patience, "patience", "stop after this many epochs without a better dev F1 (0: never)", stages.AtLeast(0)),
-		train.SeedField(&r.Seed, "seed of the initial weights, batches, dropout and latent samples"),
+		tagger.SeedField(&r.Seed, "seed of the initial weights, batches, dropout and latent samples"),
 	}
 }
 
@@ -54,13 +54,13 @@ func (h *Hyperparams) fields() []train.Hyperparam {
 // the defaults of DefaultHyperparams.
 func HyperparamDecls() []stages.Param {
 	h := DefaultHyperparams()
-	return train.DeclsOf(h.fields())
+	return tagger.DeclsOf(h.fields())
 }
 
 // HyperparamsOf reads the hyperparameters from a stage's parameters
 // (declared with HyperparamDecls, so already checked).
 func HyperparamsOf(p stages.Params) Hyperparams {
 	h := DefaultHyperparams()
-	train.ReadInto(h.fields(), p)
+	tagger.ReadInto(h.fields(), p)
 	return h
 }

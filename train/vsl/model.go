@@ -43,7 +43,8 @@ import (
 	"github.com/sugarme/gotch/ts"
 
 	"github.com/nerflow/nerflow/embeddings"
-	"github.com/nerflow/nerflow/train"
+	"github.com/nerflow/nerflow/kit"
+	"github.com/nerflow/nerflow/train/tagger"
 )
 
 // Variants of the latent structure.
@@ -112,10 +113,10 @@ func (c Config) validate() error {
 // themselves.
 type Model struct {
 	Config Config
-	Labels *train.Labels
+	Labels *tagger.Labels
 	// Vocab gives the word ids (its lookup policy) and character ids; its
 	// frozen table holds the fixed word vectors.
-	Vocab *train.Vocab
+	Vocab *tagger.Vocab
 	// Recon is the reconstruction vocabulary: "<unk>", then the most
 	// frequent word keys (embeddings.Key) of the training text.
 	Recon []string
@@ -135,14 +136,14 @@ type Model struct {
 // linear is y = x W^T + b.
 type linear struct{ w, b *ts.Tensor }
 
-func (l linear) apply(g *train.Graph, x *ts.Tensor) *ts.Tensor {
+func (l linear) apply(g *kit.Graph, x *ts.Tensor) *ts.Tensor {
 	return g.T(ts.Linear(x, l.w, l.b))
 }
 
 // New builds a model with weights drawn from seed, over the fixed word
 // vectors of vocab's frozen table and a reconstruction vocabulary of
 // recon's words (the unknown word is added first).
-func New(cfg Config, labels *train.Labels, vocab *train.Vocab, recon []string, seed uint64, device gotch.Device) (*Model, error) {
+func New(cfg Config, labels *tagger.Labels, vocab *tagger.Vocab, recon []string, seed uint64, device gotch.Device) (*Model, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, fmt.Errorf("vsl config: %w", err)
 	}
@@ -155,7 +156,7 @@ func New(cfg Config, labels *train.Labels, vocab *train.Vocab, recon []string, s
 	rng := rand.New(rand.NewPCG(seed, 0x75e1))
 	err := m.uploadWords(table)
 	if err == nil {
-		err = train.Guard(func() { m.build(rng, table.Dim) })
+		err = kit.Guard(func() { m.build(rng, table.Dim) })
 	}
 	if err != nil {
 		m.Close()
@@ -204,15 +205,13 @@ func (m *Model) uploadWords(t *embeddings.Table) error {
 
 func (m *Model) build(rng *rand.Rand, wordDim int) {
 	c := m.Config
-	root := m.vs.Root()
-	u := func(name string, bound float64, shape ...int) *ts.Tensor {
-		return train.UniformParam(root, m.device, rng, name, bound, shape...)
-	}
+	init := &kit.Initializer{Rng: rng, Root: m.vs.Root(), Device: m.device}
+	u := init.Uniform
 	lin := func(name string, in, out int) linear {
 		b := 1 / math.Sqrt(float64(in))
 		return linear{u(name+"_w", b, out, in), u(name+"_b", b, out)}
 	}
-	m.charEmb = train.CharVectorsParam(root, m.device, rng, "char_emb", len(m.Vocab.Chars), c.CharDim)
+	m.charEmb = init.CharVectors("char_emb", len(m.Vocab.Chars), c.CharDim)
 	fanIn := float64(c.CharDim * c.CharKernel)
 	m.convW = u("char_conv_w", 1/math.Sqrt(fanIn), c.CharFilters, c.CharDim, c.CharKernel)
 	m.convB = u("char_conv_b", 1/math.Sqrt(fanIn), c.CharFilters)
@@ -242,11 +241,11 @@ func (m *Model) build(rng *rand.Rand, wordDim int) {
 
 // parameters returns the trained weights by name, sorted.
 func (m *Model) parameters() ([]string, []*ts.Tensor) {
-	return train.SplitNamed(m.named())
+	return kit.SplitNamed(m.named())
 }
 
-func (m *Model) named() []ts.NamedTensor { return train.NamedParams(m.vs) }
+func (m *Model) named() []ts.NamedTensor { return kit.NamedParams(m.vs) }
 
 // TagSet is the scheme and tags of the model's predictions
-// (train.Predictor).
-func (m *Model) TagSet() *train.Labels { return m.Labels }
+// (tagger.Predictor).
+func (m *Model) TagSet() *tagger.Labels { return m.Labels }

@@ -7,15 +7,15 @@ import (
 
 	"github.com/nerflow/nerflow/corpus"
 	"github.com/nerflow/nerflow/dataset"
-	"github.com/nerflow/nerflow/train"
+	"github.com/nerflow/nerflow/kit"
 )
 
 // Predict tags every sentence of c (tags, if any, are ignored) with the
 // classifier on the mean of y, batchSize sentences at a time: per token
 // the softmax over the tag set and its most probable tag. It computes on
-// an OS thread of its own (train.OnComputeThread).
+// an OS thread of its own (kit.OnComputeThread).
 func (m *Model) Predict(c *corpus.Corpus, batchSize int) (preds []dataset.Prediction, err error) {
-	train.OnComputeThread(func(func()) {
+	kit.OnComputeThread(func(func()) {
 		var exs []example
 		if exs, err = m.encode(c, false); err == nil {
 			preds, err = m.predictExamples(exs, batchSize)
@@ -34,13 +34,13 @@ func (m *Model) predictExamples(exs []example, batchSize int) ([]dataset.Predict
 	}
 	k := m.Labels.NumTags()
 	var err error
-	train.NoGrad(func() {
+	kit.NoGrad(func() {
 		for _, ids := range batches(exs, batchSize, nil) {
 			b := newBatch(exs, ids)
-			g := train.NewGraph(m.device)
-			err = train.Guard(func() {
+			g := kit.NewGraph(m.device)
+			err = kit.Guard(func() {
 				l := m.infer(g, b, false, nil)
-				probs := train.Float32s(g.T(m.cls.apply(g, l.y.mu).Softmax(1, gotch.Float, false)))
+				probs := kit.Float32s(g.T(m.cls.apply(g, l.y.mu).Softmax(1, gotch.Float, false)))
 				for i, id := range b.ids {
 					n := exs[id].len()
 					p := dataset.Prediction{Tags: make([]string, n), Probs: make([][]float32, n)}

@@ -9,11 +9,11 @@ import (
 	"github.com/nerflow/nerflow/dataset"
 	"github.com/nerflow/nerflow/embeddings"
 	"github.com/nerflow/nerflow/stages"
-	"github.com/nerflow/nerflow/train"
+	"github.com/nerflow/nerflow/train/tagger"
 )
 
 // StageTrain is the stage that trains a model; train.predict and
-// train.evaluate run it (its kind is registered with train.RegisterModelKind).
+// train.evaluate run it (its kind is registered with tagger.RegisterModelKind).
 const StageTrain = "train.vsl"
 
 func init() {
@@ -42,7 +42,7 @@ func init() {
 		Run: runTrain,
 	})
 
-	train.RegisterModelKind(ModelFile, func(dir string, device gotch.Device) (train.Predictor, error) {
+	tagger.RegisterModelKind(ModelFile, func(dir string, device gotch.Device) (tagger.Predictor, error) {
 		m, err := Load(dir, device)
 		if err != nil {
 			return nil, err
@@ -52,7 +52,7 @@ func init() {
 }
 
 func runTrain(c *stages.Context) error {
-	device, err := train.ParseDevice(c.Device)
+	device, err := tagger.ParseDevice(c.Device)
 	if err != nil {
 		return err
 	}

@@ -14,9 +14,8 @@ import (
 	"github.com/nerflow/nerflow/stages"
 	"github.com/nerflow/nerflow/stages/stagestest"
 	"github.com/nerflow/nerflow/storage/fsstore"
-	"github.com/nerflow/nerflow/train"
 	"github.com/nerflow/nerflow/train/internal/traintest"
-	_ "github.com/nerflow/nerflow/train/trainstage" // train.predict and train.evaluate
+	"github.com/nerflow/nerflow/train/tagger"
 )
 
 // TestStagesTrainPredictEvaluate runs the stages as the engine does, on a
@@ -84,7 +83,7 @@ func TestStagesTrainPredictEvaluate(t *testing.T) {
 		t.Errorf("model meta variant %q", v)
 	}
 
-	preds, err := exec(train.StagePredict, map[string]any{"corpus_file": "text.txt"}, map[string][]stages.Artifact{"model": {outs["model"]}, "corpus": {data}})
+	preds, err := exec(tagger.StagePredict, map[string]any{"corpus_file": "text.txt"}, map[string][]stages.Artifact{"model": {outs["model"]}, "corpus": {data}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +102,7 @@ func TestStagesTrainPredictEvaluate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := exec(train.StageEvaluate, map[string]any{"gold_file": "text.txt", "gold_labels": "labels.txt"},
+	res, err := exec(tagger.StageEvaluate, map[string]any{"gold_file": "text.txt", "gold_labels": "labels.txt"},
 		map[string][]stages.Artifact{"gold": {data}, "predictions": {preds["predictions"]}})
 	if err != nil {
 		t.Fatal(err)

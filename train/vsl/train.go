@@ -16,7 +16,7 @@ import (
 	"github.com/nerflow/nerflow/corpus"
 	"github.com/nerflow/nerflow/dataset"
 	"github.com/nerflow/nerflow/eval"
-	"github.com/nerflow/nerflow/train"
+	"github.com/nerflow/nerflow/kit"
 )
 
 // TrainConfig are the hyperparameters of a training run.
@@ -99,7 +99,7 @@ type Options struct {
 // Train fits m to the labeled sentences (tags in any scheme) and the
 // unlabeled ones (tags ignored; may be nil). With a dev set, every epoch
 // is scored on it (entity micro F1) and the best epoch's weights are kept.
-// It computes on an OS thread of its own (train.OnComputeThread) and waits
+// It computes on an OS thread of its own (kit.OnComputeThread) and waits
 // for it.
 func Train(ctx context.Context, m *Model, labeled, unlabeled, dev *corpus.Corpus, cfg TrainConfig, o Options) (res *Result, err error) {
 	if err := cfg.validate(); err != nil {
@@ -108,7 +108,7 @@ func Train(ctx context.Context, m *Model, labeled, unlabeled, dev *corpus.Corpus
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
-	train.OnComputeThread(func(refresh func()) {
+	kit.OnComputeThread(func(refresh func()) {
 		res, err = trainOnThread(ctx, m, labeled, unlabeled, dev, cfg, o, refresh)
 	})
 	return res, err
@@ -143,7 +143,7 @@ func trainOnThread(ctx context.Context, m *Model, labeled, unlabeled, dev *corpu
 		return nil, errors.New("vsl training: the labeled set has no tokens")
 	}
 	names, params := m.parameters()
-	opt, err := train.NewAdam(names, params, cfg.MaxGradNorm)
+	opt, err := kit.NewAdam(names, params, cfg.MaxGradNorm)
 	if err != nil {
 		return nil, err
 	}
@@ -174,7 +174,7 @@ func trainOnThread(ctx context.Context, m *Model, labeled, unlabeled, dev *corpu
 			sinceBest++
 			if res.BestEpoch == 0 || rep.DevF1 > res.BestDevF1 {
 				res.BestEpoch, res.BestDevF1, sinceBest = epoch, rep.DevF1, 0
-				if err := train.SaveTensors(m.named(), bestFile); err != nil {
+				if err := kit.SaveTensors(m.named(), bestFile); err != nil {
 					return nil, fmt.Errorf("best epoch's weights: %w", err)
 				}
 			}
@@ -217,7 +217,7 @@ func (s *unlabeledStream) next() []int {
 	return b
 }
 
-func (m *Model) trainEpoch(ctx context.Context, epoch int, lab []example, unl *unlabeledStream, opt *train.Adam, cfg TrainConfig,
+func (m *Model) trainEpoch(ctx context.Context, epoch int, lab []example, unl *unlabeledStream, opt *kit.Adam, cfg TrainConfig,
 	res *Result, total, warmup int, o Options) (EpochReport, error) {
 	rep := EpochReport{Epoch: epoch}
 	start := time.Now()
@@ -236,7 +236,7 @@ func (m *Model) trainEpoch(ctx context.Context, epoch int, lab []example, unl *u
 			rep.Sentences += len(u)
 			rep.Unlabeled += len(u)
 		}
-		st, err := m.step(bs, w, opt, train.LearningRate(cfg.LearningRate, res.Steps, warmup, total), rng)
+		st, err := m.step(bs, w, opt, kit.LearningRate(cfg.LearningRate, res.Steps, warmup, total), rng)
 		if err != nil {
 			return rep, fmt.Errorf("epoch %d, step %d: %w", epoch, res.Steps+1, err)
 		}
@@ -280,11 +280,11 @@ type stepResult struct {
 // step trains on a labeled batch and, if any, an unlabeled one: their
 // losses per token are added, the unlabeled one's weighted by
 // w.Unlabeled.
-func (m *Model) step(bs []*batch, w Weights, opt *train.Adam, lr float64, rng *rand.Rand) (stepResult, error) {
-	g := train.NewGraph(m.device)
+func (m *Model) step(bs []*batch, w Weights, opt *kit.Adam, lr float64, rng *rand.Rand) (stepResult, error) {
+	g := kit.NewGraph(m.device)
 	defer g.Free()
 	var r stepResult
-	err := train.Guard(func() {
+	err := kit.Guard(func() {
 		var total *ts.Tensor
 		for _, b := range bs {
 			l, t := m.batchLoss(g, b, w, rng)
@@ -310,7 +310,7 @@ func (m *Model) step(bs []*batch, w Weights, opt *train.Adam, lr float64, rng *r
 }
 
 // value reads a scalar tensor; inside Guard.
-func value(x *ts.Tensor) float64 { return float64(train.Float32s(x)[0]) }
+func value(x *ts.Tensor) float64 { return float64(kit.Float32s(x)[0]) }
 
 // score returns the entity micro F1 of the model's predictions of exs.
 func (m *Model) score(exs []example, gold [][]string) (float64, error) {

@@ -13,8 +13,9 @@ import (
 
 	"github.com/nerflow/nerflow/corpus"
 	"github.com/nerflow/nerflow/embeddings"
-	"github.com/nerflow/nerflow/train"
+	"github.com/nerflow/nerflow/kit"
 	"github.com/nerflow/nerflow/train/internal/traintest"
+	"github.com/nerflow/nerflow/train/tagger"
 )
 
 // fixtureTable gives every lower-cased word of the fixture a vector of
@@ -61,11 +62,11 @@ func tinyModel(t *testing.T, variant string) (*Model, *corpus.Corpus) {
 	t.Helper()
 	c := traintest.Corpus(traintest.Fixture)
 	h := tinyHyperparams(variant)
-	labels, err := train.NewLabels(corpus.BIO, []string{"PER", "LOC"})
+	labels, err := tagger.NewLabels(corpus.BIO, []string{"PER", "LOC"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	vocab := train.NewVocab(c, fixtureTable(t), train.MinWordCount(math.MaxInt))
+	vocab := tagger.NewVocab(c, fixtureTable(t), tagger.MinWordCount(math.MaxInt))
 	m, err := New(h.Model, labels, vocab, ReconVocab(h.Model.ReconWords, c), 3, gotch.CPU)
 	if err != nil {
 		t.Fatal(err)
@@ -76,13 +77,13 @@ func tinyModel(t *testing.T, variant string) (*Model, *corpus.Corpus) {
 
 // guard runs f on a locked thread with a fresh graph, failing the test on
 // a libtorch error.
-func guard(t *testing.T, device gotch.Device, f func(g *train.Graph)) {
+func guard(t *testing.T, device gotch.Device, f func(g *kit.Graph)) {
 	t.Helper()
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	g := train.NewGraph(device)
+	g := kit.NewGraph(device)
 	defer g.Free()
-	if err := train.Guard(func() { f(g) }); err != nil {
+	if err := kit.Guard(func() { f(g) }); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -91,7 +92,7 @@ func guard(t *testing.T, device gotch.Device, f func(g *train.Graph)) {
 // from KL(N(m1, v1) || N(m2, v2)) = 1/2 [ln(v2/v1) + (v1 + (m1-m2)²)/v2 - 1].
 func TestKLDiagClosedForm(t *testing.T) {
 	ln2, ln4 := math.Log(2), math.Log(4)
-	guard(t, gotch.CPU, func(g *train.Graph) {
+	guard(t, gotch.CPU, func(g *kit.Graph) {
 		// To N(0, I), two tokens of two dimensions:
 		//   (m 0.5, v 1): 1/2 (1 + 0.25 - 1 - 0)       = 0.125
 		//   (m -1,  v 2): 1/2 (2 + 1 - 1 - ln 2)       = 0.6534264
@@ -133,7 +134,7 @@ func TestKLWeightSchedule(t *testing.T) {
 }
 
 // gradNorm is the L2 norm of a parameter's gradient (0 when it has none).
-func gradNorm(g *train.Graph, m *Model, name string) float64 {
+func gradNorm(g *kit.Graph, m *Model, name string) float64 {
 	p, err := m.vs.Root().Get(name)
 	g.Check(err)
 	gr := g.T(p.Grad(false))
@@ -141,7 +142,7 @@ func gradNorm(g *train.Graph, m *Model, name string) float64 {
 		return 0
 	}
 	var s float64
-	for _, x := range train.Float32s(gr) {
+	for _, x := range kit.Float32s(gr) {
 		s += float64(x) * float64(x)
 	}
 	return math.Sqrt(s)
@@ -163,7 +164,7 @@ func TestELBOGradientReachesEncoder(t *testing.T) {
 			if b.labeled != 0 {
 				t.Fatalf("unlabeled batch has %d labeled tokens", b.labeled)
 			}
-			guard(t, gotch.CPU, func(g *train.Graph) {
+			guard(t, gotch.CPU, func(g *kit.Graph) {
 				loss, terms := m.batchLoss(g, b, Weights{KL: 1, Class: 1}, rand.New(rand.NewPCG(1, 2)))
 				if terms.class != nil {
 					t.Fatal("an unlabeled batch has a classification loss")

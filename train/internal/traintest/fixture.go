@@ -1,5 +1,5 @@
-// Package traintest holds the tiny corpus that the tests of train and
-// train/trainstage train on.
+// Package traintest holds the tiny corpus that the tests of the models
+// under train/ train on.
 package traintest
 
 import (

@@ -1,0 +1,186 @@
+package tagger
+
+import (
+	"encoding/json"
+	"fmt"
+	"github.com/nerflow/nerflow/kit"
+	"hash/crc32"
+	"os"
+	"path/filepath"
+
+	"github.com/sugarme/gotch"
+	"github.com/sugarme/gotch/ts"
+
+	"github.com/nerflow/nerflow/corpus"
+	"github.com/nerflow/nerflow/embeddings"
+)
+
+// Files of a saved tagger (a "checkpoint" artifact).
+const (
+	// TaggerFile holds the architecture, vocabulary and tag set (JSON).
+	TaggerFile = "tagger.json"
+	// WeightsFile holds the named weights in libtorch's format.
+	WeightsFile = "weights.pt"
+	// VectorsFile holds the frozen pretrained table (package embeddings'
+	// format), when the tagger was trained with one.
+	VectorsFile = "vectors.bin"
+)
+
+// taggerFormat is the version of TaggerFile. Format 2 keeps the pretrained
+// vectors outside the training vocabulary frozen in VectorsFile; format 1
+// (every pretrained row trained, no VectorsFile) still loads. Format 3 is
+// a tagger with a language model (TagLM), saved in its directory lm/; a
+// tagger without one is still written in format 2, which older builds read.
+const (
+	taggerFormat     = 3
+	taggerFormatNoLM = 2
+)
+
+type taggerSpec struct {
+	Format int      `json:"format"`
+	Config Config   `json:"config"`
+	Types  []string `json:"types"`
+	Vocab  *Vocab   `json:"vocab"`
+	// Vectors names VectorsFile when the vocabulary has a frozen table;
+	// VectorsCRC is its checksum (see tableChecksum).
+	Vectors    string `json:"vectors,omitempty"`
+	VectorsCRC uint32 `json:"vectors_crc,omitempty"`
+	// LM points at the language model saved with the tagger (format 3).
+	LM *lmRef `json:"lm,omitempty"`
+}
+
+// Save writes the tagger into dir (created if needed): TaggerFile and
+// WeightsFile, VectorsFile with a frozen table, and the language model's
+// files in lm/ with one, so that the checkpoint tags on its own.
+func (m *Tagger) Save(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("saving tagger: %w", err)
+	}
+	spec := taggerSpec{Format: taggerFormatNoLM, Config: m.Config, Types: m.Labels.Types, Vocab: m.Vocab}
+	if m.lm != nil {
+		spec.Format, spec.LM = taggerFormat, &lmRef{Kind: m.lm.Kind(), Dir: lmDir}
+		if err := m.lm.Save(filepath.Join(dir, lmDir)); err != nil {
+			return fmt.Errorf("saving tagger: %w", err)
+		}
+	}
+	if t := m.Vocab.Frozen(); t != nil {
+		spec.Vectors, spec.VectorsCRC = VectorsFile, tableChecksum(t)
+		if err := saveVectors(dir, t); err != nil {
+			return fmt.Errorf("saving tagger: %w", err)
+		}
+	}
+	b, err := json.Marshal(spec)
+	if err != nil {
+		return fmt.Errorf("saving tagger: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, TaggerFile), b, 0o644); err != nil {
+		return fmt.Errorf("saving tagger: %w", err)
+	}
+	return m.saveWeights(filepath.Join(dir, WeightsFile))
+}
+
+// Load reads a tagger saved by Save onto device.
+func Load(dir string, device gotch.Device) (*Tagger, error) {
+	b, err := os.ReadFile(filepath.Join(dir, TaggerFile))
+	if err != nil {
+		return nil, fmt.Errorf("loading tagger: %w", err)
+	}
+	var spec taggerSpec
+	if err := json.Unmarshal(b, &spec); err != nil {
+		return nil, fmt.Errorf("loading tagger: %s: %w", TaggerFile, err)
+	}
+	if spec.Format < 1 || spec.Format > taggerFormat {
+		return nil, fmt.Errorf("loading tagger: %s: format %d, this build reads 1 to %d", TaggerFile, spec.Format, taggerFormat)
+	}
+	if spec.Vocab == nil || len(spec.Vocab.Words) == 0 || len(spec.Vocab.Chars) < 2 {
+		return nil, fmt.Errorf("loading tagger: %s: no vocabulary", TaggerFile)
+	}
+	var frozen *embeddings.Table
+	if spec.Vectors != "" {
+		if spec.Vectors != VectorsFile {
+			return nil, fmt.Errorf("loading tagger: %s: vectors file %q, want %q", TaggerFile, spec.Vectors, VectorsFile)
+		}
+		t, err := embeddings.ReadFile(filepath.Join(dir, VectorsFile))
+		if err != nil {
+			return nil, fmt.Errorf("loading tagger: %w", err)
+		}
+		if sum := tableChecksum(t); sum != spec.VectorsCRC {
+			return nil, fmt.Errorf("loading tagger: %s: checksum %08x, %s records %08x (saved by another training?)", VectorsFile, sum, TaggerFile, spec.VectorsCRC)
+		}
+		frozen = t
+	}
+	spec.Vocab.Restore(frozen)
+	scheme, err := corpus.ParseScheme(spec.Config.Scheme)
+	if err != nil {
+		return nil, fmt.Errorf("loading tagger: %s: %w", TaggerFile, err)
+	}
+	labels, err := NewLabels(scheme, spec.Types)
+	if err != nil {
+		return nil, fmt.Errorf("loading tagger: %s: %w", TaggerFile, err)
+	}
+	var opts []TaggerOption
+	if spec.LM != nil {
+		lm, err := loadLanguageModel(dir, spec.LM, device)
+		if err != nil {
+			return nil, fmt.Errorf("loading tagger: %w", err)
+		}
+		opts = append(opts, WithLanguageModel(lm))
+	}
+	m, err := NewTagger(spec.Config, spec.Vocab, labels, nil, 0, device, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("loading tagger: %w", err)
+	}
+	if err := m.loadWeights(filepath.Join(dir, WeightsFile)); err != nil {
+		m.Close()
+		return nil, fmt.Errorf("loading tagger: %w", err)
+	}
+	return m, nil
+}
+
+// tableChecksum is the CRC-32 of a table's words and vectors.
+func tableChecksum(t *embeddings.Table) uint32 {
+	h := crc32.NewIEEE()
+	for _, w := range t.Words {
+		h.Write([]byte(w))
+		h.Write([]byte{0})
+	}
+	h.Write(kit.BytesOf(t.Vectors))
+	return h.Sum32()
+}
+
+// saveVectors writes the frozen table into dir.
+func saveVectors(dir string, t *embeddings.Table) error {
+	path := filepath.Join(dir, VectorsFile)
+	tmp := path + ".tmp"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return err
+	}
+	if err := embeddings.Write(f, t); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+func (m *Tagger) namedWeights() []ts.NamedTensor { return kit.NamedParams(m.vs) }
+
+func (m *Tagger) saveWeights(path string) error {
+	if err := kit.SaveTensors(m.namedWeights(), path); err != nil {
+		return fmt.Errorf("saving weights: %w", err)
+	}
+	return nil
+}
+
+func (m *Tagger) loadWeights(path string) error {
+	return kit.LoadWeights(path, m.device, m.namedWeights())
+}
+
+// newAdam is the optimizer over the tagger's weights, in checkpoint order.
+func newAdam(m *Tagger, maxGradNorm float64) (*kit.Adam, error) {
+	names, params := kit.SplitNamed(m.namedWeights())
+	return kit.NewAdam(names, params, maxGradNorm)
+}

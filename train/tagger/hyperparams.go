@@ -1,0 +1,191 @@
+package tagger
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/nerflow/nerflow/stages"
+)
+
+// Hyperparams are every setting of a tagger and its training, declared once
+// in the table of fields below: the stage train.tagger's parameters, the
+// flags of nerflow train and the docs of nerflow stages train.tagger are
+// derived from it, under one name each (flags spell it with dashes).
+type Hyperparams struct {
+	Model Config
+	Run   TrainConfig
+	// MinWordCount: see the VocabOption of that name.
+	MinWordCount int
+}
+
+// DefaultHyperparams is DefaultConfig trained with DefaultTrainConfig.
+func DefaultHyperparams() Hyperparams {
+	return Hyperparams{Model: DefaultConfig(), Run: DefaultTrainConfig(), MinWordCount: 2}
+}
+
+// Hyperparam binds one declared parameter to the field holding its value:
+// a table of them declares a stage's parameters and reads them back
+// (DeclsOf, ReadInto), for the tagger here and the other models trained on
+// libtorch.
+type Hyperparam struct {
+	stages.Param
+	Field any // *int, *float64, *string, *bool or *uint64
+}
+
+// IntField declares an int parameter bound to *p, defaulting to its value.
+func IntField(p *int, name, doc string, opts ...stages.ParamOption) Hyperparam {
+	return Hyperparam{stages.IntParam(name, *p, doc, opts...), p}
+}
+
+// FloatField declares a float parameter bound to *p.
+func FloatField(p *float64, name, doc string, opts ...stages.ParamOption) Hyperparam {
+	return Hyperparam{stages.FloatParam(name, *p, doc, opts...), p}
+}
+
+// StringField declares a string parameter bound to *p.
+func StringField(p *string, name, doc string, opts ...stages.ParamOption) Hyperparam {
+	return Hyperparam{stages.StringParam(name, *p, doc, opts...), p}
+}
+
+// SeedField declares a seed, an int parameter bound to a *uint64.
+func SeedField(p *uint64, doc string) Hyperparam {
+	return Hyperparam{stages.IntParam("seed", int(*p), doc, stages.AtLeast(0)), p}
+}
+
+// DeclsOf returns the parameters a table declares.
+func DeclsOf(fields []Hyperparam) []stages.Param {
+	out := make([]stages.Param, len(fields))
+	for i, f := range fields {
+		out[i] = f.Param
+	}
+	return out
+}
+
+// ReadInto sets every field of a table from a stage's parameters (declared
+// with DeclsOf, so already checked).
+func ReadInto(fields []Hyperparam, p stages.Params) {
+	for _, f := range fields {
+		switch v := f.Field.(type) {
+		case *int:
+			*v = p.Int(f.Name)
+		case *float64:
+			*v = p.Float(f.Name)
+		case *string:
+			*v = p.String(f.Name)
+		case *bool:
+			*v = p.Bool(f.Name)
+		case *uint64:
+			*v = uint64(p.Int(f.Name))
+		}
+	}
+}
+
+// fields is the table: each parameter's name, doc and range, with its
+// default taken from h.
+func (h *Hyperparams) fields() []Hyperparam {
+	m, r := &h.Model, &h.Run
+	intp, floatp, stringp := IntField, FloatField, StringField
+	return []Hyperparam{
+		// Architecture.
+		stringp(&m.Head, "head", "token (RoSTER's entity-vs-O and type classifier), crf (linear-chain CRF) or span (span classifier, for negative sampling)", stages.OneOf(HeadNames()...)),
+		stringp(&m.Scheme, "scheme", "tag scheme the tagger predicts", stages.OneOf("io", "bio", "bioes")),
+		intp(&m.Hidden, "hidden", "LSTM units per direction", stages.Range(1, 4096)),
+		intp(&m.Layers, "layers", "BiLSTM layers", stages.Range(1, 8)),
+		intp(&m.WordDim, "word_dim", "word vector size without pretrained vectors (else theirs)", stages.Range(1, 4096)),
+		intp(&m.CharDim, "char_dim", "character vector size", stages.Range(1, 1024)),
+		intp(&m.CharFilters, "char_filters", "character CNN filters", stages.Range(1, 4096)),
+		intp(&m.CharKernel, "char_kernel", "character CNN width (odd)", stages.Range(1, 15)),
+		intp(&m.CasingDim, "casing_dim", "casing feature size (0: none)", stages.Range(0, 256)),
+		intp(&m.MaxSpan, "max_span", "span head: longest span scored and predicted, in tokens", stages.Range(1, 64)),
+		floatp(&m.Dropout, "dropout", "dropout on the word representations and the BiLSTM output", stages.Range(0, 0.95)),
+		stringp(&m.LMPlacement, "lm_placement", "TagLM: where a language model's states join the tagger: none, input (with the word representation) or layer1 (with the first BiLSTM layer's output; needs layers >= 2)", stages.OneOf(LMPlacements()...)),
+		intp(&h.MinWordCount, "min_word_count", "occurrences a training word without a pretrained vector needs to get its own", stages.AtLeast(1)),
+		// Loss and noise handling.
+		stringp(&r.Loss, "loss", lossDoc(), stages.OneOf(LossNames()...)),
+		floatp(&r.Q, "q", "exponent of generalized cross entropy", stages.Range(0, 1)),
+		floatp(&r.Tau, "tau", "noisy-label removal: a distant label the model gives at most this probability is noise", stages.Range(0, 1)),
+		intp(&r.UpdateInterval, "update_interval", "batches between noisy-label removals (0: no removal)", stages.AtLeast(0)),
+		floatp(&r.DropO, "drop_o", "fraction of O tokens left out of the loss (1 with the crf head: partial annotation, the tags of O tokens marginalized)", stages.Range(0, 1)),
+		stringp(&r.Sampling, "sampling", "loss negsample: how negatives are drawn from the unannotated spans, uniform (Li et al. 2021) or weighted (by the model's uncertainty and O margin)", stages.OneOf(samplings...)),
+		floatp(&r.NegRatio, "neg_ratio", "loss negsample: negatives per sentence, ceil(neg_ratio * sentence length) (lambda)", stages.Range(0.01, 10)),
+		floatp(&r.Mu, "mu", "loss negsample, weighted: exponent of the O margin in the weights, u * (1 + v)^mu", stages.Range(0, 64)),
+		floatp(&r.MissRate, "miss_rate", "loss partial: the probability that an entity token was left O by the distant labels (1 - their recall); 0: O is certain, 1: O says nothing", stages.Range(0, 1)),
+		{stages.BoolParam("unknown_as_entity", r.UnknownAsEntity, "tokens of the unknown type \"?\" count as entities of some type (else the loss ignores them)"), &r.UnknownAsEntity},
+		// Optimization.
+		intp(&r.Epochs, "epochs", "training epochs", stages.Range(1, 1000)),
+		intp(&r.BatchSize, "batch_size", "sentences per batch", stages.Range(1, 4096)),
+		floatp(&r.LearningRate, "learning_rate", "peak learning rate of Adam", stages.Range(1e-7, 1)),
+		floatp(&r.Warmup, "warmup", "fraction of the steps of linear warm-up before linear decay", stages.Range(0, 1)),
+		floatp(&r.MaxGradNorm, "max_grad_norm", "gradient norm clipping (0: none)", stages.AtLeast(0)),
+		intp(&r.Patience, "patience", "stop after this many evaluations on the dev set without a better F1 (0: never)", stages.AtLeast(0)),
+		intp(&r.EvalEvery, "eval_every", "score on the dev set every this many steps too, not only after each epoch, keeping the best step's weights (0: per epoch)", stages.AtLeast(0)),
+		SeedField(&r.Seed, "seed of the initial weights, batches, dropout and dropped O tokens"),
+	}
+}
+
+// HyperparamDecls declares the hyperparameters as stage parameters, with
+// the defaults of DefaultHyperparams.
+func HyperparamDecls() []stages.Param { return DefaultHyperparams().Decls() }
+
+// Decls declares the hyperparameters as stage parameters, with h's values
+// as defaults (for a stage that trains the tagger with other defaults).
+func (h Hyperparams) Decls() []stages.Param { return DeclsOf(h.fields()) }
+
+// HyperparamsOf reads the hyperparameters from a stage's parameters
+// (declared with HyperparamDecls, so already checked).
+func HyperparamsOf(p stages.Params) Hyperparams {
+	h := DefaultHyperparams()
+	ReadInto(h.fields(), p)
+	return h
+}
+
+// FlagName is the command-line spelling of a hyperparameter.
+func FlagName(param string) string { return strings.ReplaceAll(param, "_", "-") }
+
+// BindFlags declares one flag per hyperparameter, bound to h's fields, with
+// h's values as defaults.
+func (h *Hyperparams) BindFlags(fs *pflag.FlagSet) {
+	for _, f := range h.fields() {
+		name, doc := FlagName(f.Name), f.Doc
+		switch v := f.Field.(type) {
+		case *int:
+			fs.IntVar(v, name, *v, doc)
+		case *float64:
+			fs.Float64Var(v, name, *v, doc)
+		case *string:
+			fs.StringVar(v, name, *v, doc)
+		case *bool:
+			fs.BoolVar(v, name, *v, doc)
+		case *uint64:
+			fs.Uint64Var(v, name, *v, doc)
+		}
+	}
+}
+
+// Check validates h's values against the declared ranges and choices, as
+// the stage's parameters are, naming each parameter that is out of bounds.
+func (h *Hyperparams) Check() error {
+	var errs []error
+	for _, f := range h.fields() {
+		var v any
+		switch p := f.Field.(type) {
+		case *int:
+			v = *p
+		case *float64:
+			v = *p
+		case *string:
+			v = *p
+		case *bool:
+			v = *p
+		case *uint64:
+			v = *p
+		}
+		if _, err := f.Convert(v); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", f.Name, err))
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,55 @@
+package tagger
+
+import "github.com/sugarme/gotch/ts"
+
+// LossCRF is the CRF's negative log-likelihood per sentence (CRF head).
+const LossCRF = "crf"
+
+func init() { RegisterLoss(LossCRF, crfLoss{}) }
+
+type crfLoss struct{}
+
+func (crfLoss) Doc() string             { return "negative log-likelihood of the tags, mean per sentence" }
+func (crfLoss) Head() string            { return CRFHead }
+func (crfLoss) Soft() bool              { return false }
+func (crfLoss) Check(TrainConfig) error { return nil }
+
+func (crfLoss) compute(lb *lossBatch) *ts.Tensor {
+	gold := packedTargets(lb)
+	w := lb.head.(*crfWeightsOf)
+	nll := crfNLL(lb.g, w.emissions(lb.g, lb.h), w.trans, w.start, w.end, lb.b, gold, func() []float32 { return allowedTags(gold, lb.k) }, lb.k)
+	return perSentence(lb, nll)
+}
+
+// packedTargets lays the batch's targets out in its packed order.
+func packedTargets(lb *lossBatch) []int64 {
+	gold := make([]int64, lb.b.n)
+	for i, id := range lb.b.ids {
+		for t, y := range lb.exs[id].targets {
+			gold[lb.b.pos(i, t)] = int64(y)
+		}
+	}
+	return gold
+}
+
+// perSentence turns a batch's summed negative log-likelihood into its mean
+// per sentence.
+func perSentence(lb *lossBatch, nll *ts.Tensor) *ts.Tensor {
+	return lb.g.T(nll.MulScalar(lb.g.Scalar(1/float64(len(lb.b.ids))), false))
+}
+
+// allowedTags is the CRF's mask of the tags each token's label allows
+// ([len(gold)*k], 0 or notAllowed): its tag when known, any entity tag for
+// an entity of unknown type, any tag for an ignored token.
+func allowedTags(gold []int64, k int) []float32 {
+	allowed := make([]float32, len(gold)*k)
+	for p, y := range gold {
+		row := allowed[p*k : (p+1)*k]
+		for j := range row {
+			if (y >= 0 && j != int(y)) || (y == anyEntity && j == 0) {
+				row[j] = notAllowed
+			}
+		}
+	}
+	return allowed
+}

@@ -1,0 +1,266 @@
+package tagger
+
+import (
+	"errors"
+	"fmt"
+	"github.com/nerflow/nerflow/kit"
+	"math"
+	"math/rand/v2"
+	"slices"
+
+	"github.com/sugarme/gotch/ts"
+
+	"github.com/nerflow/nerflow/corpus"
+)
+
+// LossNegSample is span-based negative sampling for missing annotations
+// (Li et al. 2021) on the span head: cross entropy over the annotated spans
+// of a sentence (positives) and ceil(NegRatio * n) spans drawn, for a
+// sentence of n tokens, from its unannotated spans of at most MaxSpan
+// tokens (negatives, class O). Unannotated entities are rarely drawn, so
+// the classifier is seldom told they are O.
+//
+// SamplingUniform draws the negatives uniformly. SamplingWeighted draws
+// them from e = softmax(r / T), r = u * (1 + v)^Mu over the candidates,
+// from the model's own scores at the step, without gradient: u is the
+// entropy of the span's class distribution and v = z_O - max_l z_l the
+// margin of its O logit over the best entity logit, so spans the model
+// already finds confidently O but is still unsure of are favoured, and
+// likely entities avoided. T = sqrt(C - c) falls over the C epochs (c the
+// epochs done), sharpening the distribution as the model improves.
+const LossNegSample = "negsample"
+
+// The samplings of LossNegSample.
+const (
+	SamplingUniform  = "uniform"
+	SamplingWeighted = "weighted"
+)
+
+var samplings = []string{SamplingUniform, SamplingWeighted}
+
+func init() { RegisterLoss(LossNegSample, negSampleLoss{}) }
+
+type negSampleLoss struct{}
+
+func (negSampleLoss) Doc() string {
+	return "cross entropy on the annotated spans and on ceil(neg_ratio * n) negatives per sentence drawn from the unannotated ones (sampling uniform or weighted)"
+}
+func (negSampleLoss) Head() string { return SpanHead }
+func (negSampleLoss) Soft() bool   { return false }
+
+func (negSampleLoss) Check(cfg TrainConfig) error {
+	var errs []error
+	if !slices.Contains(samplings, cfg.Sampling) {
+		errs = append(errs, fmt.Errorf("sampling %q: want %s or %s", cfg.Sampling, SamplingUniform, SamplingWeighted))
+	}
+	if cfg.NegRatio <= 0 {
+		errs = append(errs, fmt.Errorf("neg_ratio %v, want > 0", cfg.NegRatio))
+	}
+	if cfg.Mu < 0 {
+		errs = append(errs, fmt.Errorf("mu %v, want >= 0", cfg.Mu))
+	}
+	return errors.Join(errs...)
+}
+
+// sampling is the state of negative sampling in one epoch: its draws and
+// what they drew.
+type sampling struct {
+	epoch, epochs int // 1-based epoch
+	rng           *rand.Rand
+	// negatives counts the spans drawn; missampled those of them that are
+	// entities of the complete annotation (WithCompleteAnnotation).
+	negatives, missampled int
+}
+
+// temperature is T = sqrt(C - c) of the weighted sampling in epoch (1-based)
+// of epochs: c counts the epochs done, so T falls from sqrt(C) in the first
+// epoch to 1 in the last, never 0.
+func temperature(epoch, epochs int) float64 { return math.Sqrt(float64(epochs - epoch + 1)) }
+
+// negativeWeights is the distribution e = softmax(r / T) of the weighted
+// sampling over candidate spans, given each span's logits (O first):
+// r = u * max(0, 1 + v)^mu, u the entropy (nats) of softmax(z), v = z_O -
+// max_l z_l. 1 + v is floored at 0: with logits, v falls below -1 on spans
+// the model thinks are entities, where an even mu would otherwise make
+// them the likeliest negatives.
+func negativeWeights(logits [][]float32, mu, temp float64) []float64 {
+	r := make([]float64, len(logits))
+	for i, z := range logits {
+		zmax := float64(slices.Max(z))
+		var norm float64
+		for _, x := range z {
+			norm += math.Exp(float64(x) - zmax)
+		}
+		var u float64
+		for _, x := range z {
+			lp := float64(x) - zmax - math.Log(norm)
+			u -= math.Exp(lp) * lp
+		}
+		v := float64(z[0]) - float64(slices.Max(z[1:]))
+		r[i] = u * math.Pow(max(0, 1+v), mu)
+	}
+	return softmax(r, temp)
+}
+
+// softmax returns softmax(x / temp).
+func softmax(x []float64, temp float64) []float64 {
+	out := make([]float64, len(x))
+	if len(x) == 0 {
+		return out
+	}
+	top := slices.Max(x)
+	var sum float64
+	for i, v := range x {
+		out[i] = math.Exp((v - top) / temp)
+		sum += out[i]
+	}
+	for i := range out {
+		out[i] /= sum
+	}
+	return out
+}
+
+// drawWithout draws k distinct indices of [0, n) without replacement:
+// uniformly when weights is nil, else each draw in proportion to the
+// weights of the indices not drawn yet (uniformly among them if those
+// weights sum to 0). k >= n draws them all, in order.
+func drawWithout(rng *rand.Rand, n, k int, weights []float64) []int {
+	left := make([]int, n)
+	for i := range left {
+		left[i] = i
+	}
+	if k >= n {
+		return left
+	}
+	out := make([]int, 0, k)
+	for range k {
+		at := -1
+		if weights != nil {
+			var total float64
+			for _, i := range left {
+				total += weights[i]
+			}
+			if total > 0 {
+				x := rng.Float64() * total
+				for at = 0; at < len(left)-1 && x >= weights[left[at]]; at++ {
+					x -= weights[left[at]]
+				}
+			}
+		}
+		if at < 0 {
+			at = rng.IntN(len(left))
+		}
+		out = append(out, left[at])
+		left = slices.Delete(left, at, at+1)
+	}
+	return out
+}
+
+// annotated reads an example's targets as spans: the annotated entities
+// (positives, by class: 1 + the index of their type) and the tokens that
+// may lie in no negative, because the loss ignores them (an entity of
+// unknown type, a dropped O).
+func annotated(targets []int32, labels *Labels) (positives []corpus.Span, blocked []bool) {
+	tags := make([]string, len(targets))
+	blocked = make([]bool, len(targets))
+	for t, y := range targets {
+		tags[t] = corpus.Outside
+		if y < 0 {
+			blocked[t] = true
+		} else {
+			tags[t] = labels.Tags[y]
+		}
+	}
+	spans, err := labels.Scheme.Spans(tags)
+	if err != nil {
+		kit.Abort(err) // encoded targets are tags of the tag set
+	}
+	return spans, blocked
+}
+
+// compute is the loss of a batch: cross entropy over the positives and the
+// drawn negatives of its sentences, each span one row.
+func (negSampleLoss) compute(lb *lossBatch) *ts.Tensor {
+	w := lb.head.(*spanWeightsOf)
+	s := lb.sampling
+	classOf := make(map[string]int64, len(w.labels.Types))
+	for i, typ := range w.labels.Types {
+		classOf[typ] = int64(i + 1)
+	}
+	var rows []spanRef
+	var targets []int64
+	var pools [][]spanRef // per sentence of the batch, its candidate negatives
+	for i, id := range lb.b.ids {
+		e := &lb.exs[id]
+		positives, blocked := annotated(e.targets, w.labels)
+		for _, p := range positives {
+			rows = append(rows, spanRef{i, p.Start, p.End})
+			targets = append(targets, classOf[p.Label])
+		}
+		var pool []spanRef
+		for _, c := range candidates(i, e.len(), w.maxSpan) {
+			if !slices.Contains(blocked[c.start:c.end], true) &&
+				!slices.ContainsFunc(positives, func(p corpus.Span) bool { return p.Start == c.start && p.End == c.end }) {
+				pool = append(pool, c)
+			}
+		}
+		pools = append(pools, pool)
+	}
+	var weights [][]float64
+	if lb.cfg.Sampling == SamplingWeighted {
+		weights = w.samplingWeights(lb, pools)
+	}
+	for i, id := range lb.b.ids {
+		e := &lb.exs[id]
+		k := int(math.Ceil(lb.cfg.NegRatio * float64(e.len())))
+		var wi []float64
+		if weights != nil {
+			wi = weights[i]
+		}
+		for _, j := range drawWithout(s.rng, len(pools[i]), k, wi) {
+			c := pools[i][j]
+			rows = append(rows, c)
+			targets = append(targets, 0)
+			s.negatives++
+			if slices.ContainsFunc(e.complete, func(p corpus.Span) bool { return p.Start == c.start && p.End == c.end }) {
+				s.missampled++
+			}
+		}
+	}
+	if len(rows) == 0 {
+		return nil
+	}
+	ones := make([]float32, len(rows))
+	for i := range ones {
+		ones[i] = 1
+	}
+	return crossEntropy(lb.g, w.logits(lb.g, lb.h, lb.b, rows), targets, ones)
+}
+
+// samplingWeights scores each sentence's candidate negatives with the
+// model of the step, without gradient, and returns their distributions
+// for the weighted draw.
+func (w *spanWeightsOf) samplingWeights(lb *lossBatch, pools [][]spanRef) [][]float64 {
+	var all []spanRef
+	for _, p := range pools {
+		all = append(all, p...)
+	}
+	if len(all) == 0 {
+		return make([][]float64, len(pools))
+	}
+	var z []float32
+	kit.NoGrad(func() { z = kit.Float32s(w.logits(lb.g, lb.h, lb.b, all)) })
+	c := len(w.labels.Types) + 1
+	temp := temperature(lb.sampling.epoch, lb.sampling.epochs)
+	out := make([][]float64, len(pools))
+	at := 0
+	for i, p := range pools {
+		logits := make([][]float32, len(p))
+		for j := range p {
+			logits[j] = z[(at+j)*c : (at+j+1)*c]
+		}
+		at += len(p)
+		out[i] = negativeWeights(logits, lb.cfg.Mu, temp)
+	}
+	return out
+}

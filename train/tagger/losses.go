@@ -1,0 +1,149 @@
+package tagger
+
+import (
+	"fmt"
+	"github.com/nerflow/nerflow/kit"
+	"strings"
+
+	"github.com/sugarme/gotch/ts"
+)
+
+// Loss is a training objective, a named implementation registered with
+// RegisterLoss: a new loss is one file that implements it and registers
+// itself in init (see loss_ce.go, loss_gce.go, loss_kl.go, loss_crf.go).
+type Loss interface {
+	// Doc says what the loss is, for the stage docs.
+	Doc() string
+	// Head is the head whose outputs the loss trains.
+	Head() string
+	// Soft says whether the loss fits soft targets (WithSoftTargets)
+	// instead of the sentences' tags.
+	Soft() bool
+	// Check validates the loss's own hyperparameters.
+	Check(cfg TrainConfig) error
+	// compute is the loss of a batch, nil when the batch has nothing to
+	// learn from (every token ignored or removed).
+	compute(b *lossBatch) *ts.Tensor
+}
+
+// lossBatch is what a loss sees of a training step.
+type lossBatch struct {
+	g       *kit.Graph
+	head    headWeights // of the loss's Head
+	h       *ts.Tensor  // encoder output, packed
+	b       *batch
+	exs     []example
+	weights []tokenWeights // noisy-label weights by example, nil without removal
+	k       int            // tags
+	cfg     TrainConfig
+	// sampling is the epoch's negative sampling (LossNegSample).
+	sampling *sampling
+	// typ and entity are the token head's outputs on h, once computed
+	// (tokenOutputs).
+	typ, entity *ts.Tensor
+}
+
+// tokenOutputs returns the token head's type and entity-vs-O logits on the
+// batch, computed once: the augmented term reads the originals' type
+// logits after the loss has.
+func (lb *lossBatch) tokenOutputs() (typ, entity *ts.Tensor) {
+	if lb.typ == nil {
+		lb.typ, lb.entity = lb.head.(*tokenWeightsOf).outputs(lb.g, lb.h)
+	}
+	return lb.typ, lb.entity
+}
+
+var losses = newNamed[Loss]("loss")
+
+// RegisterLoss makes a loss available under name (the param loss of
+// train.tagger); it panics on a duplicate, as stage registration does.
+func RegisterLoss(name string, l Loss) { losses.register(name, l) }
+
+// LossNames lists the registered losses.
+func LossNames() []string { return losses.names() }
+
+func lookupLoss(name string) (Loss, error) { return losses.lookup(name) }
+
+// lossDoc documents the param loss: every loss with its head.
+func lossDoc() string {
+	var parts []string
+	for _, name := range LossNames() {
+		l, _ := lookupLoss(name)
+		parts = append(parts, fmt.Sprintf("%s (%s head): %s", name, l.Head(), l.Doc()))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// checkLoss says whether loss can train a tagger with head.
+func checkLoss(name, head string, cfg TrainConfig) error {
+	l, err := lookupLoss(name)
+	if err != nil {
+		return err
+	}
+	if l.Head() != head {
+		return fmt.Errorf("loss %q trains the %s head, not %s", name, l.Head(), head)
+	}
+	return l.Check(cfg)
+}
+
+// tokenWeights are the per-token loss weights of one example under
+// noisy-label removal: entity for the entity-vs-O loss, typ for the type
+// loss. nil slices mean weight 1.
+type tokenWeights struct {
+	entity, typ []float32
+}
+
+func weightAt(w []float32, t int) float32 {
+	if w == nil {
+		return 1
+	}
+	return w[t]
+}
+
+// hardTokenLoss is the token head's loss on hard labels (as RoSTER): the
+// entity-vs-O loss over every token plus the type loss over entity tokens,
+// each a weighted mean of rowLoss, which is cross entropy or one of its
+// robust variants.
+func hardTokenLoss(lb *lossBatch, rowLoss func(g *kit.Graph, logits *ts.Tensor, targets []int64, weights []float32) *ts.Tensor) *ts.Tensor {
+	b := lb.b
+	entity := make([]int64, b.n)
+	entityW := make([]float32, b.n)
+	typ := make([]int64, b.n)
+	typW := make([]float32, b.n)
+	for i, id := range b.ids {
+		var w tokenWeights
+		if lb.weights != nil {
+			w = lb.weights[id]
+		}
+		for t, y := range lb.exs[id].targets {
+			p := b.pos(i, t)
+			switch {
+			case y == ignored:
+			case y == anyEntity:
+				entity[p], entityW[p] = 1, weightAt(w.entity, t)
+			case y == 0:
+				entityW[p] = weightAt(w.entity, t)
+			default:
+				entity[p], entityW[p] = 1, weightAt(w.entity, t)
+				typ[p], typW[p] = int64(y-1), weightAt(w.typ, t)
+			}
+		}
+	}
+	typLogits, entityLogits := lb.tokenOutputs()
+	return addLosses(lb.g, rowLoss(lb.g, entityLogits, entity, entityW), rowLoss(lb.g, typLogits, typ, typW))
+}
+
+// addLosses sums the terms that are not nil (nil if all are).
+func addLosses(g *kit.Graph, terms ...*ts.Tensor) *ts.Tensor {
+	var total *ts.Tensor
+	for _, l := range terms {
+		switch {
+		case l == nil:
+		case total == nil:
+			total = l
+		default:
+			total = g.T(total.Add(l, false))
+		}
+	}
+	return total
+}

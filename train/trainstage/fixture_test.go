@@ -1,8 +1,0 @@
-package trainstage
-
-import "github.com/nerflow/nerflow/train/internal/traintest"
-
-var (
-	fixture       = traintest.Fixture
-	fixtureCorpus = traintest.Corpus
-)
