@@ -56,7 +56,7 @@ type Targets struct {
 // self-training targets. probs[i][t] is token t of sentence i's
 // distribution over the tag set, [p(O), p(entity) * p(type 1), ...] (the
 // rows of Tagger.Predict). The targets use the layout of
-// train.WithSoftTargets: a target p(O), then weights over the entity tags.
+// tagger.WithSoftTargets: a target p(O), then weights over the entity tags.
 //
 //   - Entity vs O (fitted with binary cross entropy): with EntityHard the
 //     model's decision, p(O) = 0 where p(entity) >= 0.5 and 1 elsewhere;

@@ -4,7 +4,7 @@ import "github.com/spf13/pflag"
 
 // threadsFlag adds --threads to a command that trains or runs nodes (train,
 // worker, run): libtorch's threads per operation in every training and
-// prediction of the process, for train.SetThreads. The default shares the
+// prediction of the process, for kit.SetThreads. The default shares the
 // machine's cores among the process's own trainings, which is right for one
 // process per machine; several processes on one machine each take all the
 // cores, and OpenMP's busy-waiting threads then slow every one of them down

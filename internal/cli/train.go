@@ -43,7 +43,7 @@ func init() {
 		cmd := &cobra.Command{
 			Use:   "train --train-text FILE --train-labels FILE --out DIR",
 			Short: "Train a tagger on one machine, outside any pipeline",
-			Long: `train fits a BiLSTM-CNN tagger (see package train) on a labeled corpus and
+			Long: `train fits a BiLSTM-CNN tagger (see package train/tagger) on a labeled corpus and
 saves it. It is the stage "train.tagger" without the engine: for experiments
 and for measuring a configuration on real data.
 

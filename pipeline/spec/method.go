@@ -26,7 +26,7 @@ import (
 //			Params: []stages.Param{stages.IntParam("epochs", 15, "training epochs", stages.Range(1, 1000))},
 //			Inputs: []stages.Port{{Name: "train", Kind: "corpus", Doc: "labeled sentences"}},
 //			Build: func(b *spec.Builder) error {
-//				t := b.Node("train", train.StageTrain).Pass("epochs").Input("corpus", b.In("train"))
+//				t := b.Node("train", tagger.StageTrain).Pass("epochs").Input("corpus", b.In("train"))
 //				b.Node("register", registry.StageName).Input("model", t.Out("model"))
 //				return nil
 //			},
@@ -138,7 +138,7 @@ func methodNames() string {
 
 // Builder makes the nodes of one method call. Its node methods chain:
 //
-//	t := b.Node("train", train.StageTrain).Queue("gpu").Pass("epochs").
+//	t := b.Node("train", tagger.StageTrain).Queue("gpu").Pass("epochs").
 //		FanOut("seed", 1, 2, 3).Input("corpus", b.In("train"))
 //
 // Every value it puts into a node remembers where it came from (a method
@@ -219,7 +219,7 @@ func (b *Builder) bug(format string, args ...any) {
 }
 
 // Node adds the node name running stage (use the stage's exported name
-// constant, e.g. train.StageTrain).
+// constant, e.g. tagger.StageTrain).
 func (b *Builder) Node(name, stage string) *NodeBuilder {
 	n := &NodeBuilder{b: b, spec: NodeSpec{Name: name, Stage: stage, Params: map[string]any{},
 		Inputs: map[string][]string{}, FanOut: map[string][]any{}}, origins: map[string]string{}}

@@ -9,7 +9,7 @@ import (
 )
 
 // Config are the CRF-VAE's own hyperparameters, on top of the tagger's
-// (train.Hyperparams), declared once in the table of fields below: the
+// (tagger.Hyperparams), declared once in the table of fields below: the
 // stage's parameters and their docs derive from it.
 type Config struct {
 	Generator string  `json:"generator"` // Factored or Transformer

@@ -4,7 +4,7 @@
 // through per-token Gaussian latent variables.
 //
 // The inference network reads fixed pretrained word vectors and the
-// tagger's character CNN (package train) with a BiGRU. Per token it
+// tagger's character CNN (kit.CharCNN) with a BiGRU. Per token it
 // parameterizes a Gaussian over a label-bearing latent y, and one over a
 // second latent z:
 //
