@@ -8,7 +8,7 @@ import (
 	"github.com/nerflow/nerflow/pipeline/spec"
 	"github.com/nerflow/nerflow/registry"
 	"github.com/nerflow/nerflow/stages"
-	"github.com/nerflow/nerflow/train"
+	"github.com/nerflow/nerflow/train/tagger"
 )
 
 // The variants of method autoner.
@@ -77,10 +77,10 @@ func buildAutoNER(b *spec.Builder) error {
 
 	fan := func(n *spec.NodeBuilder, param bool) *spec.NodeBuilder { return fanSeeds(n, seeds, param) }
 	for _, v := range variants {
-		t := fan(b.Node(v, train.StageTrain), true).Pass("scheme", "epochs").Input("embeddings", vec)
+		t := fan(b.Node(v, tagger.StageTrain), true).Pass("scheme", "epochs").Input("embeddings", vec)
 		switch v {
 		case variantFuzzy:
-			t.Set("head", train.CRFHead).Set("loss", train.LossPartial).Pass("miss_rate")
+			t.Set("head", tagger.CRFHead).Set("loss", tagger.LossPartial).Pass("miss_rate")
 		}
 		corpus(t)
 		readSplit(b, t, "dev", "dev")

@@ -8,7 +8,7 @@ import (
 	"github.com/nerflow/nerflow/distant"
 	"github.com/nerflow/nerflow/pipeline/spec"
 	"github.com/nerflow/nerflow/registry"
-	"github.com/nerflow/nerflow/train"
+	"github.com/nerflow/nerflow/train/tagger"
 )
 
 const autonerSpec = `
@@ -51,7 +51,7 @@ func TestAutoNERGraph(t *testing.T) {
 	}
 	for _, seed := range []string{"1", "2"} {
 		p := nodeParams(t, g, "fuzzy[seed="+seed+"]")
-		if p["head"] != train.CRFHead || p["loss"] != train.LossPartial || p["miss_rate"] != 0.0 || p["scheme"] != "bio" {
+		if p["head"] != tagger.CRFHead || p["loss"] != tagger.LossPartial || p["miss_rate"] != 0.0 || p["scheme"] != "bio" {
 			t.Errorf("fuzzy[seed=%s] params %v", seed, p)
 		}
 		for ev, base := range map[string]string{"eval-fuzzy": "labels-dev", "test-fuzzy": "labels-test"} {

@@ -10,23 +10,23 @@ import (
 
 	"github.com/sugarme/gotch"
 
-	"github.com/nerflow/nerflow/train"
+	"github.com/nerflow/nerflow/train/tagger"
 )
 
 // A swap is taken before the next batch even when the queue never drains:
 // requests that each fill most of a batch leave one waiting after every
 // batch, and the new version must not wait for the load to end.
 func TestSwapUnderSaturation(t *testing.T) {
-	tagger := tinyModel(t, 1)
+	tg := tinyModel(t, 1)
 	dir := t.TempDir()
-	if err := tagger.Save(dir); err != nil {
+	if err := tg.Save(dir); err != nil {
 		t.Fatal(err)
 	}
-	again, err := train.Load(dir, gotch.CPU)
+	again, err := tagger.Load(dir, gotch.CPU)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := NewBatcher(NewModel(tagger, Info{Version: "1"}), Options{MaxBatch: 64, Queue: 256})
+	b := NewBatcher(NewModel(tg, Info{Version: "1"}), Options{MaxBatch: 64, Queue: 256})
 	defer b.Close()
 	// 40 sentences a request: two never share a batch of 64.
 	sents := make([][]string, 40)

@@ -14,7 +14,7 @@ import (
 	"github.com/nerflow/nerflow/stages"
 	"github.com/nerflow/nerflow/storage/artifact"
 	"github.com/nerflow/nerflow/storage/fsstore"
-	"github.com/nerflow/nerflow/train"
+	"github.com/nerflow/nerflow/train/tagger"
 )
 
 // A new version whose weights rotted in the store fails to load, and is
@@ -28,11 +28,11 @@ func TestWatcherKeepsServingWhenANewVersionIsDamaged(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	tagger := tinyModel(t, 1)
-	if err := tagger.Save(dir); err != nil {
+	tg := tinyModel(t, 1)
+	if err := tg.Save(dir); err != nil {
 		t.Fatal(err)
 	}
-	tagger.Close()
+	tg.Close()
 	good, err := artifact.Import(ctx, st, "models/one", dir, "checkpoint")
 	if err != nil {
 		t.Fatal(err)
@@ -45,7 +45,7 @@ func TestWatcherKeepsServingWhenANewVersionIsDamaged(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	weights := filepath.Join(root, filepath.FromSlash(bad.Key(train.WeightsFile)))
+	weights := filepath.Join(root, filepath.FromSlash(bad.Key(tagger.WeightsFile)))
 	b, err := os.ReadFile(weights)
 	if err != nil {
 		t.Fatal(err)

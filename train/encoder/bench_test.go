@@ -9,7 +9,7 @@ import (
 
 	"github.com/sugarme/gotch"
 
-	"github.com/nerflow/nerflow/train"
+	"github.com/nerflow/nerflow/kit"
 )
 
 // BenchmarkPretrainStep times pretraining steps of the default preset at
@@ -43,13 +43,13 @@ func BenchmarkPretrainStep(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer m.Close()
-	train.SetThreads(1)
-	defer train.SetThreads(0)
+	kit.SetThreads(1)
+	defer kit.SetThreads(0)
 	var tokens int
 	var elapsed, cpu time.Duration
-	train.OnComputeThread(func(func()) {
+	kit.OnComputeThread(func(func()) {
 		names, params := m.parameters()
-		opt, err := train.NewAdam(names, params, 1)
+		opt, err := kit.NewAdam(names, params, 1)
 		if err != nil {
 			b.Fatal(err)
 		}

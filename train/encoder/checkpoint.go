@@ -9,7 +9,7 @@ import (
 	"github.com/sugarme/gotch"
 	"github.com/sugarme/gotch/ts"
 
-	"github.com/nerflow/nerflow/train"
+	"github.com/nerflow/nerflow/kit"
 )
 
 // Files of a saved encoder (an "encoder" artifact).
@@ -39,7 +39,7 @@ func (m *Model) Save(dir string) error {
 		err = os.WriteFile(filepath.Join(dir, ModelFile), b, 0o644)
 	}
 	if err == nil {
-		err = train.SaveTensors(m.named(), filepath.Join(dir, WeightsFile))
+		err = kit.SaveTensors(m.named(), filepath.Join(dir, WeightsFile))
 	}
 	if err != nil {
 		return fmt.Errorf("saving encoder: %w", err)
@@ -76,6 +76,6 @@ func Load(dir string, device gotch.Device) (*Model, error) {
 	return m, nil
 }
 
-func (m *Model) named() []ts.NamedTensor { return train.NamedParams(m.vs) }
+func (m *Model) named() []ts.NamedTensor { return kit.NamedParams(m.vs) }
 
-func (m *Model) loadWeights(path string) error { return train.LoadWeights(path, m.device, m.named()) }
+func (m *Model) loadWeights(path string) error { return kit.LoadWeights(path, m.device, m.named()) }

@@ -17,8 +17,8 @@ import (
 	"github.com/nerflow/nerflow/augment"
 	"github.com/nerflow/nerflow/corpus"
 	"github.com/nerflow/nerflow/embeddings"
-	"github.com/nerflow/nerflow/lm"
-	"github.com/nerflow/nerflow/train"
+	"github.com/nerflow/nerflow/kit"
+	"github.com/nerflow/nerflow/train/lm"
 )
 
 // numbers is a text whose masked words follow from their neighbours:
@@ -57,13 +57,13 @@ func set(t *testing.T, x *ts.Tensor, values []float32) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := train.NewGraph(gotch.CPU)
+	g := kit.NewGraph(gotch.CPU)
 	defer g.Free()
 	var src *ts.Tensor
-	if err := train.Guard(func() { src = g.Floats(values, shape...) }); err != nil {
+	if err := kit.Guard(func() { src = g.Floats(values, shape...) }); err != nil {
 		t.Fatal(err)
 	}
-	if err := train.CopyInto(x, src); err != nil {
+	if err := kit.CopyInto(x, src); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -71,7 +71,7 @@ func set(t *testing.T, x *ts.Tensor, values []float32) {
 func host(t *testing.T, x *ts.Tensor) []float32 {
 	t.Helper()
 	var v []float32
-	if err := train.Guard(func() { v = train.Float32s(x) }); err != nil {
+	if err := kit.Guard(func() { v = kit.Float32s(x) }); err != nil {
 		t.Fatal(err)
 	}
 	return v
@@ -94,10 +94,10 @@ func attend(t *testing.T, m *Model, x []float32, lens []int, tlen int) []float32
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	var out []float32
-	train.NoGrad(func() {
-		g := train.NewGraph(gotch.CPU)
+	kit.NoGrad(func() {
+		g := kit.NewGraph(gotch.CPU)
 		defer g.Free()
-		err := train.Guard(func() {
+		err := kit.Guard(func() {
 			n := int64(len(lens))
 			bias := make([]float32, int(n)*tlen)
 			for i, l := range lens {
@@ -106,7 +106,7 @@ func attend(t *testing.T, m *Model, x []float32, lens []int, tlen int) []float32
 				}
 			}
 			xs := g.Floats(x, n, int64(tlen), int64(m.Config.Dim))
-			out = train.Float32s(m.attention(g, &m.layers[0], xs, g.Floats(bias, n, 1, 1, int64(tlen)), n, int64(tlen), false, nil))
+			out = kit.Float32s(m.attention(g, &m.layers[0], xs, g.Floats(bias, n, 1, 1, int64(tlen)), n, int64(tlen), false, nil))
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -293,12 +293,12 @@ func lossOf(t *testing.T, m *Model, b *batch) (float64, int) {
 	defer runtime.UnlockOSThread()
 	var sum float64
 	var k int
-	train.NoGrad(func() {
-		g := train.NewGraph(gotch.CPU)
+	kit.NoGrad(func() {
+		g := kit.NewGraph(gotch.CPU)
 		defer g.Free()
-		if err := train.Guard(func() {
+		if err := kit.Guard(func() {
 			l, n := m.mlmLoss(g, b, false, nil)
-			sum, k = float64(train.Float32s(l)[0]), n
+			sum, k = float64(kit.Float32s(l)[0]), n
 		}); err != nil {
 			t.Fatal(err)
 		}
@@ -352,14 +352,14 @@ func TestLossMatchesLogits(t *testing.T) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	var logits []float32
-	train.NoGrad(func() {
-		g := train.NewGraph(gotch.CPU)
+	kit.NoGrad(func() {
+		g := kit.NewGraph(gotch.CPU)
 		defer g.Free()
-		if err := train.Guard(func() {
+		if err := kit.Guard(func() {
 			x := m.encode(g, b, false, nil)
 			x = g.T(x.View([]int64{b.n * b.t, int64(m.Config.Dim)}, false))
 			x = g.T(x.IndexSelect(0, g.Ints(b.predict, int64(len(b.predict))), false))
-			logits = train.Float32s(m.logits(g, x, false, nil))
+			logits = kit.Float32s(m.logits(g, x, false, nil))
 		}); err != nil {
 			t.Fatal(err)
 		}
@@ -411,14 +411,14 @@ func TestGradientCheck(t *testing.T) {
 		}
 		b := newBatch(sents)
 		// Analytic gradients.
-		g := train.NewGraph(gotch.CPU)
+		g := kit.NewGraph(gotch.CPU)
 		grads := map[string][]float32{}
-		if err := train.Guard(func() {
+		if err := kit.Guard(func() {
 			l, _ := m.mlmLoss(g, b, false, nil)
 			g.Check(l.Backward())
 			for _, nt := range m.named() {
 				gr := g.T(nt.Tensor.Grad(false))
-				grads[nt.Name] = train.Float32s(gr)
+				grads[nt.Name] = kit.Float32s(gr)
 			}
 		}); err != nil {
 			t.Fatal(err)

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/nerflow/nerflow/lm"
-	"github.com/nerflow/nerflow/train"
+	"github.com/nerflow/nerflow/kit"
+	"github.com/nerflow/nerflow/train/lm"
 )
 
 // MaskedLogProbs returns, for each query, the masked-LM head's
@@ -44,7 +44,7 @@ func (m *Model) MaskedLogProbs(sentences [][]string, queries []lm.Masked, batchS
 	out := make([][]float64, len(queries))
 	v := m.Vocab.Len()
 	var err error
-	train.NoGrad(func() {
+	kit.NoGrad(func() {
 		for start := 0; start < len(rows) && err == nil; start += batchSize {
 			end := min(start+batchSize, len(rows))
 			var sents []maskedSentence
@@ -66,13 +66,13 @@ func (m *Model) MaskedLogProbs(sentences [][]string, queries []lm.Masked, batchS
 					order = append(order, qi)
 				}
 			}
-			g := train.NewGraph(m.device)
+			g := kit.NewGraph(m.device)
 			var logits []float32
-			err = train.Guard(func() {
+			err = kit.Guard(func() {
 				x := m.encode(g, b, false, nil)
 				x = g.T(x.View([]int64{b.n * b.t, int64(m.Config.Dim)}, false))
 				x = g.T(x.IndexSelect(0, g.Ints(b.predict, int64(len(b.predict))), false))
-				logits = train.Float32s(m.logits(g, x, false, nil))
+				logits = kit.Float32s(m.logits(g, x, false, nil))
 			})
 			g.Free()
 			for k, qi := range order {

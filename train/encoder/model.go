@@ -11,7 +11,7 @@ import (
 	"github.com/sugarme/gotch/ts"
 
 	"github.com/nerflow/nerflow/embeddings"
-	"github.com/nerflow/nerflow/train"
+	"github.com/nerflow/nerflow/kit"
 )
 
 // Model is a transformer encoder over words and their spellings, with a
@@ -76,7 +76,7 @@ func New(cfg Config, vocab *Vocab, table *embeddings.Table, seed uint64, device 
 	m := &Model{Config: cfg, Vocab: vocab, device: device, vs: nn.NewVarStore(device)}
 	rng := rand.New(rand.NewPCG(seed, 0xe1c))
 	root := m.vs.Root()
-	err := train.Guard(func() {
+	err := kit.Guard(func() {
 		p := params{root: root, device: device, rng: rng}
 		v, d := vocab.Len(), cfg.Dim
 		// The sublayers that write into the residual stream start smaller
@@ -84,7 +84,7 @@ func New(cfg Config, vocab *Vocab, table *embeddings.Table, seed uint64, device 
 		// not grow with the number of layers.
 		residual := 1 / math.Sqrt(float64(2*cfg.Layers))
 		m.wordEmb = p.add("word_emb", wordVectors(vocab, table, cfg.WordDim, rng), v, cfg.WordDim)
-		m.charEmb = train.CharVectorsParam(root, device, rng, "char_emb", len(vocab.Chars), cfg.CharDim)
+		m.charEmb = (&kit.Initializer{Rng: rng, Root: root, Device: device}).CharVectors("char_emb", len(vocab.Chars), cfg.CharDim)
 		m.convW = p.normal("char_conv_w", 1/math.Sqrt(float64(3*cfg.CharDim)), cfg.CharFilters, cfg.CharDim, 3)
 		m.convB = p.zeros("char_conv_b", cfg.CharFilters)
 		m.inW = p.linear("in_w", 1, d, cfg.WordDim+cfg.CharFilters)
@@ -163,7 +163,7 @@ func (p params) add(name string, data []float32, shape ...int) *ts.Tensor {
 	for i, d := range shape {
 		dims[i] = int64(d)
 	}
-	g := train.NewGraph(p.device)
+	g := kit.NewGraph(p.device)
 	defer g.Free()
 	x := g.Floats(data, dims...)
 	v, err := p.root.Add(name, x, true)
@@ -218,7 +218,7 @@ func (m *Model) Device() gotch.Device { return m.device }
 // layerNormEps is BERT's.
 const layerNormEps = 1e-12
 
-func layerNorm(g *train.Graph, x, w, b *ts.Tensor) *ts.Tensor {
+func layerNorm(g *kit.Graph, x, w, b *ts.Tensor) *ts.Tensor {
 	shape, err := w.Size()
 	g.Check(err)
 	return g.T(ts.LayerNorm(x, shape, w, b, layerNormEps, false))
@@ -227,12 +227,12 @@ func layerNorm(g *train.Graph, x, w, b *ts.Tensor) *ts.Tensor {
 // embed returns the input vectors of a batch, [n, t, Dim]: the word
 // vector and the character CNN's features of each token, projected to Dim,
 // plus the position's vector, normalized.
-func (m *Model) embed(g *train.Graph, b *batch, train_ bool, rng *rand.Rand) *ts.Tensor {
+func (m *Model) embed(g *kit.Graph, b *batch, train_ bool, rng *rand.Rand) *ts.Tensor {
 	c := m.Config
 	words := g.T(ts.Embedding(m.wordEmb, g.Ints(b.ids, b.n*b.t), Pad, false, false)) // [n*t, WordDim]
 	// The character CNN reads the real tokens only; padding positions get
 	// zero features (row 0 of the table gathered from).
-	feat := train.CharCNN(g, m.charEmb, m.convW, m.convB, train.NewCharRows(b.spellings)) // [tokens, F]
+	feat := g.CharCNN(m.charEmb, m.convW, m.convB, kit.NewCharRows(b.spellings)) // [tokens, F]
 	zero := g.T(ts.Zeros([]int64{1, int64(c.CharFilters)}, gotch.Float, m.device))
 	feat = g.T(ts.Cat([]*ts.Tensor{zero, feat}, 0))
 	feat = g.T(feat.IndexSelect(0, g.Ints(b.charRow, b.n*b.t), false)) // [n*t, F]
@@ -250,7 +250,7 @@ func (m *Model) embed(g *train.Graph, b *batch, train_ bool, rng *rand.Rand) *ts
 // attention is multi-head self-attention over x [n, t, Dim]; keyBias
 // [n, 1, 1, t] is 0 for real tokens and a large negative number for
 // padding, which no position attends to.
-func (m *Model) attention(g *train.Graph, l *layer, x, keyBias *ts.Tensor, n, t int64, train_ bool, rng *rand.Rand) *ts.Tensor {
+func (m *Model) attention(g *kit.Graph, l *layer, x, keyBias *ts.Tensor, n, t int64, train_ bool, rng *rand.Rand) *ts.Tensor {
 	c := m.Config
 	d, h := int64(c.Dim), int64(c.Heads)
 	dh := d / h
@@ -274,7 +274,7 @@ func (m *Model) attention(g *train.Graph, l *layer, x, keyBias *ts.Tensor, n, t 
 	return g.T(ts.Linear(ctx, l.outW, l.outB))
 }
 
-func (m *Model) feedForward(g *train.Graph, l *layer, x *ts.Tensor) *ts.Tensor {
+func (m *Model) feedForward(g *kit.Graph, l *layer, x *ts.Tensor) *ts.Tensor {
 	y := g.T(ts.Linear(x, l.ffn1W, l.ffn1B))
 	y = g.T(y.Gelu("none", false))
 	return g.T(ts.Linear(y, l.ffn2W, l.ffn2B))
@@ -287,7 +287,7 @@ const padBias = -1e9
 // encode runs the encoder over a batch and returns the top states,
 // [n, t, Dim] (padding positions hold values nobody reads). With train,
 // dropout masks come from rng.
-func (m *Model) encode(g *train.Graph, b *batch, train_ bool, rng *rand.Rand) *ts.Tensor {
+func (m *Model) encode(g *kit.Graph, b *batch, train_ bool, rng *rand.Rand) *ts.Tensor {
 	c := m.Config
 	x := m.embed(g, b, train_, rng)
 	bias := make([]float32, b.n*b.t)
@@ -323,7 +323,7 @@ func (m *Model) encode(g *train.Graph, b *batch, train_ bool, rng *rand.Rand) *t
 // logits is the masked-LM head over states [k, Dim]: a dense layer, GELU
 // and a norm down to WordDim, then scores against every word vector (the
 // input embedding, tied) plus a bias per word; [k, V].
-func (m *Model) logits(g *train.Graph, h *ts.Tensor, train_ bool, rng *rand.Rand) *ts.Tensor {
+func (m *Model) logits(g *kit.Graph, h *ts.Tensor, train_ bool, rng *rand.Rand) *ts.Tensor {
 	y := g.T(ts.Linear(h, m.headW, m.headB))
 	y = g.T(y.Gelu("none", false))
 	y = layerNorm(g, y, m.headLNw, m.headLNb)
@@ -335,7 +335,7 @@ func (m *Model) logits(g *train.Graph, h *ts.Tensor, train_ bool, rng *rand.Rand
 
 // mlmLoss returns the summed negative log-likelihood of the batch's
 // targets at its predicted positions (a scalar tensor), and their count.
-func (m *Model) mlmLoss(g *train.Graph, b *batch, train_ bool, rng *rand.Rand) (*ts.Tensor, int) {
+func (m *Model) mlmLoss(g *kit.Graph, b *batch, train_ bool, rng *rand.Rand) (*ts.Tensor, int) {
 	k := int64(len(b.predict))
 	if k == 0 {
 		return g.T(ts.Zeros([]int64{}, gotch.Float, m.device)), 0
@@ -350,5 +350,5 @@ func (m *Model) mlmLoss(g *train.Graph, b *batch, train_ bool, rng *rand.Rand) (
 
 // parameters returns the weights by name, sorted.
 func (m *Model) parameters() ([]string, []*ts.Tensor) {
-	return train.SplitNamed(train.NamedParams(m.vs))
+	return kit.SplitNamed(kit.NamedParams(m.vs))
 }

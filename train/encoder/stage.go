@@ -11,7 +11,7 @@ import (
 	"github.com/nerflow/nerflow/dataset"
 	"github.com/nerflow/nerflow/embeddings"
 	"github.com/nerflow/nerflow/stages"
-	"github.com/nerflow/nerflow/train"
+	"github.com/nerflow/nerflow/train/tagger"
 )
 
 // StagePretrain pretrains an encoder.
@@ -98,7 +98,7 @@ func configOf(p stages.Params) (Config, error) {
 }
 
 func runPretrain(c *stages.Context) error {
-	device, err := train.ParseDevice(c.Device)
+	device, err := tagger.ParseDevice(c.Device)
 	if err != nil {
 		return err
 	}

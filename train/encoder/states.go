@@ -4,16 +4,17 @@ import (
 	"github.com/sugarme/gotch"
 
 	"github.com/nerflow/nerflow/augment"
-	"github.com/nerflow/nerflow/train"
+	"github.com/nerflow/nerflow/kit"
+	"github.com/nerflow/nerflow/train/tagger"
 )
 
 // Kind names the encoder among the language models a tagger can read
-// (train.RegisterLanguageModel): its top states serve as frozen features,
+// (tagger.RegisterLanguageModel): its top states serve as frozen features,
 // as TagLM's LSTM states do.
 const Kind = "encoder"
 
 func init() {
-	train.RegisterLanguageModel(Kind, func(dir string, device gotch.Device) (train.LanguageModel, error) {
+	tagger.RegisterLanguageModel(Kind, func(dir string, device gotch.Device) (tagger.LanguageModel, error) {
 		return Load(dir, device)
 	})
 	// RoSTER's augmentation can draw from the masked-LM head
@@ -24,11 +25,11 @@ func init() {
 }
 
 var (
-	_ train.LanguageModel = (*Model)(nil)
-	_ augment.MaskedLM    = (*Model)(nil)
+	_ tagger.LanguageModel = (*Model)(nil)
+	_ augment.MaskedLM     = (*Model)(nil)
 )
 
-// Kind is the encoder's kind for train.RegisterLanguageModel.
+// Kind is the encoder's kind for tagger.RegisterLanguageModel.
 func (m *Model) Kind() string { return Kind }
 
 // StateDim is the size of a token's state: the encoder's width.
@@ -37,7 +38,7 @@ func (m *Model) StateDim() int { return m.Config.Dim }
 // TokenStates returns the top states of every token, [sentence][token][Dim],
 // without dropout or gradient, nothing masked. A sentence longer than
 // MaxLen is read in consecutive windows of MaxLen tokens. The caller holds
-// its OS thread (train.LanguageModel); TokenStates locks it too.
+// its OS thread (tagger.LanguageModel); TokenStates locks it too.
 func (m *Model) TokenStates(sentences [][]string) ([][][]float32, error) {
 	out := make([][][]float32, len(sentences))
 	var pieces []maskedSentence
@@ -57,10 +58,10 @@ func (m *Model) TokenStates(sentences [][]string) ([][][]float32, error) {
 	d := int64(m.Config.Dim)
 	var states []float32
 	var err error
-	train.NoGrad(func() {
-		g := train.NewGraph(m.device)
+	kit.NoGrad(func() {
+		g := kit.NewGraph(m.device)
 		defer g.Free()
-		err = train.Guard(func() { states = train.Float32s(m.encode(g, b, false, nil)) })
+		err = kit.Guard(func() { states = kit.Float32s(m.encode(g, b, false, nil)) })
 	})
 	if err != nil {
 		return nil, err

@@ -13,7 +13,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/nerflow/nerflow/train"
+	"github.com/nerflow/nerflow/kit"
 )
 
 // TrainConfig are the hyperparameters of a pretraining run.
@@ -102,7 +102,7 @@ const (
 // Train pretrains the encoder on sentences with the masked-LM objective,
 // reporting held-out perplexity after every epoch when heldout is not
 // empty. Sentences longer than the model's MaxLen are read in windows. It
-// computes on an OS thread of its own (train.OnComputeThread) and waits.
+// computes on an OS thread of its own (kit.OnComputeThread) and waits.
 func Train(ctx context.Context, m *Model, sentences, heldout [][]string, cfg TrainConfig, o Options) (history []EpochReport, err error) {
 	if err := cfg.validate(); err != nil {
 		return nil, fmt.Errorf("encoder pretraining: %w", err)
@@ -110,7 +110,7 @@ func Train(ctx context.Context, m *Model, sentences, heldout [][]string, cfg Tra
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
-	train.OnComputeThread(func(refresh func()) {
+	kit.OnComputeThread(func(refresh func()) {
 		history, err = trainOnThread(ctx, m, windows(sentences, m.Config.MaxLen), windows(heldout, m.Config.MaxLen), cfg, o, refresh)
 	})
 	return history, err
@@ -147,7 +147,7 @@ func trainOnThread(ctx context.Context, m *Model, data, heldout [][]string, cfg 
 		return nil, errors.New("encoder pretraining: no sentence")
 	}
 	names, params := m.parameters()
-	opt, err := train.NewAdam(names, params, cfg.MaxGradNorm)
+	opt, err := kit.NewAdam(names, params, cfg.MaxGradNorm)
 	if err != nil {
 		return nil, err
 	}
@@ -184,7 +184,7 @@ func trainOnThread(ctx context.Context, m *Model, data, heldout [][]string, cfg 
 				sents[i] = m.Vocab.mask(data[id], cfg.Masking, masks)
 			}
 			b := newBatch(sents)
-			sum, k, err := m.step(b, opt, train.LearningRate(cfg.LearningRate, st.Step, warmup, total), dropout)
+			sum, k, err := m.step(b, opt, kit.LearningRate(cfg.LearningRate, st.Step, warmup, total), dropout)
 			if err != nil {
 				return nil, fmt.Errorf("epoch %d, step %d: %w", epoch, st.Step+1, err)
 			}
@@ -238,22 +238,22 @@ func trainOnThread(ctx context.Context, m *Model, data, heldout [][]string, cfg 
 
 // step trains on one batch with the mean loss over its predicted words
 // and returns their summed loss and their number.
-func (m *Model) step(b *batch, opt *train.Adam, lr float64, dropout *rand.Rand) (float64, int, error) {
+func (m *Model) step(b *batch, opt *kit.Adam, lr float64, dropout *rand.Rand) (float64, int, error) {
 	if len(b.predict) == 0 {
 		return 0, 0, nil // nothing chosen (a batch of one-word sentences can draw no mask)
 	}
-	g := train.NewGraph(m.device)
+	g := kit.NewGraph(m.device)
 	defer g.Free()
 	var sum float64
 	var k int
-	err := train.Guard(func() {
+	err := kit.Guard(func() {
 		total, n := m.mlmLoss(g, b, true, dropout)
 		k = n
 		mean := g.T(total.MulScalar(g.Scalar(1/float64(n)), false))
 		opt.ZeroGrad(g)
 		g.Check(mean.Backward())
 		opt.Update(g, lr)
-		sum = float64(train.Float32s(total)[0])
+		sum = float64(kit.Float32s(total)[0])
 	})
 	return sum, k, err
 }
@@ -282,7 +282,7 @@ func batchesOf(data [][]string, size int, rng *rand.Rand) [][]int {
 func (m *Model) Perplexity(sentences [][]string, mk Masking, batchSize int) (Heldout, error) {
 	var h Heldout
 	var err error
-	train.OnComputeThread(func(func()) { h, err = m.heldout(windows(sentences, m.Config.MaxLen), mk, batchSize) })
+	kit.OnComputeThread(func(func()) { h, err = m.heldout(windows(sentences, m.Config.MaxLen), mk, batchSize) })
 	return h, err
 }
 
@@ -291,7 +291,7 @@ func (m *Model) heldout(sentences [][]string, mk Masking, batchSize int) (Heldou
 	var sum float64
 	var h Heldout
 	var err error
-	train.NoGrad(func() {
+	kit.NoGrad(func() {
 		for start := 0; start < len(sentences) && err == nil; start += batchSize {
 			var sents []maskedSentence
 			for _, s := range sentences[start:min(start+batchSize, len(sentences))] {
@@ -302,10 +302,10 @@ func (m *Model) heldout(sentences [][]string, mk Masking, batchSize int) (Heldou
 			if len(b.predict) == 0 {
 				continue
 			}
-			g := train.NewGraph(m.device)
-			err = train.Guard(func() {
+			g := kit.NewGraph(m.device)
+			err = kit.Guard(func() {
 				total, k := m.mlmLoss(g, b, false, nil)
-				sum += float64(train.Float32s(total)[0])
+				sum += float64(kit.Float32s(total)[0])
 				h.Predicted += k
 			})
 			g.Free()
@@ -321,11 +321,11 @@ func (m *Model) heldout(sentences [][]string, mk Masking, batchSize int) (Heldou
 	return h, nil
 }
 
-func (m *Model) saveState(dir string, opt *train.Adam, st *runState) error {
+func (m *Model) saveState(dir string, opt *kit.Adam, st *runState) error {
 	if err := m.Save(dir); err != nil {
 		return fmt.Errorf("checkpoint: %w", err)
 	}
-	if err := train.SaveTensors(opt.State(), filepath.Join(dir, optimizerFile)); err != nil {
+	if err := kit.SaveTensors(opt.State(), filepath.Join(dir, optimizerFile)); err != nil {
 		return fmt.Errorf("checkpoint: optimizer: %w", err)
 	}
 	b, err := json.Marshal(st)
@@ -338,7 +338,7 @@ func (m *Model) saveState(dir string, opt *train.Adam, st *runState) error {
 	return nil
 }
 
-func (m *Model) restore(dir string, opt *train.Adam, st *runState) error {
+func (m *Model) restore(dir string, opt *kit.Adam, st *runState) error {
 	b, err := os.ReadFile(filepath.Join(dir, stateFile))
 	if err != nil {
 		return err
@@ -349,10 +349,10 @@ func (m *Model) restore(dir string, opt *train.Adam, st *runState) error {
 	if err := m.loadWeights(filepath.Join(dir, WeightsFile)); err != nil {
 		return err
 	}
-	moments, err := train.LoadTensors(filepath.Join(dir, optimizerFile), m.device)
+	moments, err := kit.LoadTensors(filepath.Join(dir, optimizerFile), m.device)
 	if err != nil {
 		return fmt.Errorf("%s: %w", optimizerFile, err)
 	}
-	defer train.DropTensors(moments)
+	defer kit.DropTensors(moments)
 	return opt.Restore(moments, st.Step)
 }
