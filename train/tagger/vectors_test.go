@@ -1,6 +1,7 @@
 package tagger
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -227,4 +228,40 @@ func TestCheckpointVectorsFile(t *testing.T) {
 		t.Fatalf("format 1: %v", err)
 	}
 	loaded.Close()
+}
+
+// A checkpoint's vectors.bin is byte for byte the embeddings file it was
+// trained with (written, read back, given to the tagger, saved): an output
+// that carries an input's file unchanged refers to the store's one copy
+// (artifact.Writer.PutFile), so every model of a table costs the store
+// only its weights.
+func TestCheckpointVectorsAreTheInputsBytes(t *testing.T) {
+	var file bytes.Buffer
+	if err := embeddings.Write(&file, vectorsTable(t)); err != nil {
+		t.Fatal(err)
+	}
+	tab, err := embeddings.Read(bytes.NewReader(file.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	labels, err := NewLabels(corpus.IO, []string{"PER", "LOC"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := NewTagger(tinyConfig(TokenHead, "io"), NewVocab(fixtureCorpus(fixture), tab), labels, tab, 1, gotch.CPU)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	dir := t.TempDir()
+	if err := m.Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	saved, err := os.ReadFile(filepath.Join(dir, VectorsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(saved, file.Bytes()) {
+		t.Errorf("the checkpoint's %s (%d bytes) differs from the embeddings file (%d bytes): each model would store its own copy", VectorsFile, len(saved), file.Len())
+	}
 }
