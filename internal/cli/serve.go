@@ -194,6 +194,7 @@ func (a *app) serveEngine(ctx context.Context, o serveOptions) (*conn, error) {
 		pool, err := workers.Start(c.engine, c.rdb, a.cfg.Redis.Namespace, workers.Config{
 			Queues: []string{"gpu", "cpu"}, Devices: []string{o.device}, Concurrency: o.workers,
 			GPUOnCPU: a.cfg.Redis.Addr == "", Name: "serve",
+			Worker: engine.WorkerOptions{Idle: a.releaseMemory},
 		}, a.log)
 		if err != nil {
 			c.close()
