@@ -239,3 +239,27 @@ func TestReportWarnings(t *testing.T) {
 		t.Errorf("text report lacks the warnings (%v):\n%s", err, txt.String())
 	}
 }
+
+// TestReportWarningsUntypedList: one typed gazetteer beside an untyped
+// phrase list (BC5CDR's dict_core.txt and dict_full.txt) is no sign of a
+// typo: the untyped list cannot confirm any type, so nothing is warned.
+func TestReportWarningsUntypedList(t *testing.T) {
+	var gs []*Gazetteer
+	for _, g := range []struct{ name, text string }{
+		{"core.tsv", "Chemical\tlithium\nDisease\theart failure\n"},
+		{"full.txt", "aspirin\ntoxicity\n"},
+	} {
+		gz, err := Read(strings.NewReader(g.text), Source{Path: g.name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		gs = append(gs, gz)
+	}
+	_, r, err := Run(labelCorpus, gs, nil, corpus.BIO)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Warnings) != 0 {
+		t.Errorf("warnings %q, want none", r.Warnings)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/nerflow/nerflow/corpus"
 	"github.com/nerflow/nerflow/eval"
 )
 
@@ -58,17 +59,25 @@ type Report struct {
 func (r Report) warnings() []string {
 	var out []string
 	places := map[string][]string{} // type -> the places that have it
+	// Only places that name types can confirm one another: an untyped list
+	// (BC5CDR's dict_full.txt beside the typed dict_core.txt) or an empty
+	// one says nothing about a type's spelling.
+	nplaces := 0
 	for _, g := range r.Gazetteers {
 		if g.Entries == 0 {
 			out = append(out, fmt.Sprintf("gazetteer %s is empty: it labels nothing", g.Source))
 		}
+		typed := false
 		for t, n := range g.Types {
-			if t != "" && n > 0 {
+			if t != "" && t != corpus.UnknownType && n > 0 {
 				places[t] = append(places[t], "gazetteer "+g.Source)
+				typed = true
 			}
 		}
+		if typed {
+			nplaces++
+		}
 	}
-	nplaces := len(r.Gazetteers)
 	if r.Gold != nil {
 		nplaces++
 		for t, s := range r.Gold.Report.Types {
