@@ -18,6 +18,10 @@ const (
 	// type allows any entity tag and an unmatched token is O unless
 	// miss_rate says otherwise.
 	variantFuzzy = "fuzzy"
+	// variantTieBreak is AutoNER's Tie-or-Break model (head and loss
+	// tiebreak) on the same tags: gaps next to a "?" phrase are unknown
+	// and left out of its loss.
+	variantTieBreak = "tiebreak"
 )
 
 // AutoNER is AutoNER (Shang et al., 2018) on gazetteers: typed phrases
@@ -27,24 +31,28 @@ const (
 // on the dev and test sets given, beside the gazetteers' own labels of
 // those sets, and registered as NAME-VARIANT.
 //
-//	label ------------> fuzzy (x seeds) -> eval-fuzzy, test-fuzzy -> register-fuzzy
+//	label ------------> fuzzy, tiebreak (x seeds) -> eval-V, test-V -> register-V
 //	tiebreak-labels (the Tie-or-Break labels of the train input and their report)
 //	vectors (with a vectors input) --^
 //
-// Variant fuzzy is the Fuzzy-LSTM-CRF. The tiebreak-labels node writes the
-// Tie-or-Break labels (stage distant.tiebreak) and counts the ties, breaks
-// and unknown gaps the phrases give.
+// Variant fuzzy is the Fuzzy-LSTM-CRF, variant tiebreak the Tie-or-Break
+// model. Both learn from the BIO tags of node label; the Tie-or-Break head
+// reads its gap and span labels from them by the rules of stage
+// distant.tiebreak, whose node tiebreak-labels writes those labels out and
+// counts the ties, breaks and unknown gaps the phrases give.
 func init() {
 	spec.RegisterMethod(spec.Method{
 		Name: "autoner",
 		Doc: "AutoNER on typed gazetteers and untyped high-quality phrases (unknown type \"?\"): the Tie-or-Break " +
 			"labels of the train input (stage " + distant.StageTieBreak + ": adjacent tokens tied in one phrase, " +
 			"broken apart, or unknown next to an untyped phrase) and the Fuzzy-LSTM-CRF baseline (variant fuzzy: a " +
-			"partial-label CRF where an untyped phrase may take any entity tag), each tagger scored on the dev and " +
+			"partial-label CRF where an untyped phrase may take any entity tag) and the Tie-or-Break model (variant " +
+			"tiebreak: a tie/break classifier between adjacent tokens, unknown gaps left out, and a type classifier " +
+			"over the spans between breaks with a None class), each tagger scored on the dev and " +
 			"test sets beside the gazetteers' own labels of them and registered as NAME-VARIANT.",
 		Params: append([]stages.Param{
-			stages.StringListParam("variants", []string{variantFuzzy}, "the taggers trained, one each (and per seed)",
-				stages.OneOf(variantFuzzy)),
+			stages.StringListParam("variants", []string{variantFuzzy, variantTieBreak}, "the taggers trained, one each (and per seed)",
+				stages.OneOf(variantFuzzy, variantTieBreak)),
 			stages.IntListParam("seeds", []int{1}, "seeds; several train one tagger per seed and variant (fan-out), each scored and registered", stages.AtLeast(0)),
 			stages.StringParam("scheme", "bio", "tag scheme of the labels and the taggers", stages.OneOf("io", "bio", "bioes")),
 			stages.IntParam("epochs", 4, "training epochs", stages.Range(1, 1000)),
@@ -60,7 +68,7 @@ func buildAutoNER(b *spec.Builder) error {
 	p := b.Params()
 	variants := slices.Compact(slices.Clone(p.Strings("variants")))
 	if len(variants) == 0 {
-		b.Errorf("params.variants", "want at least one of %s", variantFuzzy)
+		b.Errorf("params.variants", "want at least one of %s, %s", variantFuzzy, variantTieBreak)
 	}
 	seeds := p.Ints("seeds")
 	if len(seeds) == 0 {
@@ -81,6 +89,8 @@ func buildAutoNER(b *spec.Builder) error {
 		switch v {
 		case variantFuzzy:
 			t.Set("head", tagger.CRFHead).Set("loss", tagger.LossPartial).Pass("miss_rate")
+		case variantTieBreak:
+			t.Set("head", tagger.TieBreakHead).Set("loss", tagger.LossTieBreak)
 		}
 		corpus(t)
 		readSplit(b, t, "dev", "dev")

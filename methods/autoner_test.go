@@ -63,6 +63,13 @@ func TestAutoNERGraph(t *testing.T) {
 				t.Errorf("%s inputs %+v, want baseline %s", ev, n.Inputs, base)
 			}
 		}
+		p = nodeParams(t, g, "tiebreak[seed="+seed+"]")
+		if p["head"] != tagger.TieBreakHead || p["loss"] != tagger.LossTieBreak || p["scheme"] != "bio" {
+			t.Errorf("tiebreak[seed=%s] params %v", seed, p)
+		}
+		if n, ok := g.Node("eval-tiebreak[seed=" + seed + "]"); !ok || !slices.ContainsFunc(n.Inputs, func(in spec.Input) bool { return in.Port == "baseline" && in.Node == "labels-dev" }) {
+			t.Errorf("eval-tiebreak[seed=%s] %+v", seed, n)
+		}
 		reg, _ := g.Node("register-fuzzy[seed=" + seed + "]")
 		if reg.Stage != registry.StageName || nodeParams(t, g, "register-fuzzy[seed="+seed+"]")["name"] != "a-fuzzy" {
 			t.Errorf("register-fuzzy[seed=%s] %+v", seed, reg)
@@ -73,7 +80,7 @@ func TestAutoNERGraph(t *testing.T) {
 func TestAutoNERErrors(t *testing.T) {
 	for _, tc := range []struct{ from, to, want string }{
 		{"  gazetteers: [../../data/gaz/per.txt, ../../data/gaz/loc.txt]\n", "", "inputs.gazetteers: AutoNER labels the train input"},
-		{"seeds: [1, 2],", "seeds: [1, 2], variants: [],", "params.variants: want at least one of fuzzy"},
+		{"seeds: [1, 2],", "seeds: [1, 2], variants: [],", "params.variants: want at least one of fuzzy, tiebreak"},
 		{"seeds: [1, 2],", "seeds: [],", "params.seeds: want at least one seed"},
 		{"seeds: [1, 2],", "seeds: [1], miss_rate: 2,", "miss_rate"},
 	} {

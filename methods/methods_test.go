@@ -267,7 +267,7 @@ func TestMethodErrorsPointAtTheSpec(t *testing.T) {
 		{"method: supervised\ninputs:\n  train: ../../data/raw.txt\n  stopwords: ../../data/raw.txt\n",
 			`m.yaml:4: inputs.stopwords: method supervised has no input "stopwords"`},
 		{"method: supervised\ninputs: {train: ../../data/raw.txt}\noverrides:\n  train:\n    head: lstm\n",
-			`m.yaml:5: overrides.train.head: "lstm" is not one of crf, span, token`},
+			`m.yaml:5: overrides.train.head: "lstm" is not one of crf, span, tiebreak, token`},
 	}
 	for _, c := range cases {
 		_, err := expand(t, dir, c.text)

@@ -51,10 +51,10 @@ func TestHyperparamsOneTable(t *testing.T) {
 // Heads and losses are registered by name; the stage's choices are the
 // registered ones, and a loss trains only its own head.
 func TestHeadAndLossRegistries(t *testing.T) {
-	if got := HeadNames(); !slices.Equal(got, []string{CRFHead, SpanHead, TokenHead}) {
+	if got := HeadNames(); !slices.Equal(got, []string{CRFHead, SpanHead, TieBreakHead, TokenHead}) {
 		t.Errorf("heads %v", got)
 	}
-	if got := LossNames(); !slices.Equal(got, []string{LossCE, LossCRF, LossGCE, LossKL, LossNegSample, LossPartial}) {
+	if got := LossNames(); !slices.Equal(got, []string{LossCE, LossCRF, LossGCE, LossKL, LossNegSample, LossPartial, LossTieBreak}) {
 		t.Errorf("losses %v", got)
 	}
 	for _, decl := range HyperparamDecls() {
