@@ -16,6 +16,7 @@ import (
 	"github.com/nerflow/nerflow/stages"
 	"github.com/nerflow/nerflow/stages/stagestest"
 	"github.com/nerflow/nerflow/storage/fsstore"
+	"github.com/nerflow/nerflow/train/tagger"
 )
 
 // TestPretrainStage runs encoder.pretrain as the engine does, on a file
@@ -40,6 +41,19 @@ func TestPretrainStage(t *testing.T) {
 		brown.WriteString("\n\n")
 	}
 	data := stagestest.ImportFiles(t, st, map[string][]byte{"text.txt": []byte(text.String())})
+	var labels strings.Builder
+	for _, line := range strings.Split(strings.TrimSpace(text.String()), "\n") {
+		var tags []string
+		for _, w := range strings.Fields(line) {
+			tag := "O"
+			if w == "paris" || w == "rome" || w == "oslo" {
+				tag = "I-LOC"
+			}
+			tags = append(tags, tag)
+		}
+		labels.WriteString(strings.Join(tags, " ") + "\n")
+	}
+	labeled := stagestest.ImportFiles(t, st, map[string][]byte{"text.txt": []byte(text.String()), "labels.txt": []byte(labels.String())})
 	raw := stagestest.ImportFiles(t, st, map[string][]byte{"ca01": []byte(brown.String()), "README": []byte("not read")})
 	s, ok := stages.Lookup(StagePretrain)
 	if !ok {
@@ -113,6 +127,40 @@ func TestPretrainStage(t *testing.T) {
 	if arep.Stats.Masked == 0 || arep.Stats.Tokens == 0 {
 		t.Fatalf("augmentation report %s", b)
 	}
+
+	// A tagger reads the encoder's states as frozen features through its
+	// lm input, and predicts from its checkpoint alone.
+	ts, ok := stages.Lookup(tagger.StageTrain)
+	if !ok {
+		t.Fatal("train.tagger not registered")
+	}
+	tp, err := ts.ResolveParams(map[string]any{"corpus_file": "text.txt", "corpus_labels": "labels.txt", "lm_placement": tagger.LMInput,
+		"epochs": 1, "hidden": 8, "char_filters": 4, "char_dim": 4, "min_word_count": 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	touts, err := stages.Exec(ctx, ts, stages.Env{Store: st, Params: tp, Inputs: map[string][]stages.Artifact{"lm": {outs["encoder"]}, "corpus": {labeled}},
+		OutputPrefix: "runs/tagger/" + stages.NewAttemptID()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var trep struct{ Model tagger.Config }
+	b, err = stages.NewInput(ctx, st, touts["report"]).ReadFile("report.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &trep); err != nil || trep.Model.LMDim != Presets["tiny"].Dim {
+		t.Fatalf("tagger report: %v, lm_dim %d, want the encoder's width %d", err, trep.Model.LMDim, Presets["tiny"].Dim)
+	}
+	tdir := t.TempDir()
+	if err := stages.NewInput(ctx, st, touts["model"]).Fetch(tdir); err != nil {
+		t.Fatal(err)
+	}
+	tg, err := tagger.Load(tdir, gotch.CPU)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tg.Close()
 }
 
 // TestResumeContinuesExactly: a run stopped after its first epoch and

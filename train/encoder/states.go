@@ -17,6 +17,7 @@ func init() {
 	tagger.RegisterLanguageModel(Kind, func(dir string, device gotch.Device) (tagger.LanguageModel, error) {
 		return Load(dir, device)
 	})
+	tagger.RegisterLanguageModelFile(ModelFile, Kind) // train.tagger's lm input
 	// RoSTER's augmentation can draw from the masked-LM head
 	// (augment.sentences, input lm).
 	augment.RegisterMaskedLM(ModelFile, func(dir string, device gotch.Device) (augment.MaskedLM, error) {

@@ -2,7 +2,9 @@ package tagger
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/sugarme/gotch"
 	"github.com/sugarme/gotch/ts"
@@ -61,6 +63,47 @@ var _ LanguageModel = (*lm.Model)(nil)
 // RegisterLanguageModel makes the models of kind loadable with their
 // tagger (Load); it panics on a duplicate.
 func RegisterLanguageModel(kind string, load LanguageModelLoader) { lmLoaders.register(kind, load) }
+
+// lmFiles maps the file that marks a saved language model's directory to
+// its kind: the lm input of train.tagger takes a model of any of them.
+var (
+	lmFilesMu sync.Mutex
+	lmFiles   = map[string]string{lm.ModelFile: lm.Kind}
+)
+
+// RegisterLanguageModelFile says that a directory holding file holds a
+// saved model of kind (registered with RegisterLanguageModel), so that
+// train.tagger's lm input accepts it; it panics on a duplicate.
+func RegisterLanguageModelFile(file, kind string) {
+	lmFilesMu.Lock()
+	defer lmFilesMu.Unlock()
+	if _, dup := lmFiles[file]; dup {
+		panic("tagger: language model file " + file + " registered twice")
+	}
+	lmFiles[file] = kind
+}
+
+// loadLanguageModelDir loads the language model saved in dir, of the kind
+// its files mark.
+func loadLanguageModelDir(dir string, device gotch.Device) (LanguageModel, error) {
+	lmFilesMu.Lock()
+	var kind string
+	for file, k := range lmFiles {
+		if _, err := os.Stat(filepath.Join(dir, file)); err == nil {
+			kind = k
+			break
+		}
+	}
+	lmFilesMu.Unlock()
+	if kind == "" {
+		return nil, fmt.Errorf("no %s or other known language model file (is the package that registers its kind linked in?)", lm.ModelFile)
+	}
+	load, err := lmLoaders.lookup(kind)
+	if err != nil {
+		return nil, err
+	}
+	return load(dir, device)
+}
 
 // lmDir is the directory of a tagger's checkpoint that holds its language
 // model's files.

@@ -17,7 +17,6 @@ import (
 	"github.com/nerflow/nerflow/embeddings"
 	"github.com/nerflow/nerflow/eval"
 	"github.com/nerflow/nerflow/stages"
-	"github.com/nerflow/nerflow/train/lm"
 )
 
 func init() {
@@ -39,7 +38,7 @@ func init() {
 			{Name: "embeddings", Kind: "embeddings", Optional: true, Doc: "pretrained word vectors (stage embeddings.vectors)"},
 			{Name: "complete", Kind: "corpus", Optional: true, Doc: "the training sentences completely annotated (the gold before masking, the true labels of distant ones): each epoch reports the share of negative spans drawn by loss negsample that are entities there (missampling)"},
 			{Name: "soft", Kind: "predictions", Optional: true, Doc: "soft targets for loss kl, aligned with corpus (" + dataset.PredictionsFile + ", e.g. averaged predictions of several taggers)"},
-			{Name: "lm", Kind: "lm", Optional: true, Doc: "TagLM: language models from augment.lm, frozen, whose states join the tagger where lm_placement says"},
+			{Name: "lm", Kind: "lm", Optional: true, Doc: "TagLM: language models from augment.lm, or an encoder from encoder.pretrain, frozen, whose states join the tagger where lm_placement says"},
 		},
 		Outputs: []stages.Port{
 			{Name: "model", Kind: "checkpoint", Doc: TaggerFile + ", " + WeightsFile + ", with pretrained vectors " + VectorsFile + ", with a language model its files in lm/"},
@@ -371,10 +370,12 @@ func typesOfTagSet(tags []string, scheme string) ([]string, error) {
 	return types, nil
 }
 
-// loadLM fetches language models and loads them on device.
-func loadLM(c *stages.Context, in *stages.Input, device gotch.Device) (*lm.Model, error) {
-	return fetchAndLoad(c, in, "lm-", func(dir string) (*lm.Model, error) {
-		m, err := lm.Load(dir, device)
+// loadLM fetches a language model (the LSTM pair of augment.lm, or any
+// kind registered with RegisterLanguageModelFile, such as the encoder of
+// encoder.pretrain) and loads it on device.
+func loadLM(c *stages.Context, in *stages.Input, device gotch.Device) (LanguageModel, error) {
+	return fetchAndLoad(c, in, "lm-", func(dir string) (LanguageModel, error) {
+		m, err := loadLanguageModelDir(dir, device)
 		if err != nil {
 			return nil, fmt.Errorf("input lm: %w", err)
 		}
