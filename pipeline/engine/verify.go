@@ -16,7 +16,8 @@ import (
 
 // VerifyReport is what Verify found.
 type VerifyReport struct {
-	// Artifacts, Files and Bytes count what was read and checked.
+	// Artifacts, Files and Bytes count what was read and checked (a
+	// file that artifacts share counts in Bytes once).
 	Artifacts int   `json:"artifacts"`
 	Files     int   `json:"files"`
 	Bytes     int64 `json:"bytes"`
@@ -24,6 +25,8 @@ type VerifyReport struct {
 	Damaged []Damage `json:"damaged,omitempty"`
 	// Dropped counts the node records Verify deleted (with drop).
 	Dropped int `json:"dropped,omitempty"`
+	// shared holds the verdict on each shared file read so far.
+	shared map[string]error
 }
 
 // recordDamage is the Output of a Damage that is a damaged node record.
@@ -165,7 +168,22 @@ func (e *Engine) verifyArtifact(ctx context.Context, r *VerifyReport, d Damage, 
 	}
 	for _, f := range a.Files {
 		r.Files++
+		if prev, seen := r.shared[f.Blob]; f.Shared() && seen {
+			// A shared file (the word vectors every model of a table
+			// carries) is read once, its verdict given to every artifact
+			// that lists it.
+			if prev != nil {
+				d.Problems = append(d.Problems, fmt.Sprintf("%s: %v", f.Name, prev))
+			}
+			continue
+		}
 		err := artifact.VerifyFile(ctx, e.store, a, f.Name)
+		if f.Shared() && (err == nil || stages.IsDamage(err)) {
+			if r.shared == nil {
+				r.shared = map[string]error{}
+			}
+			r.shared[f.Blob] = err
+		}
 		switch {
 		case err == nil:
 			r.Bytes += f.Size
