@@ -6,7 +6,6 @@ import (
 
 	"github.com/nerflow/nerflow/distant"
 	"github.com/nerflow/nerflow/pipeline/spec"
-	"github.com/nerflow/nerflow/registry"
 	"github.com/nerflow/nerflow/stages"
 	"github.com/nerflow/nerflow/train/tagger"
 )
@@ -83,9 +82,9 @@ func buildAutoNER(b *spec.Builder) error {
 	b.Node("tiebreak-labels", distant.StageTieBreak).Pass("case").
 		Input("corpus", b.In("train")).Input("gazetteers", gazetteersFor(b)...).Input("stopwords", b.In("stopwords"))
 
-	fan := func(n *spec.NodeBuilder, param bool) *spec.NodeBuilder { return fanSeeds(n, seeds, param) }
+	fan := func(n *spec.NodeBuilder) *spec.NodeBuilder { return fanSeeds(n, seeds, false) }
 	for _, v := range variants {
-		t := fan(b.Node(v, tagger.StageTrain), true).Pass("scheme", "epochs").Input("embeddings", vec)
+		t := fanSeeds(b.Node(v, tagger.StageTrain), seeds, true).Pass("scheme", "epochs").Input("embeddings", vec)
 		switch v {
 		case variantFuzzy:
 			t.Set("head", tagger.CRFHead).Set("loss", tagger.LossPartial).Pass("miss_rate")
@@ -94,14 +93,7 @@ func buildAutoNER(b *spec.Builder) error {
 		}
 		corpus(t)
 		readSplit(b, t, "dev", "dev")
-		var reports []spec.Ref
-		for _, e := range []struct{ prefix, split string }{{"eval-", "dev"}, {"test-", "test"}} {
-			if ev := scoreOn(b, e.split, e.prefix+v, t.Out("model")); ev != nil {
-				reports = append(reports, fan(ev, false).Out("report"))
-			}
-		}
-		fan(b.Node("register-"+v, registry.StageName), false).Set("name", fmt.Sprintf("%s-%s", b.Name(), v)).
-			Input("model", t.Out("model")).Input("reports", reports...)
+		finishVariant(b, finalModel{step: t, fan: fan, name: fmt.Sprintf("%s-%s", b.Name(), v)})
 	}
 	return nil
 }

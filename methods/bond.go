@@ -2,7 +2,6 @@ package methods
 
 import (
 	"github.com/nerflow/nerflow/pipeline/spec"
-	"github.com/nerflow/nerflow/registry"
 	"github.com/nerflow/nerflow/selftrain"
 	"github.com/nerflow/nerflow/stages"
 	"github.com/nerflow/nerflow/train/tagger"
@@ -58,30 +57,19 @@ func buildBond(b *spec.Builder) error {
 		Input("embeddings", vectors(b))
 	corpus(early)
 	readSplit(b, early, "dev", "dev")
-	model, report := early.Out("model"), spec.Ref{}
-	if ev := scoreOn(b, "dev", "eval-early", model); ev != nil {
-		report = ev.Out("report")
-	}
+	scoreDev(b, early, nil)
+	last := early
 
 	// Stage 2: teacher-student self-training.
 	if p.Bool("selftrain") {
-		st := b.Node("selftrain", selftrain.StageTeacher).Queue("gpu").Input("model", model).
+		st := b.Node("selftrain", selftrain.StageTeacher).Queue("gpu").Input("model", early.Out("model")).
 			Pass("seed", "labels", "threshold", "period").
 			PassAs("epochs", "selftrain_epochs").PassAs("eval_every", "selftrain_eval_every").PassAs("patience", "selftrain_patience")
 		corpus(st) // its tags are not used
 		readSplit(b, st, "dev", "dev")
-		model, report = st.Out("model"), spec.Ref{}
-		if ev := scoreOn(b, "dev", "eval-selftrain", model); ev != nil {
-			report = ev.Out("report")
-		}
+		scoreDev(b, st, nil)
+		last = st
 	}
-	var reports []spec.Ref // of the final model
-	if !report.Empty() {
-		reports = append(reports, report)
-	}
-	if ev := scoreOn(b, "test", "test", model); ev != nil {
-		reports = append(reports, ev.Out("report"))
-	}
-	b.Node("register", registry.StageName).Set("name", b.Name()).Input("model", model).Input("reports", reports...)
+	finish(b, finalModel{step: last, name: b.Name()})
 	return nil
 }

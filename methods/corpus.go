@@ -11,9 +11,6 @@ import (
 	"github.com/nerflow/nerflow/embeddings"
 	"github.com/nerflow/nerflow/pipeline/spec"
 	"github.com/nerflow/nerflow/stages"
-	// The methods build graphs of the tagger's stages: linking a method
-	// links their registration (package tagger registers them).
-	"github.com/nerflow/nerflow/train/tagger"
 )
 
 // splits are the corpus inputs of a tagger method, in the order the word
@@ -64,41 +61,6 @@ func checkFiles(b *spec.Builder) {
 // (train.tagger's corpus and dev, train.evaluate's gold), with its files.
 func readSplit(b *spec.Builder, n *spec.NodeBuilder, split, port string) *spec.NodeBuilder {
 	return n.Input(port, b.In(split)).PassAs(port+"_file", split+"_file").PassAs(port+"_labels", split+"_labels")
-}
-
-// scoreOn adds node name, which scores model on the corpus input split
-// (dev or test), and returns it; without that input it adds nothing and
-// returns nil.
-func scoreOn(b *spec.Builder, split, name string, model spec.Ref) *spec.NodeBuilder {
-	if !b.Has(split) {
-		return nil
-	}
-	ev := readSplit(b, b.Node(name, tagger.StageEvaluate).Input("model", model), split, "gold")
-	if base := labelsBaseline(b, split); !base.Empty() {
-		ev.Input("baseline", base)
-	}
-	return ev
-}
-
-// labelsBaseline returns the report of the distant labels on the corpus
-// input split (node labels-SPLIT: the gazetteers' labels of its sentences
-// scored against its gold tags), which every evaluation on that split sets
-// beside the model's score: what a model gains over simply applying the
-// gazetteers. Without gazetteers (distant tags given as they are) there is
-// nothing to apply, and it returns the empty reference.
-func labelsBaseline(b *spec.Builder, split string) spec.Ref {
-	if !b.Has("gazetteers") {
-		return spec.Ref{}
-	}
-	name := "labels-" + split
-	n := b.Lookup(name)
-	if n == nil {
-		n = b.Node(name, distant.StageName).Pass("scheme", "case").
-			Input("gazetteers", gazetteersFor(b)...).Input("stopwords", b.In("stopwords"))
-		readSplit(b, n, split, "corpus")
-		readSplit(b, n, split, "gold")
-	}
-	return n.Out("report")
 }
 
 // vectors adds the node that restricts the word vectors to the words of the

@@ -2,18 +2,16 @@ package methods
 
 import (
 	"github.com/nerflow/nerflow/pipeline/spec"
-	"github.com/nerflow/nerflow/registry"
 	"github.com/nerflow/nerflow/stages"
 	"github.com/nerflow/nerflow/subset"
 	"github.com/nerflow/nerflow/train/crfvae"
-	"github.com/nerflow/nerflow/train/tagger"
 )
 
 // CRF-VAE: a CRF tagger trained on a few labeled sentences plus unlabeled
 // ones, as the posterior of a variational autoencoder (docs/crfvae.md).
 //
 //	split (subset.split: labeled and the rest unlabeled) or mask (subset.mask, partial)
-//	vectors -> train (train.crfvae) -> evaluate (dev), evaluate-test (test) -> register
+//	vectors -> train (train.crfvae) -> eval-train (dev), test -> register
 func init() {
 	d := crfvae.DefaultConfig()
 	spec.RegisterMethod(spec.Method{
@@ -82,20 +80,6 @@ func buildCRFVAE(b *spec.Builder) error {
 	if b.Has("unlabeled") {
 		t.Input("unlabeled", b.In("unlabeled")).PassAs("unlabeled_file", "unlabeled_file")
 	}
-	evaluateAndRegister(b, t.Out("model"))
+	finish(b, finalModel{step: t})
 	return nil
-}
-
-// evaluateAndRegister scores a tagger on the dev and test inputs given and
-// registers it with their reports.
-func evaluateAndRegister(b *spec.Builder, model spec.Ref) {
-	var reports []spec.Ref
-	for _, e := range []struct{ node, split string }{{"evaluate", "dev"}, {"evaluate-test", "test"}} {
-		if b.Has(e.split) {
-			ev := b.Node(e.node, tagger.StageEvaluate).Input("model", model)
-			readSplit(b, ev, e.split, "gold")
-			reports = append(reports, ev.Out("report"))
-		}
-	}
-	b.Node("register", registry.StageName).Input("model", model).Input("reports", reports...)
 }

@@ -51,7 +51,7 @@ func TestCRFVAEGraph(t *testing.T) {
 	if p := paramsOf(t, split); p["labeled"] != 0.1 || p["unlabeled_rest"] != true {
 		t.Errorf("split params %v", p)
 	}
-	for _, n := range []string{"evaluate", "register"} {
+	for _, n := range []string{"eval-train", "register"} {
 		if _, ok := g.Node(n); !ok {
 			t.Errorf("no node %s", n)
 		}

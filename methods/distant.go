@@ -5,7 +5,6 @@ import (
 	"slices"
 
 	"github.com/nerflow/nerflow/pipeline/spec"
-	"github.com/nerflow/nerflow/registry"
 	"github.com/nerflow/nerflow/stages"
 	"github.com/nerflow/nerflow/train/tagger"
 )
@@ -61,9 +60,9 @@ func buildDistant(b *spec.Builder) error {
 	}
 	vec := vectors(b)
 	corpus := trainingCorpus(b)
-	fan := func(n *spec.NodeBuilder, param bool) *spec.NodeBuilder { return fanSeeds(n, seeds, param) }
+	fan := func(n *spec.NodeBuilder) *spec.NodeBuilder { return fanSeeds(n, seeds, false) }
 	for _, v := range slices.Compact(slices.Clone(variants)) {
-		t := fan(b.Node(v, tagger.StageTrain), true).
+		t := fanSeeds(b.Node(v, tagger.StageTrain), seeds, true).
 			Set("head", tagger.TokenHead).Pass("scheme", "epochs").Input("embeddings", vec)
 		if v != variantPartial {
 			t.Pass("drop_o")
@@ -80,14 +79,7 @@ func buildDistant(b *spec.Builder) error {
 		}
 		corpus(t)
 		readSplit(b, t, "dev", "dev")
-		var reports []spec.Ref
-		for _, e := range []struct{ prefix, split string }{{"eval-", "dev"}, {"test-", "test"}} {
-			if ev := scoreOn(b, e.split, e.prefix+v, t.Out("model")); ev != nil {
-				reports = append(reports, fan(ev, false).Out("report"))
-			}
-		}
-		fan(b.Node("register-"+v, registry.StageName), false).Set("name", fmt.Sprintf("%s-%s", b.Name(), v)).
-			Input("model", t.Out("model")).Input("reports", reports...)
+		finishVariant(b, finalModel{step: t, fan: fan, name: fmt.Sprintf("%s-%s", b.Name(), v)})
 	}
 	return nil
 }

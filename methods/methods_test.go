@@ -124,13 +124,13 @@ nodes:%s
     params: {head: crf, scheme: bio, loss: crf, epochs: 15, patience: 4, seed: 1, corpus_file: train_text.txt,
       corpus_labels: train_label_true.txt, dev_file: valid_text.txt, dev_labels: valid_label_true.txt}
     inputs: {corpus: %[4]s, dev: %[4]s, embeddings: vectors}
-  evaluate:
+  eval-train:
     stage: %[5]s
     params: {gold_file: valid_text.txt, gold_labels: valid_label_true.txt}
     inputs: {gold: %[4]s, model: train.model}
   register:
     stage: %[6]s
-    inputs: {model: train.model, reports: evaluate.report}
+    inputs: {model: train.model, reports: eval-train.report}
 `, vectors, tagger.StageTrain, "", data, tagger.StageEvaluate, registry.StageName)
 	distantSpec := "name: conll03-distant\nnodes:" + vectors + "\n"
 	for _, v := range []struct{ name, params string }{

@@ -20,9 +20,7 @@ import (
 // sampling is trained on each masked corpus, and the dev scores of them all
 // are gathered into one table.
 //
-//	[label] or [mask x p] -> train x sampling (x p) -> eval, test (paired) -> table-dev, table-test
-//
-// The taggers are cells of an experiment and are not registered.
+//	[label] or [mask x p] -> train x sampling (x p) -> eval-train, test, register (paired) -> table-dev, table-test
 func init() {
 	spec.RegisterMethod(spec.Method{
 		Name: "negsample",
@@ -104,15 +102,16 @@ func buildNegSample(b *spec.Builder) error {
 		readSplit(b, t, "dev", "dev")
 	}
 
-	for _, e := range []struct{ name, split string }{{"eval", "dev"}, {"test", "test"}} {
-		if !b.Has(e.split) {
-			continue
+	// Every tagger (p x sampling) is registered under the spec's name, its
+	// versions told apart by their training parameters.
+	finish(b, finalModel{step: t, fan: fan})
+	for _, e := range []struct{ node, split string }{{"eval-" + t.Name(), "dev"}, {"test", "test"}} {
+		if ev := b.Lookup(e.node); ev != nil {
+			b.Node("table-"+e.split, eval.StageTable).
+				Set("title", fmt.Sprintf("%s: negative sampling, %s split", b.Name(), e.split)).
+				Set("row_key", rowKey).Set("rows", rows).Set("column_key", columnKey).Set("columns", columns).
+				Input("reports", ev.Out("report")).Input("training", t.Out("report"))
 		}
-		ev := readSplit(b, fan(b.Node(e.name, tagger.StageEvaluate)).Input("model", t.Out("model")), e.split, "gold")
-		b.Node("table-"+e.split, eval.StageTable).
-			Set("title", fmt.Sprintf("%s: negative sampling, %s split", b.Name(), e.split)).
-			Set("row_key", rowKey).Set("rows", rows).Set("column_key", columnKey).Set("columns", columns).
-			Input("reports", ev.Out("report")).Input("training", t.Out("report"))
 	}
 	return nil
 }

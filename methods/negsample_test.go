@@ -21,7 +21,8 @@ func TestNegSampleMaskGrid(t *testing.T) {
 	}
 	want := []string{"vectors", "mask[p=0.5]", "mask[p=0.9]",
 		"train[p=0.5,sampling=uniform]", "train[p=0.5,sampling=weighted]", "train[p=0.9,sampling=uniform]", "train[p=0.9,sampling=weighted]",
-		"eval[p=0.5,sampling=uniform]", "eval[p=0.5,sampling=weighted]", "eval[p=0.9,sampling=uniform]", "eval[p=0.9,sampling=weighted]", "table-dev"}
+		"eval-train[p=0.5,sampling=uniform]", "eval-train[p=0.5,sampling=weighted]", "eval-train[p=0.9,sampling=uniform]", "eval-train[p=0.9,sampling=weighted]",
+		"register[p=0.5,sampling=uniform]", "register[p=0.5,sampling=weighted]", "register[p=0.9,sampling=uniform]", "register[p=0.9,sampling=weighted]", "table-dev"}
 	if got := ids(g); !slices.Equal(slices.Sorted(slices.Values(got)), slices.Sorted(slices.Values(want))) {
 		t.Fatalf("nodes %v\nwant  %v", got, want)
 	}
@@ -57,7 +58,7 @@ func TestNegSampleMaskGrid(t *testing.T) {
 			training = append(training, in.Node)
 		}
 	}
-	wantReports := []string{"eval[p=0.5,sampling=uniform]", "eval[p=0.5,sampling=weighted]", "eval[p=0.9,sampling=uniform]", "eval[p=0.9,sampling=weighted]"}
+	wantReports := []string{"eval-train[p=0.5,sampling=uniform]", "eval-train[p=0.5,sampling=weighted]", "eval-train[p=0.9,sampling=uniform]", "eval-train[p=0.9,sampling=weighted]"}
 	if table.Stage != eval.StageTable || !slices.Equal(reports, wantReports) || len(training) != 4 || training[3] != "train[p=0.9,sampling=weighted]" {
 		t.Errorf("table-dev reads reports %v, training %v", reports, training)
 	}
@@ -74,7 +75,7 @@ func TestNegSampleDistant(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{"vectors", "train[sampling=weighted]", "eval[sampling=weighted]", "table-dev"}; !slices.Equal(ids(g), want) {
+	if want := []string{"vectors", "train[sampling=weighted]", "eval-train[sampling=weighted]", "register[sampling=weighted]", "table-dev"}; !slices.Equal(ids(g), want) {
 		t.Fatalf("nodes %v, want %v", ids(g), want)
 	}
 	tr, _ := g.Node("train[sampling=weighted]")

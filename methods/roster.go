@@ -4,7 +4,6 @@ import (
 	"github.com/nerflow/nerflow/augment"
 	"github.com/nerflow/nerflow/ensemble"
 	"github.com/nerflow/nerflow/pipeline/spec"
-	"github.com/nerflow/nerflow/registry"
 	"github.com/nerflow/nerflow/selftrain"
 	"github.com/nerflow/nerflow/stages"
 	"github.com/nerflow/nerflow/train/tagger"
@@ -98,21 +97,9 @@ func buildRoster(b *spec.Builder) error {
 	}
 	vec := vectors(b)
 	corpus := trainingCorpus(b)
-	var reports []spec.Ref // of the final model
-	var average spec.Ref   // the seeds' averaged predictions
+	var average spec.Ref // the seeds' averaged predictions
 	if len(seeds) == 0 {
 		return nil // reported above
-	}
-	// evaluate scores a model on the dev set, as node name.
-	evaluate := func(name string, model spec.Ref, fan bool) spec.Ref {
-		ev := scoreOn(b, "dev", name, model)
-		if ev == nil {
-			return spec.Ref{}
-		}
-		if fan {
-			fanSeeds(ev, seeds, false)
-		}
-		return ev.Out("report")
 	}
 
 	// Step 1: noise-robust training, one tagger per seed.
@@ -139,7 +126,9 @@ func buildRoster(b *spec.Builder) error {
 	}
 	corpus(noise)
 	readSplit(b, noise, "dev", "dev")
-	model, report := noise.Out("model"), evaluate("eval-noise", noise.Out("model"), true)
+	seedFan := func(n *spec.NodeBuilder) *spec.NodeBuilder { return fanSeeds(n, seeds, false) }
+	scoreDev(b, noise, seedFan)
+	last, model := finalModel{step: noise, fan: seedFan, name: b.Name()}, noise.Out("model")
 
 	// Step 2: the seeds' predictions of the training corpus averaged and
 	// distilled into one tagger.
@@ -160,7 +149,8 @@ func buildRoster(b *spec.Builder) error {
 			corpus(distil) // its tags are not used: the targets are the average
 		}
 		readSplit(b, distil, "dev", "dev")
-		model, report = distil.Out("model"), evaluate("eval-distil", distil.Out("model"), false)
+		scoreDev(b, distil, nil)
+		last, model = finalModel{step: distil, name: b.Name()}, distil.Out("model")
 		average = avg.Out("predictions")
 	}
 
@@ -178,14 +168,9 @@ func buildRoster(b *spec.Builder) error {
 			corpus(lm) // its tokens only
 			st.Input("lm", lm.Out("lm"))
 		}
-		model, report = st.Out("model"), evaluate("eval-selftrain", st.Out("model"), false)
+		scoreDev(b, st, nil)
+		last = finalModel{step: st, name: b.Name()}
 	}
-	if !report.Empty() {
-		reports = append(reports, report)
-	}
-	if ev := scoreOn(b, "test", "test", model); ev != nil {
-		reports = append(reports, ev.Out("report"))
-	}
-	b.Node("register", registry.StageName).Set("name", b.Name()).Input("model", model).Input("reports", reports...)
+	finish(b, last)
 	return nil
 }

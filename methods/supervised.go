@@ -9,7 +9,7 @@ import (
 // Supervised trains one tagger on gold labels: the upper bound the weakly
 // supervised methods are compared with.
 //
-//	vectors (with a vectors input) -> train -> evaluate (dev), evaluate-test (test) -> register
+//	vectors (with a vectors input) -> train -> eval-train (dev), test -> register
 func init() {
 	spec.RegisterMethod(spec.Method{
 		Name: "supervised",
@@ -39,6 +39,6 @@ func buildSupervised(b *spec.Builder) error {
 		Input("embeddings", vec)
 	readSplit(b, t, "train", "corpus")
 	readSplit(b, t, "dev", "dev")
-	evaluateAndRegister(b, t.Out("model"))
+	finish(b, finalModel{step: t})
 	return nil
 }

@@ -7,7 +7,6 @@ import (
 
 	"github.com/nerflow/nerflow/augment"
 	"github.com/nerflow/nerflow/pipeline/spec"
-	"github.com/nerflow/nerflow/registry"
 	"github.com/nerflow/nerflow/stages"
 	"github.com/nerflow/nerflow/subset"
 	"github.com/nerflow/nerflow/train/lm"
@@ -21,7 +20,7 @@ import (
 // (with the word representation) or none (the supervised-only baseline on
 // the same labeled sentences); each scored and registered as NAME-VARIANT.
 //
-//	[split (labeled < 1)] -> lm (augment.lm: labeled text + unlabeled) -> tagger-V -> eval-V, test-V -> register-V
+//	[split (labeled < 1)] -> lm (augment.lm: labeled text + unlabeled) -> tagger-V -> eval-tagger-V, test-tagger-V -> register-tagger-V
 //	vectors (with a vectors input) ------------------------------------------^
 func init() {
 	lmc, lmr := lm.DefaultConfig(), lm.DefaultTrainConfig()
@@ -115,15 +114,7 @@ func buildTagLM(b *spec.Builder) error {
 		if v != tagger.LMNone {
 			t.Input("lm", models)
 		}
-		var reports []spec.Ref
-		for _, e := range []struct{ prefix, split string }{{"eval-", "dev"}, {"test-", "test"}} {
-			if b.Has(e.split) {
-				ev := b.Node(e.prefix+v, tagger.StageEvaluate).Input("model", t.Out("model"))
-				reports = append(reports, readSplit(b, ev, e.split, "gold").Out("report"))
-			}
-		}
-		b.Node("register-"+v, registry.StageName).Set("name", fmt.Sprintf("%s-%s", b.Name(), v)).
-			Input("model", t.Out("model")).Input("reports", reports...)
+		finishVariant(b, finalModel{step: t, name: fmt.Sprintf("%s-%s", b.Name(), v)})
 	}
 	return nil
 }

@@ -22,7 +22,7 @@ func TestTagLMGraph(t *testing.T) {
 	}
 	want := []string{"split", "lm", "vectors"}
 	for _, v := range []string{"none", "layer1", "input"} {
-		want = append(want, "tagger-"+v, "eval-"+v, "register-"+v)
+		want = append(want, "tagger-"+v, "eval-tagger-"+v, "register-tagger-"+v)
 	}
 	if got := ids(g); !slices.Equal(slices.Sorted(slices.Values(got)), slices.Sorted(slices.Values(want))) {
 		t.Fatalf("nodes %v\nwant  %v", got, want)
@@ -47,8 +47,8 @@ func TestTagLMGraph(t *testing.T) {
 			t.Errorf("%s reads language models %q, want %q", n.ID, got, want)
 		}
 	}
-	if p := nodeParams(t, g, "register-layer1"); p["name"] != "conll03-taglm-layer1" {
-		t.Errorf("register-layer1 params %v", p)
+	if p := nodeParams(t, g, "register-tagger-layer1"); p["name"] != "conll03-taglm-layer1" {
+		t.Errorf("register-tagger-layer1 params %v", p)
 	}
 }
 
@@ -60,7 +60,7 @@ func TestTagLMInputs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{"lm", "tagger-layer1", "register-layer1"}; !slices.Equal(ids(g), want) {
+	if want := []string{"lm", "tagger-layer1", "register-tagger-layer1"}; !slices.Equal(ids(g), want) {
 		t.Fatalf("nodes %v, want %v", ids(g), want)
 	}
 	lm, _ := g.Node("lm")
@@ -74,7 +74,7 @@ func TestTagLMInputs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{"split", "tagger-none", "register-none"}; !slices.Equal(ids(g), want) {
+	if want := []string{"split", "tagger-none", "register-tagger-none"}; !slices.Equal(ids(g), want) {
 		t.Fatalf("nodes %v, want %v", ids(g), want)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"github.com/nerflow/nerflow/pipeline/spec"
 	"github.com/nerflow/nerflow/stages"
 	"github.com/nerflow/nerflow/subset"
-	"github.com/nerflow/nerflow/train/tagger"
 	"github.com/nerflow/nerflow/train/vsl"
 )
 
@@ -12,8 +11,7 @@ import (
 // paper's low-resource setting: a seeded fraction of the training
 // sentences kept labeled, a disjoint fraction given as unlabeled text.
 //
-//	vectors -> [split] -> train (train.vsl) -> predict (dev) -> evaluate
-//	                                        \-> predict-test -> evaluate-test
+//	vectors -> [split] -> train (train.vsl) -> eval-train (dev), test -> register
 //
 // labeled=1 trains on the whole train input (unlabeled text then comes from
 // the unlabeled input, if any); semi=false leaves the unlabeled text out
@@ -79,14 +77,6 @@ func buildVSL(b *spec.Builder) error {
 		}
 	}
 	readSplit(b, t, "dev", "dev")
-	for _, e := range []struct{ suffix, split string }{{"", "dev"}, {"-test", "test"}} {
-		if !b.Has(e.split) {
-			continue
-		}
-		pr := b.Node("predict"+e.suffix, tagger.StagePredict).Input("model", t.Out("model"))
-		readSplit(b, pr, e.split, "corpus")
-		ev := b.Node("evaluate"+e.suffix, tagger.StageEvaluate).Input("predictions", pr.Out("predictions"))
-		readSplit(b, ev, e.split, "gold")
-	}
+	finish(b, finalModel{step: t})
 	return nil
 }

@@ -22,15 +22,15 @@ func portInput(t *testing.T, g *spec.Graph, id, port string) spec.Input {
 }
 
 // The example splits the training set 10%/50%, trains the hierarchical
-// VSL on both parts and scores it on the validation split through its
-// predictions.
+// VSL on both parts, scores it on the validation split (train.evaluate
+// loads the model kind) and registers it.
 func TestVSLGraph(t *testing.T) {
 	dir := fixture(t)
 	g, err := expand(t, dir, example(t, "conll03-vsl.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"vectors", "split", "train", "predict", "evaluate"}
+	want := []string{"vectors", "split", "train", "eval-train", "register"}
 	if got := ids(g); !slices.Equal(slices.Sorted(slices.Values(got)), slices.Sorted(slices.Values(want))) {
 		t.Fatalf("nodes %v, want %v", got, want)
 	}
@@ -46,9 +46,12 @@ func TestVSLGraph(t *testing.T) {
 			t.Errorf("train.%s reads %+v, want %s", port, in, from)
 		}
 	}
-	ev, _ := g.Node("evaluate")
-	if in := portInput(t, g, "evaluate", "predictions"); ev.Stage != tagger.StageEvaluate || in.Node != "predict" {
-		t.Errorf("evaluate (%s) reads predictions from %+v", ev.Stage, in)
+	ev, _ := g.Node("eval-train")
+	if in := portInput(t, g, "eval-train", "model"); ev.Stage != tagger.StageEvaluate || in.Node != "train" {
+		t.Errorf("eval-train (%s) reads the model from %+v", ev.Stage, in)
+	}
+	if in := portInput(t, g, "register", "model"); in.Node != "train" {
+		t.Errorf("register reads the model from %+v", in)
 	}
 }
 

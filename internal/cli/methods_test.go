@@ -82,7 +82,7 @@ overrides:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(tree, "\n    evaluate  train.evaluate  cpu") {
+	if !strings.Contains(tree, "\n    eval-train  train.evaluate  cpu") {
 		t.Errorf("expand --tree:\n%s", tree)
 	}
 	y, err := runPipelineCLI(ctx, t, dir, "expand", "spec.yaml")

@@ -192,6 +192,13 @@ func (b *Builder) IsSet(name string) bool { return b.set[name] }
 // Has reports whether the user connected the method input name.
 func (b *Builder) Has(input string) bool { return !b.In(input).Empty() }
 
+// Declares reports whether the method declares the input name: for code
+// that several methods share and that only some of them give that input.
+func (b *Builder) Declares(input string) bool {
+	_, ok := b.method.Input(input)
+	return ok
+}
+
 // In returns the method input name as the user connected it; an optional
 // input left out gives the empty Ref, which Input ignores.
 func (b *Builder) In(input string) Ref {

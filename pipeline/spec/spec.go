@@ -146,6 +146,17 @@ func (s *Spec) locate(e *Error, path string) bool {
 	return false
 }
 
+// Origin returns the field of the user's file that a field of a node a
+// method made came from: Origin("nodes.test.inputs.gold") is
+// "inputs.test" when the method connected the spec's test input there. It
+// returns "" for a field the method chose, or one of a hand-written node.
+func (s *Spec) Origin(field string) string {
+	if o := s.origin[field]; o != "method" {
+		return o
+	}
+	return ""
+}
+
 func parentPath(p string) string {
 	i := strings.LastIndexByte(p, '.')
 	if i < 0 {

@@ -1,0 +1,114 @@
+package methods
+
+import (
+	"github.com/nerflow/nerflow/distant"
+	"github.com/nerflow/nerflow/pipeline/spec"
+	"github.com/nerflow/nerflow/registry"
+	// The methods build graphs of the tagger's stages: linking a method
+	// links their registration (package tagger registers them).
+	"github.com/nerflow/nerflow/train/tagger"
+)
+
+// Every method ends alike, and names the nodes of its ending alike, so that
+// a reader (or `make run`, or the dashboard) finds a model's scores by the
+// name of the node that trained it, STEP:
+//
+//	eval-STEP      the model of STEP scored on the dev input, for every step
+//	test           the final model scored on the test input
+//	register       the final model registered, with its dev and test reports
+//	labels-SPLIT   the distant labels scored on a split: the baseline set
+//	               beside every evaluation on it (methods on distant labels)
+//
+// A method with one final model per variant (a parameter that lists them)
+// names the last two after their step too, however many variants a spec
+// asks for: test-STEP, register-STEP. conventions_test.go holds
+// every method to this.
+
+// fanout repeats a step's fan-out (e.g. one copy per seed) on a node that
+// pairs with it; nil for a step that is not fanned out.
+type fanout func(*spec.NodeBuilder) *spec.NodeBuilder
+
+// finalModel is a model a method ends with.
+type finalModel struct {
+	step *spec.NodeBuilder // the node whose output model it is
+	fan  fanout
+	name string // its name in the registry (empty: the spec's name)
+}
+
+// scoreDev scores the model of step on the dev input (node eval-STEP) and
+// returns the report; without a dev input it adds nothing and returns the
+// empty reference. A second call for one step returns the first's node.
+func scoreDev(b *spec.Builder, step *spec.NodeBuilder, fan fanout) spec.Ref {
+	if ev := b.Lookup("eval-" + step.Name()); ev != nil {
+		return ev.Out("report")
+	}
+	if ev := scoreOn(b, "dev", "eval-"+step.Name(), step.Out("model"), fan); ev != nil {
+		return ev.Out("report")
+	}
+	return spec.Ref{}
+}
+
+// finish ends a method with its final model: scored on the dev input (if
+// no step did it before) and on the test input (node test), and registered
+// with those reports (node register).
+func finish(b *spec.Builder, f finalModel) { end(b, f, "") }
+
+// finishVariant ends a method that has one final model per variant with
+// one of them: as finish does, its nodes named test-STEP and register-STEP.
+func finishVariant(b *spec.Builder, f finalModel) { end(b, f, "-"+f.step.Name()) }
+
+func end(b *spec.Builder, f finalModel, suffix string) {
+	var reports []spec.Ref
+	if dev := scoreDev(b, f.step, f.fan); !dev.Empty() {
+		reports = append(reports, dev)
+	}
+	if ev := scoreOn(b, "test", "test"+suffix, f.step.Out("model"), f.fan); ev != nil {
+		reports = append(reports, ev.Out("report"))
+	}
+	reg := b.Node("register"+suffix, registry.StageName).Input("model", f.step.Out("model")).Input("reports", reports...)
+	if f.name != "" {
+		reg.Set("name", f.name)
+	}
+	if f.fan != nil {
+		f.fan(reg)
+	}
+}
+
+// scoreOn adds node name, which scores model on the corpus input split
+// (dev or test) beside the distant labels' score if the method has them,
+// and returns it; without that input it adds nothing and returns nil.
+func scoreOn(b *spec.Builder, split, name string, model spec.Ref, fan fanout) *spec.NodeBuilder {
+	if !b.Has(split) {
+		return nil
+	}
+	ev := readSplit(b, b.Node(name, tagger.StageEvaluate).Input("model", model), split, "gold")
+	if base := labelsBaseline(b, split); !base.Empty() {
+		ev.Input("baseline", base)
+	}
+	if fan != nil {
+		fan(ev)
+	}
+	return ev
+}
+
+// labelsBaseline returns the report of the distant labels on the corpus
+// input split (node labels-SPLIT: the gazetteers' labels of its sentences
+// scored against its gold tags), which every evaluation on that split sets
+// beside the model's score: what a model gains over simply applying the
+// gazetteers. Without gazetteers (distant tags given as they are, or a
+// method on gold labels) there is nothing to apply, and it returns the
+// empty reference.
+func labelsBaseline(b *spec.Builder, split string) spec.Ref {
+	if !b.Declares("gazetteers") || !b.Has("gazetteers") {
+		return spec.Ref{}
+	}
+	name := "labels-" + split
+	n := b.Lookup(name)
+	if n == nil {
+		n = b.Node(name, distant.StageName).Pass("scheme", "case").
+			Input("gazetteers", gazetteersFor(b)...).Input("stopwords", b.In("stopwords"))
+		readSplit(b, n, split, "corpus")
+		readSplit(b, n, split, "gold")
+	}
+	return n.Out("report")
+}
