@@ -10,6 +10,7 @@ import (
 	"github.com/nerflow/nerflow/augment"
 	"github.com/nerflow/nerflow/corpus"
 	"github.com/nerflow/nerflow/dataset"
+	"github.com/nerflow/nerflow/kit"
 	"github.com/nerflow/nerflow/stages"
 	"github.com/nerflow/nerflow/train/lm"
 	"github.com/nerflow/nerflow/train/tagger"
@@ -168,15 +169,13 @@ func runSelfTraining(c *stages.Context, fit func(*round) (any, error)) error {
 	}
 	// A retried attempt starts from the last checkpoint's model, so that
 	// its first targets are those of the model it resumes.
-	state := filepath.Join(c.WorkDir(), "state")
-	epoch, resumed, err := c.LoadCheckpoint(state)
+	fitOpts, _, err := kit.StageOptions(c, "self-training")
 	if err != nil {
 		return err
 	}
 	from := filepath.Join(c.WorkDir(), "start")
-	if resumed {
-		c.Log.Info("resuming self-training", "epochs_done", epoch)
-		from = state
+	if fitOpts.Resume != "" {
+		from = fitOpts.Resume
 	} else if err := c.Input("model").Fetch(from); err != nil {
 		return err
 	}
@@ -185,25 +184,7 @@ func runSelfTraining(c *stages.Context, fit func(*round) (any, error)) error {
 		return stages.Permanent(fmt.Errorf("input model: %w", err))
 	}
 	defer m.Close()
-	warned := false
-	opts := []tagger.TrainerOption{
-		tagger.WithLogger(c.Log),
-		tagger.WithCheckpoints(state, func(dir string, epoch int) error {
-			// Best effort, as train.tagger's: a later attempt resumes from an
-			// older checkpoint or starts afresh.
-			if err := c.SaveCheckpoint(dir, int64(epoch)); err != nil && !warned {
-				c.Log.Warn("no checkpoint", "epoch", epoch, "err", err)
-				warned = true
-			}
-			return nil
-		}),
-		tagger.WithProgress(func(p tagger.Progress) {
-			c.Progress(int64(p.Step), int64(p.Steps), fmt.Sprintf("epoch %d/%d, loss %.4f, %.0f tokens/s", p.Epoch, p.Epochs, p.Loss, p.TokensPerSec))
-		}),
-	}
-	if resumed {
-		opts = append(opts, tagger.Resume(state))
-	}
+	opts := []tagger.TrainerOption{tagger.WithFitOptions(fitOpts)}
 	report, err := fit(&round{device: device, model: m, text: text, dev: dev, opts: opts})
 	if err != nil {
 		return err

@@ -2,12 +2,12 @@ package tagger
 
 import (
 	"fmt"
-	"github.com/nerflow/nerflow/kit"
 
 	"github.com/sugarme/gotch"
 	"github.com/sugarme/gotch/ts"
 
 	"github.com/nerflow/nerflow/corpus"
+	"github.com/nerflow/nerflow/kit"
 )
 
 // WithAugmented adds RoSTER's augmented-sentence term to loss kl: before

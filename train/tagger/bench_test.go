@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/nerflow/nerflow/kit"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -23,6 +22,7 @@ import (
 	"github.com/sugarme/gotch"
 
 	"github.com/nerflow/nerflow/corpus"
+	"github.com/nerflow/nerflow/kit"
 )
 
 // The benchmarks train and run the tagger on real sentences (the CoNLL-2003
@@ -533,4 +533,11 @@ func BenchmarkConcurrentTrainings(b *testing.B) {
 	b.ReportMetric(shared/alone, "pair-each/alone")
 	b.ReportMetric(oversubscribed/alone, "pair-all-cores-each/alone")
 	b.Logf("%d cores: alone %.0f tokens/s; in a pair, each %.0f with the share, %.0f with every core", runtime.NumCPU(), alone, shared, oversubscribed)
+}
+
+// newAdam is the optimizer kit.Fit makes for the tagger's weights, for
+// benchmarks that step without the loop.
+func newAdam(m *Tagger, maxGradNorm float64) (*kit.Adam, error) {
+	names, params := kit.SplitNamed(m.namedWeights())
+	return kit.NewAdam(names, params, maxGradNorm)
 }

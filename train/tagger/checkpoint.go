@@ -3,7 +3,6 @@ package tagger
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/nerflow/nerflow/kit"
 	"hash/crc32"
 	"os"
 	"path/filepath"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/nerflow/nerflow/corpus"
 	"github.com/nerflow/nerflow/embeddings"
+	"github.com/nerflow/nerflow/kit"
 )
 
 // Files of a saved tagger (a "checkpoint" artifact).
@@ -177,10 +177,4 @@ func (m *Tagger) saveWeights(path string) error {
 
 func (m *Tagger) loadWeights(path string) error {
 	return kit.LoadWeights(path, m.device, m.namedWeights())
-}
-
-// newAdam is the optimizer over the tagger's weights, in checkpoint order.
-func newAdam(m *Tagger, maxGradNorm float64) (*kit.Adam, error) {
-	names, params := kit.SplitNamed(m.namedWeights())
-	return kit.NewAdam(names, params, maxGradNorm)
 }

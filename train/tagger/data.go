@@ -2,11 +2,11 @@ package tagger
 
 import (
 	"fmt"
-	"github.com/nerflow/nerflow/kit"
 	"math/rand/v2"
 	"slices"
 
 	"github.com/nerflow/nerflow/corpus"
+	"github.com/nerflow/nerflow/kit"
 )
 
 // example is one sentence encoded for the tagger.

@@ -40,14 +40,14 @@ func TestEvalEveryScoresWithinEpochs(t *testing.T) {
 	// is that of its last step.
 	best := res.Evaluations[0]
 	for _, e := range res.Evaluations {
-		if e.DevF1 > best.DevF1 {
+		if e.Score > best.Score {
 			best = e
 		}
 	}
-	if res.BestStep != best.Step || res.BestEpoch != best.Epoch || res.BestDevF1 != best.DevF1 {
+	if res.BestStep != best.Step || res.BestEpoch != best.Epoch || res.BestDevF1 != best.Score {
 		t.Errorf("best step %d (epoch %d, F1 %v), want %+v", res.BestStep, res.BestEpoch, res.BestDevF1, best)
 	}
-	if res.Epochs[0].DevF1 != res.Evaluations[3].DevF1 || res.Epochs[1].DevF1 != res.Evaluations[7].DevF1 {
+	if res.Epochs[0].DevF1 != res.Evaluations[3].Score || res.Epochs[1].DevF1 != res.Evaluations[7].Score {
 		t.Errorf("epoch F1s %v, %v, want those of steps 10 and 20 %+v", res.Epochs[0].DevF1, res.Epochs[1].DevF1, res.Evaluations)
 	}
 }

@@ -2,13 +2,13 @@ package tagger
 
 import (
 	"cmp"
-	"github.com/nerflow/nerflow/kit"
 	"slices"
 
 	"github.com/sugarme/gotch"
 	"github.com/sugarme/gotch/ts"
 
 	"github.com/nerflow/nerflow/corpus"
+	"github.com/nerflow/nerflow/kit"
 )
 
 // SpanHead is a span classifier (Li et al. 2021): every span of at most

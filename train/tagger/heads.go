@@ -2,12 +2,13 @@ package tagger
 
 import (
 	"fmt"
-	"github.com/nerflow/nerflow/kit"
 	"math"
 	"slices"
 	"strings"
 
 	"github.com/sugarme/gotch/ts"
+
+	"github.com/nerflow/nerflow/kit"
 )
 
 // Head is the output layer of a tagger, a named implementation registered

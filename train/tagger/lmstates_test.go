@@ -3,7 +3,6 @@ package tagger
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/nerflow/nerflow/kit"
 	"math"
 	"os"
 	"path/filepath"
@@ -14,6 +13,7 @@ import (
 	"github.com/sugarme/gotch"
 
 	"github.com/nerflow/nerflow/corpus"
+	"github.com/nerflow/nerflow/kit"
 )
 
 // formulaLM is a language model whose states are a known formula of the

@@ -2,11 +2,12 @@ package tagger
 
 import (
 	"fmt"
-	"github.com/nerflow/nerflow/kit"
 	"math"
 
 	"github.com/sugarme/gotch"
 	"github.com/sugarme/gotch/ts"
+
+	"github.com/nerflow/nerflow/kit"
 )
 
 // The losses below take logits [n, C] and per-row targets and weights held

@@ -2,9 +2,10 @@ package tagger
 
 import (
 	"fmt"
-	"github.com/nerflow/nerflow/kit"
 
 	"github.com/sugarme/gotch/ts"
+
+	"github.com/nerflow/nerflow/kit"
 )
 
 // LossGCE is generalized cross entropy with exponent Q (token head), robust

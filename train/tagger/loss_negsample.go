@@ -3,7 +3,6 @@ package tagger
 import (
 	"errors"
 	"fmt"
-	"github.com/nerflow/nerflow/kit"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -11,6 +10,7 @@ import (
 	"github.com/sugarme/gotch/ts"
 
 	"github.com/nerflow/nerflow/corpus"
+	"github.com/nerflow/nerflow/kit"
 )
 
 // LossNegSample is span-based negative sampling for missing annotations

@@ -2,7 +2,6 @@ package tagger
 
 import (
 	"fmt"
-	"github.com/nerflow/nerflow/kit"
 	"math"
 	"runtime"
 	"slices"
@@ -10,6 +9,8 @@ import (
 
 	"github.com/sugarme/gotch"
 	"github.com/sugarme/gotch/ts"
+
+	"github.com/nerflow/nerflow/kit"
 )
 
 // lockThread pins the test's goroutine to its OS thread, as every goroutine

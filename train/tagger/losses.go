@@ -2,10 +2,11 @@ package tagger
 
 import (
 	"fmt"
-	"github.com/nerflow/nerflow/kit"
 	"strings"
 
 	"github.com/sugarme/gotch/ts"
+
+	"github.com/nerflow/nerflow/kit"
 )
 
 // Loss is a training objective, a named implementation registered with

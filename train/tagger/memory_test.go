@@ -3,7 +3,6 @@ package tagger
 import (
 	"bytes"
 	"context"
-	"github.com/nerflow/nerflow/kit"
 	"io"
 	"log"
 	"os"
@@ -18,6 +17,7 @@ import (
 	"github.com/sugarme/gotch/ts"
 
 	"github.com/nerflow/nerflow/internal/allocator"
+	"github.com/nerflow/nerflow/kit"
 )
 
 // lockedBuffer collects log output written from several goroutines.

@@ -3,7 +3,6 @@ package tagger
 import (
 	"errors"
 	"fmt"
-	"github.com/nerflow/nerflow/kit"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/nerflow/nerflow/corpus"
 	"github.com/nerflow/nerflow/embeddings"
+	"github.com/nerflow/nerflow/kit"
 )
 
 // Config is the architecture of a tagger:

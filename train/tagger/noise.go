@@ -2,10 +2,11 @@ package tagger
 
 import (
 	"fmt"
-	"github.com/nerflow/nerflow/kit"
 
 	"github.com/sugarme/gotch"
 	"github.com/sugarme/gotch/ts"
+
+	"github.com/nerflow/nerflow/kit"
 )
 
 // noiseWeights are the 0/1 loss weights of noisy-label removal (RoSTER,

@@ -2,11 +2,11 @@ package tagger
 
 import (
 	"fmt"
-	"github.com/nerflow/nerflow/kit"
 	"slices"
 
 	"github.com/nerflow/nerflow/corpus"
 	"github.com/nerflow/nerflow/dataset"
+	"github.com/nerflow/nerflow/kit"
 	"github.com/sugarme/gotch/ts"
 )
 

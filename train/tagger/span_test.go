@@ -2,7 +2,6 @@ package tagger
 
 import (
 	"context"
-	"github.com/nerflow/nerflow/kit"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -11,6 +10,7 @@ import (
 	"github.com/sugarme/gotch/ts"
 
 	"github.com/nerflow/nerflow/corpus"
+	"github.com/nerflow/nerflow/kit"
 )
 
 func TestTemperature(t *testing.T) {

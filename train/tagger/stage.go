@@ -16,6 +16,7 @@ import (
 	"github.com/nerflow/nerflow/distant"
 	"github.com/nerflow/nerflow/embeddings"
 	"github.com/nerflow/nerflow/eval"
+	"github.com/nerflow/nerflow/kit"
 	"github.com/nerflow/nerflow/stages"
 )
 
@@ -143,33 +144,11 @@ func Train(c *stages.Context, h Hyperparams, extend func(job *Job) (opts []Train
 
 	// Checkpoints: the state of the last finished epoch, restored by the
 	// attempt that replaces a dead worker's.
-	state := filepath.Join(c.WorkDir(), "state")
-	epoch, resumed, err := c.LoadCheckpoint(state)
+	fit, _, err := kit.StageOptions(c, "training")
 	if err != nil {
 		return err
 	}
-	warned := false
-	save := func(dir string, epoch int) error {
-		// Checkpoints are best effort: a store hiccup (or an execution
-		// without checkpoints) must not end hours of training; a later
-		// attempt resumes from an older checkpoint or starts afresh.
-		if err := c.SaveCheckpoint(dir, int64(epoch)); err != nil && !warned {
-			c.Log.Warn("no checkpoint", "epoch", epoch, "err", err)
-			warned = true
-		}
-		return nil
-	}
-	opts := []TrainerOption{
-		WithLogger(c.Log),
-		WithCheckpoints(state, save),
-		WithProgress(func(p Progress) {
-			c.Progress(int64(p.Step), int64(p.Steps), fmt.Sprintf("epoch %d/%d, loss %.4f, %.0f tokens/s", p.Epoch, p.Epochs, p.Loss, p.TokensPerSec))
-		}),
-	}
-	if resumed {
-		c.Log.Info("resuming training", "epochs_done", epoch)
-		opts = append(opts, Resume(state))
-	}
+	opts := []TrainerOption{WithFitOptions(fit)}
 	var extra map[string]any
 	if extend != nil {
 		more, ex, err := extend(&job)

@@ -2,19 +2,19 @@ package tagger
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/nerflow/nerflow/kit"
 	"log/slog"
 	"math"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
-	"time"
+
+	"github.com/sugarme/gotch"
+	"github.com/sugarme/gotch/ts"
 
 	"github.com/nerflow/nerflow/corpus"
 	"github.com/nerflow/nerflow/eval"
+	"github.com/nerflow/nerflow/kit"
 )
 
 // TrainConfig are the hyperparameters of a training run.
@@ -107,13 +107,8 @@ func (c TrainConfig) validate(head string) error {
 	return errors.Join(errs...)
 }
 
-// Progress is a live report of a training run.
-type Progress struct {
-	Epoch, Epochs int // 1-based
-	Step, Steps   int // optimizer steps so far, and in the whole run
-	Loss          float64
-	TokensPerSec  float64
-}
+// Progress is a live report of a training run, after every step.
+type Progress = kit.Progress
 
 // EpochReport is what one epoch achieved.
 type EpochReport struct {
@@ -138,12 +133,9 @@ type EpochReport struct {
 	RSSBytes int64 `json:"rss_bytes,omitempty"`
 }
 
-// Evaluation is one score of the model on the dev set.
-type Evaluation struct {
-	Epoch int     `json:"epoch"`
-	Step  int     `json:"step"` // optimizer steps done
-	DevF1 float64 `json:"dev_f1"`
-}
+// Evaluation is one score of the model on the dev set (its Score is the
+// entity micro F1).
+type Evaluation = kit.Evaluation
 
 // Result summarizes a training run.
 type Result struct {
@@ -166,13 +158,9 @@ type Trainer struct {
 	cfg   TrainConfig
 	loss  Loss // cfg.Loss
 	log   *slog.Logger
-	// progress, if set, receives a report after every batch.
-	progress func(Progress)
-	// checkpoint, if set, is called after every epoch with a directory
-	// holding everything needed to resume (see Resume).
-	checkpoint func(dir string, epoch int) error
-	resumeDir  string
-	soft       [][][]float32
+	// fit holds the loop's progress, checkpoint and resume options.
+	fit  kit.FitOptions
+	soft [][][]float32
 	// refresh, every refreshEvery steps, recomputes the soft targets from
 	// the current model's predictions (self-training).
 	refresh      func(probs [][][]float32) ([][][]float32, error)
@@ -187,9 +175,6 @@ type Trainer struct {
 	unlabeled       *corpus.Corpus
 	objective       UnlabeledObjective
 	unlabeledWeight float64
-
-	workDir string
-	tempDir bool // workDir was made by the trainer, removed after Run
 }
 
 // TrainerOption configures a Trainer.
@@ -199,20 +184,31 @@ type TrainerOption func(*Trainer)
 func WithLogger(l *slog.Logger) TrainerOption { return func(t *Trainer) { t.log = l } }
 
 // WithProgress reports every batch to f.
-func WithProgress(f func(Progress)) TrainerOption { return func(t *Trainer) { t.progress = f } }
+func WithProgress(f func(Progress)) TrainerOption { return func(t *Trainer) { t.fit.Progress = f } }
 
 // WithCheckpoints calls save after every epoch with a directory holding the
 // run's state (weights, optimizer moments, noisy-label weights, history);
 // save must copy what it keeps before returning. workDir is where the
 // trainer writes it.
 func WithCheckpoints(workDir string, save func(dir string, epoch int) error) TrainerOption {
-	return func(t *Trainer) { t.workDir, t.checkpoint = workDir, save }
+	return func(t *Trainer) { t.fit.StateDir, t.fit.Checkpoint = workDir, save }
+}
+
+// WithFitOptions sets the logger, progress, checkpoints and resumption
+// at once (kit.StageOptions gives a stage's).
+func WithFitOptions(o kit.FitOptions) TrainerOption {
+	return func(t *Trainer) {
+		t.fit = o
+		if o.Log != nil {
+			t.log = o.Log
+		}
+	}
 }
 
 // Resume continues the run from a directory a checkpoint callback was
 // given (or a copy of it), if it holds a state; an empty or missing
 // directory starts afresh.
-func Resume(dir string) TrainerOption { return func(t *Trainer) { t.resumeDir = dir } }
+func Resume(dir string) TrainerOption { return func(t *Trainer) { t.fit.Resume = dir } }
 
 // WithSoftTargets gives the soft targets of LossKL, aligned with the
 // training sentences: soft[i][t] holds p(O) of token t of sentence i, then
@@ -251,6 +247,7 @@ func NewTrainer(model *Tagger, cfg TrainConfig, opts ...TrainerOption) (*Trainer
 	for _, o := range opts {
 		o(t)
 	}
+	t.fit.Log = t.log
 	if loss.Soft() != (t.soft != nil) {
 		return nil, fmt.Errorf("training config: loss %q with soft targets: %v (a soft loss needs them, the others do not use them)", cfg.Loss, t.soft != nil)
 	}
@@ -280,107 +277,40 @@ func (t *Trainer) rng(stream uint64) *rand.Rand {
 	return rand.New(rand.NewPCG(t.cfg.Seed, stream))
 }
 
-// runState is what a checkpoint records besides weights and moments.
-type runState struct {
-	Epoch      int           `json:"epoch"` // epochs finished
-	Step       int           `json:"step"`
-	History    []EpochReport `json:"history"`
-	BestEpoch  int           `json:"best_epoch"`
-	BestStep   int           `json:"best_step"`
-	BestDevF1  float64       `json:"best_dev_f1"`
-	SinceBest  int           `json:"since_best"` // evaluations
-	Evals      []Evaluation  `json:"evaluations,omitempty"`
-	KeepEntity []byte        `json:"keep_entity,omitempty"` // noisy-label weights, token by token
-	KeepType   []byte        `json:"keep_type,omitempty"`
-}
-
-const (
-	stateFile     = "state.json"
-	optimizerFile = "optimizer.pt"
-	bestFile      = "best.pt"
-)
-
 // Run trains on trainSet, whose sentences must all carry tags (any scheme;
 // they are converted to the tagger's, and tags of corpus.UnknownType count
 // as entities of unknown type). With a non-nil dev set, every epoch is
 // scored on it (entity micro F1), the best epoch's weights are kept, and
 // Patience applies (with EvalEvery, also within epochs). Run computes on
-// an OS thread of its own (see onComputeThread) and waits for it.
+// an OS thread of its own (see kit.OnComputeThread) and waits for it.
 func (t *Trainer) Run(ctx context.Context, trainSet, dev *corpus.Corpus) (res *Result, err error) {
-	kit.OnComputeThread(func(refreshThreads func()) {
-		res, err = t.run(ctx, trainSet, dev, refreshThreads)
+	kit.OnComputeThread(func(func()) {
+		res, err = t.run(ctx, trainSet, dev)
 	})
 	return res, err
 }
 
-// run is Run on the computing thread. The steps: a place for the run's
-// state, the data encoded once, the optimizer (restored from a checkpoint
-// when resuming), the learning-rate schedule, the epochs, and the best
-// epoch's weights put back.
-func (t *Trainer) run(ctx context.Context, trainSet, dev *corpus.Corpus, refreshThreads func()) (*Result, error) {
-	if err := t.makeWorkDir(); err != nil {
-		return nil, err
-	}
-	defer t.removeTempDir()
-
+// run is Run on the computing thread: the data encoded once, the
+// unlabeled objective's state, and kit.Fit over the tagger's steps.
+func (t *Trainer) run(ctx context.Context, trainSet, dev *corpus.Corpus) (*Result, error) {
 	d, err := t.prepareData(trainSet, dev)
 	if err != nil {
 		return nil, err
 	}
-	opt, err := newAdam(t.model, t.cfg.MaxGradNorm)
-	if err != nil {
-		return nil, err
-	}
-	defer opt.Close()
 	if d.unlabeled, err = t.startUnlabeled(); err != nil {
 		return nil, err
 	}
 	defer d.unlabeled.close()
-	st, res, err := t.startState(opt, d.weights)
+	r := &fitRun{t: t, d: d}
+	t.log.Info("training", "examples", len(d.train), "epochs", t.cfg.Epochs, "allocator", kit.AllocatorName())
+	cfg := t.cfg
+	fr, err := kit.Fit(ctx, r, kit.FitConfig{Epochs: cfg.Epochs, LearningRate: cfg.LearningRate, Warmup: cfg.Warmup,
+		MaxGradNorm: cfg.MaxGradNorm, Patience: cfg.Patience, EvalEvery: cfg.EvalEvery}, t.fit)
 	if err != nil {
 		return nil, err
 	}
-	sched, err := t.newSchedule(d.train)
-	if err != nil {
-		return nil, err
-	}
-	t.log.Info("training", "examples", len(d.train), "epochs", t.cfg.Epochs, "first_epoch", st.Epoch+1, "allocator", kit.AllocatorName())
-	for epoch := st.Epoch + 1; t.continues(epoch, &st, dev != nil); epoch++ {
-		refreshThreads()
-		if err := t.trainEpoch(ctx, epoch, d, opt, &st, sched); err != nil {
-			return nil, err
-		}
-	}
-	if t.stopped(&st, dev != nil) {
-		t.log.Info("early stop", "epoch", st.Epoch, "step", st.Step, "best_step", st.BestStep, "best_dev_f1", st.BestDevF1)
-	}
-	if err := t.restoreBest(&st, dev != nil); err != nil {
-		return nil, err
-	}
-	res.Epochs, res.BestEpoch, res.BestStep, res.BestDevF1, res.Steps = st.History, st.BestEpoch, st.BestStep, st.BestDevF1, st.Step
-	res.Evaluations = st.Evals
-	return res, nil
-}
-
-// makeWorkDir gives the best epoch's weights a place even without
-// checkpoints: a temporary directory, removed by removeTempDir.
-func (t *Trainer) makeWorkDir() error {
-	if t.stateDir() != "" {
-		return nil
-	}
-	dir, err := os.MkdirTemp("", "nerflow-train-")
-	if err != nil {
-		return fmt.Errorf("training: %w", err)
-	}
-	t.workDir, t.tempDir = dir, true
-	return nil
-}
-
-func (t *Trainer) removeTempDir() {
-	if t.tempDir {
-		os.RemoveAll(t.workDir)
-		t.workDir, t.tempDir = "", false
-	}
+	return &Result{Epochs: r.st.History, BestEpoch: fr.BestEpoch, BestStep: fr.BestStep, BestDevF1: fr.BestScore,
+		Steps: fr.Steps, Evaluations: fr.Evaluations, Resumed: fr.Resumed}, nil
 }
 
 // runData is the run's data, encoded once.
@@ -434,200 +364,133 @@ func (t *Trainer) prepareData(trainSet, dev *corpus.Corpus) (*runData, error) {
 	return d, nil
 }
 
-// startState is the state of a fresh run, or the one restored from the
-// checkpoint to resume from.
-func (t *Trainer) startState(opt *kit.Adam, weights *noiseWeights) (runState, *Result, error) {
-	st, res := runState{}, &Result{}
-	if t.resumeDir == "" {
-		return st, res, nil
-	}
-	ok, err := t.restore(opt, &st, weights)
-	if err != nil {
-		return st, nil, fmt.Errorf("resuming: %w", err)
-	}
-	if ok {
-		res.Resumed = st.Epoch
-		t.log.Info("resumed training", "epochs_done", st.Epoch, "step", st.Step)
-	}
-	return st, res, nil
+// fitRun is a run of the Trainer as kit.Fit drives it.
+type fitRun struct {
+	t  *Trainer
+	d  *runData
+	st fitState
+	// The epoch's batches and random streams (StartEpoch).
+	batches   [][]int
+	unlabeled [][]int
+	dropout   *rand.Rand
+	noise     *rand.Rand
+	aug       []example
+	sampled   *sampling
 }
 
-// schedule is the learning rate's: linear warm-up, then linear decay to 0.
-type schedule struct {
-	totalSteps, warmup int
-	peak               float64
+// fitState is the tagger's part of a checkpoint's state.json, beside
+// kit.FitState's fields.
+type fitState struct {
+	History    []EpochReport `json:"history"`
+	KeepEntity []byte        `json:"keep_entity,omitempty"` // noisy-label weights, token by token
+	KeepType   []byte        `json:"keep_type,omitempty"`
 }
 
-func (s schedule) at(step int) float64 { return kit.LearningRate(s.peak, step, s.warmup, s.totalSteps) }
+var (
+	_ kit.Evaluator    = (*fitRun)(nil)
+	_ kit.Checkpointer = (*fitRun)(nil)
+)
 
-func (t *Trainer) newSchedule(exs []example) (schedule, error) {
-	batchesPerEpoch := len(bucketBatches(exs, t.cfg.BatchSize, t.rng(streamBatches)))
-	if batchesPerEpoch == 0 {
-		return schedule{}, errors.New("training set has no tokens")
+func (r *fitRun) Device() gotch.Device        { return r.t.model.device }
+func (r *fitRun) Weights() []ts.NamedTensor   { return r.t.model.namedWeights() }
+func (r *fitRun) Evaluates() bool             { return r.d.devGold != nil }
+func (r *fitRun) Evaluate() (float64, error)  { return r.t.score(r.d.dev, r.d.devGold) }
+func (r *fitRun) State() any                  { return &r.st }
+func (r *fitRun) StepsPerEpoch() (int, error) { return len(r.epochBatches(0)), nil }
+
+// epochBatches are the training set's batches in epoch (0: the count's
+// draw, for the schedule).
+func (r *fitRun) epochBatches(epoch int) [][]int {
+	return bucketBatches(r.d.train, r.t.cfg.BatchSize, r.t.rng(streamBatches+uint64(epoch)))
+}
+
+func (r *fitRun) StartEpoch(epoch int) (int, error) {
+	t, u := r.t, r.d.unlabeled
+	r.batches = r.epochBatches(epoch)
+	r.dropout = t.rng(streamDropout + uint64(epoch))
+	r.noise = t.rng(streamUnlabeled + uint64(epoch))
+	r.unlabeled = nil
+	if u != nil {
+		r.unlabeled = u.epochBatches(len(r.batches), t.cfg.BatchSize, r.noise)
 	}
-	total := batchesPerEpoch * t.cfg.Epochs
-	return schedule{totalSteps: total, warmup: int(math.Round(t.cfg.Warmup * float64(total))), peak: t.cfg.LearningRate}, nil
-}
-
-// continues says whether to run epoch: within Epochs, and not stopped
-// early.
-func (t *Trainer) continues(epoch int, st *runState, hasDev bool) bool {
-	return epoch <= t.cfg.Epochs && !t.stopped(st, hasDev)
-}
-
-// stopped says whether Patience evaluations on the dev set went by without
-// a better F1.
-func (t *Trainer) stopped(st *runState, hasDev bool) bool {
-	return hasDev && t.cfg.Patience > 0 && st.SinceBest >= t.cfg.Patience
-}
-
-// trainEpoch runs one epoch, scores it on the dev set (keeping the best
-// weights), logs it and writes a checkpoint.
-func (t *Trainer) trainEpoch(ctx context.Context, epoch int, d *runData, opt *kit.Adam, st *runState, sched schedule) error {
-	rep, err := t.epoch(ctx, epoch, d, opt, st, sched)
-	if err != nil {
-		return err
-	}
-	if d.devGold != nil {
-		// The epoch's score: its last step's, evaluated now unless EvalEvery
-		// just did.
-		if n := len(st.Evals); n == 0 || st.Evals[n-1].Step != st.Step {
-			if err := t.evaluate(epoch, d, st); err != nil {
-				return err
-			}
+	r.aug = nil
+	if t.augment != nil {
+		var err error
+		if r.aug, err = t.augmentedExamples(epoch, r.d.train); err != nil {
+			return 0, err
 		}
-		rep.DevF1 = st.Evals[len(st.Evals)-1].DevF1
 	}
-	st.Epoch = epoch
-	st.History = append(st.History, rep)
-	attrs := []any{"epoch", epoch, "loss", rep.TrainLoss, "dev_f1", rep.DevF1, "tokens_per_sec", math.Round(rep.TokensPerSec),
+	r.sampled = &sampling{epoch: epoch, epochs: t.cfg.Epochs, rng: t.rng(streamSample + uint64(epoch))}
+	return len(r.batches), nil
+}
+
+// Step runs noisy-label removal and the soft targets' refresh when they
+// are due, then trains on the batch.
+func (r *fitRun) Step(_ context.Context, s *kit.Step) (kit.StepResult, error) {
+	t, exs, weights := r.t, r.d.train, r.d.weights
+	if t.cfg.UpdateInterval > 0 && (s.Done+1)%t.cfg.UpdateInterval == 0 {
+		if err := t.removeNoisyLabels(exs, weights); err != nil {
+			return kit.StepResult{}, fmt.Errorf("noisy-label removal: %w", err)
+		}
+	}
+	if t.refresh != nil && s.Done > 0 && s.Done%t.refreshEvery == 0 {
+		if err := t.refreshSoft(exs); err != nil {
+			return kit.StepResult{}, fmt.Errorf("refreshing soft targets: %w", err)
+		}
+	}
+	ids := r.batches[s.Batch]
+	b := newBatch(exs, ids)
+	var ab *batch
+	if r.aug != nil {
+		withTargetsOf(r.aug, exs, ids)
+		ab = newBatch(r.aug, ids)
+	}
+	us := unlabeledStep{run: r.d.unlabeled, noise: r.noise}
+	if r.unlabeled != nil {
+		us.ids = r.unlabeled[s.Batch]
+	}
+	loss, learned, err := t.step(b, ab, exs, r.aug, weights.of(), us, s.Opt, s.LR, r.dropout, r.sampled)
+	return kit.StepResult{Loss: loss, Tokens: b.n, Skipped: !learned}, err
+}
+
+// EndEpoch adds the epoch's report to the history and logs it.
+func (r *fitRun) EndEpoch(e kit.EpochStats) error {
+	rep := EpochReport{Epoch: e.Epoch, TrainLoss: e.Loss, DevF1: e.Score, TokensPerSec: e.TokensPerSec}
+	rep.RemovedEntity, rep.RemovedType = r.d.weights.removed()
+	rep.Negatives, rep.Missampled = r.sampled.negatives, r.sampled.missampled
+	if r.t.complete != nil && r.sampled.negatives > 0 {
+		rate := float64(r.sampled.missampled) / float64(r.sampled.negatives)
+		rep.Missampling = &rate
+	}
+	rep.RSSBytes = kit.ResidentBytes()
+	r.st.History = append(r.st.History, rep)
+	attrs := []any{"epoch", e.Epoch, "loss", rep.TrainLoss, "dev_f1", rep.DevF1, "tokens_per_sec", math.Round(rep.TokensPerSec),
 		"removed_entity", rep.RemovedEntity, "removed_type", rep.RemovedType, "rss_mb", rep.RSSBytes >> 20}
 	if rep.Missampling != nil {
 		attrs = append(attrs, "negatives", rep.Negatives, "missampling", *rep.Missampling)
 	}
-	t.log.Info("epoch done", attrs...)
-	return t.saveCheckpoint(opt, st, d.weights)
-}
-
-// evaluate scores the model on the dev set and keeps its weights if they
-// are the best so far.
-func (t *Trainer) evaluate(epoch int, d *runData, st *runState) error {
-	f1, err := t.score(d.dev, d.devGold)
-	if err != nil {
-		return fmt.Errorf("epoch %d, step %d: dev set: %w", epoch, st.Step, err)
-	}
-	st.Evals = append(st.Evals, Evaluation{Epoch: epoch, Step: st.Step, DevF1: f1})
-	if t.cfg.EvalEvery > 0 {
-		t.log.Info("dev score", "epoch", epoch, "step", st.Step, "dev_f1", f1, "best_dev_f1", max(f1, st.BestDevF1))
-	}
-	if st.BestEpoch == 0 || f1 > st.BestDevF1 {
-		st.BestEpoch, st.BestStep, st.BestDevF1, st.SinceBest = epoch, st.Step, f1, 0
-		return t.saveBest()
-	}
-	st.SinceBest++
+	r.t.log.Info("epoch done", attrs...)
 	return nil
 }
 
-// restoreBest puts the best evaluation's weights back when later steps
-// ended the run.
-func (t *Trainer) restoreBest(st *runState, hasDev bool) error {
-	// A checkpoint written before BestStep existed has 0 there: its best
-	// weights are loaded, which is right in any case.
-	if !hasDev || st.BestEpoch == 0 || st.BestStep == st.Step {
-		return nil
-	}
-	if err := t.model.loadWeights(filepath.Join(t.stateDir(), bestFile)); err != nil {
-		return fmt.Errorf("restoring the best epoch's weights: %w", err)
-	}
-	return nil
+// SaveCheckpoint writes only what LoadCheckpoint reads: the weights, not
+// the whole tagger. The frozen pretrained table (the bulk of a saved
+// tagger, ~140 MB with the full wink vectors) never changes in training and
+// comes back from the embeddings input on resume, so it is not re-uploaded
+// every epoch.
+func (r *fitRun) SaveCheckpoint(dir string) error {
+	r.st.KeepEntity, r.st.KeepType = r.d.weights.pack()
+	return r.t.model.saveWeights(filepath.Join(dir, WeightsFile))
 }
 
-// epoch runs one pass over the training set, cut short when scores on the
-// dev set every EvalEvery steps stop it.
-func (t *Trainer) epoch(ctx context.Context, epoch int, d *runData, opt *kit.Adam, st *runState, sched schedule) (EpochReport, error) {
-	cfg, exs, weights := t.cfg, d.train, d.weights
-	u := d.unlabeled
-	batches := bucketBatches(exs, cfg.BatchSize, t.rng(streamBatches+uint64(epoch)))
-	dropout := t.rng(streamDropout + uint64(epoch))
-	var unlabeled [][]int
-	noise := t.rng(streamUnlabeled + uint64(epoch))
-	if u != nil {
-		unlabeled = u.epochBatches(len(batches), cfg.BatchSize, noise)
+func (r *fitRun) LoadCheckpoint(dir string) error {
+	if err := r.t.model.loadWeights(filepath.Join(dir, WeightsFile)); err != nil {
+		return err
 	}
-	rep := EpochReport{Epoch: epoch}
-	var aug []example
-	if t.augment != nil {
-		var err error
-		if aug, err = t.augmentedExamples(epoch, exs); err != nil {
-			return rep, fmt.Errorf("epoch %d: %w", epoch, err)
-		}
+	if err := r.d.weights.unpack(r.st.KeepEntity, r.st.KeepType); err != nil {
+		return fmt.Errorf("%s: %w", kit.StateFile, err)
 	}
-	sampled := &sampling{epoch: epoch, epochs: cfg.Epochs, rng: t.rng(streamSample + uint64(epoch))}
-	start := time.Now()
-	var tokens, losses int
-	var lossSum float64
-	for i, ids := range batches {
-		if err := ctx.Err(); err != nil {
-			return rep, err
-		}
-		if cfg.UpdateInterval > 0 && (st.Step+1)%cfg.UpdateInterval == 0 {
-			if err := t.removeNoisyLabels(exs, weights); err != nil {
-				return rep, fmt.Errorf("epoch %d: noisy-label removal: %w", epoch, err)
-			}
-		}
-		if t.refresh != nil && st.Step > 0 && st.Step%t.refreshEvery == 0 {
-			if err := t.refreshSoft(exs); err != nil {
-				return rep, fmt.Errorf("epoch %d, step %d: refreshing soft targets: %w", epoch, st.Step+1, err)
-			}
-		}
-		b := newBatch(exs, ids)
-		var ab *batch
-		if aug != nil {
-			withTargetsOf(aug, exs, ids)
-			ab = newBatch(aug, ids)
-		}
-		us := unlabeledStep{run: u, noise: noise}
-		if unlabeled != nil {
-			us.ids = unlabeled[i]
-		}
-		lossVal, learned, err := t.step(b, ab, exs, aug, weights.of(), us, opt, sched.at(st.Step), dropout, sampled)
-		if err != nil {
-			return rep, fmt.Errorf("epoch %d, step %d: %w", epoch, st.Step+1, err)
-		}
-		if math.IsNaN(lossVal) || math.IsInf(lossVal, 0) {
-			return rep, fmt.Errorf("epoch %d, step %d: the loss diverged (%v)", epoch, st.Step+1, lossVal)
-		}
-		st.Step++
-		tokens += b.n
-		if learned {
-			lossSum += lossVal
-			losses++
-		}
-		if t.progress != nil {
-			t.progress(Progress{Epoch: epoch, Epochs: cfg.Epochs, Step: st.Step, Steps: sched.totalSteps, Loss: lossVal,
-				TokensPerSec: float64(tokens) / time.Since(start).Seconds()})
-		}
-		if cfg.EvalEvery > 0 && d.devGold != nil && st.Step%cfg.EvalEvery == 0 {
-			if err := t.evaluate(epoch, d, st); err != nil {
-				return rep, err
-			}
-			if t.stopped(st, true) {
-				break
-			}
-		}
-	}
-	if losses > 0 {
-		rep.TrainLoss = lossSum / float64(losses)
-	}
-	rep.TokensPerSec = float64(tokens) / time.Since(start).Seconds()
-	rep.RemovedEntity, rep.RemovedType = weights.removed()
-	rep.Negatives, rep.Missampled = sampled.negatives, sampled.missampled
-	if t.complete != nil && sampled.negatives > 0 {
-		rate := float64(sampled.missampled) / float64(sampled.negatives)
-		rep.Missampling = &rate
-	}
-	rep.RSSBytes = kit.ResidentBytes()
-	return rep, nil
+	return nil
 }
 
 // step trains on one batch: forward, loss, backward, update. learned is
@@ -772,101 +635,4 @@ func dropOutside(exs []example, p float64, rng *rand.Rand) {
 			}
 		}
 	}
-}
-
-// stateDir is where the trainer keeps its state files.
-func (t *Trainer) stateDir() string {
-	if t.workDir != "" {
-		return t.workDir
-	}
-	return t.resumeDir
-}
-
-func (t *Trainer) saveBest() error {
-	if err := os.MkdirAll(t.stateDir(), 0o755); err != nil {
-		return err
-	}
-	return t.model.saveWeights(filepath.Join(t.stateDir(), bestFile))
-}
-
-// saveCheckpoint writes the run's state and hands it to the checkpoint
-// callback.
-func (t *Trainer) saveCheckpoint(opt *kit.Adam, st *runState, weights *noiseWeights) error {
-	if t.checkpoint == nil {
-		return nil
-	}
-	dir := t.stateDir()
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("checkpoint: %w", err)
-	}
-	// Only what restore reads: the weights, not the whole tagger. The
-	// frozen pretrained table (the bulk of a saved tagger, ~140 MB with the
-	// full wink vectors) never changes in training and comes back from the
-	// embeddings input on resume, so it is not re-uploaded every epoch.
-	if err := t.model.saveWeights(filepath.Join(dir, WeightsFile)); err != nil {
-		return fmt.Errorf("checkpoint: %w", err)
-	}
-	if err := kit.SaveTensors(opt.State(), filepath.Join(dir, optimizerFile)); err != nil {
-		return fmt.Errorf("checkpoint: optimizer: %w", err)
-	}
-	st.KeepEntity, st.KeepType = weights.pack()
-	b, err := json.Marshal(st)
-	if err != nil {
-		return fmt.Errorf("checkpoint: %w", err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, stateFile), b, 0o644); err != nil {
-		return fmt.Errorf("checkpoint: %w", err)
-	}
-	if err := t.checkpoint(dir, st.Epoch); err != nil {
-		return fmt.Errorf("checkpoint after epoch %d: %w", st.Epoch, err)
-	}
-	return nil
-}
-
-// restore loads a checkpoint's state; false when resumeDir holds none.
-func (t *Trainer) restore(opt *kit.Adam, st *runState, weights *noiseWeights) (bool, error) {
-	b, err := os.ReadFile(filepath.Join(t.resumeDir, stateFile))
-	if errors.Is(err, os.ErrNotExist) {
-		return false, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	if err := json.Unmarshal(b, st); err != nil {
-		return false, fmt.Errorf("%s: %w", stateFile, err)
-	}
-	if err := t.model.loadWeights(filepath.Join(t.resumeDir, WeightsFile)); err != nil {
-		return false, err
-	}
-	moments, err := kit.LoadTensors(filepath.Join(t.resumeDir, optimizerFile), t.model.device)
-	if err != nil {
-		return false, fmt.Errorf("%s: %w", optimizerFile, err)
-	}
-	defer kit.DropTensors(moments)
-	if err := opt.Restore(moments, st.Step); err != nil {
-		return false, fmt.Errorf("%s: %w", optimizerFile, err)
-	}
-	if err := weights.unpack(st.KeepEntity, st.KeepType); err != nil {
-		return false, fmt.Errorf("%s: %w", stateFile, err)
-	}
-	switch best := filepath.Join(t.resumeDir, bestFile); {
-	case t.workDir == "":
-		t.workDir = t.resumeDir
-	case t.workDir != t.resumeDir && st.BestEpoch > 0:
-		if err := os.MkdirAll(t.workDir, 0o755); err != nil {
-			return false, err
-		}
-		if err := copyFile(best, filepath.Join(t.workDir, bestFile)); err != nil {
-			return false, fmt.Errorf("best epoch's weights: %w", err)
-		}
-	}
-	return true, nil
-}
-
-func copyFile(src, dst string) error {
-	b, err := os.ReadFile(src)
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(dst, b, 0o644)
 }

@@ -2,7 +2,6 @@ package tagger
 
 import (
 	"context"
-	"github.com/nerflow/nerflow/kit"
 	"math"
 	"os"
 	"path/filepath"
@@ -13,6 +12,7 @@ import (
 	"github.com/sugarme/gotch"
 
 	"github.com/nerflow/nerflow/corpus"
+	"github.com/nerflow/nerflow/kit"
 	"github.com/nerflow/nerflow/train/internal/traintest"
 )
 
@@ -182,7 +182,7 @@ func TestResumeContinuesExactly(t *testing.T) {
 		return copyDir(dir, saved)
 	}))
 	ctx, cancel := context.WithCancel(context.Background())
-	tr.progress = func(p Progress) {
+	tr.fit.Progress = func(p Progress) {
 		if p.Epoch == 3 {
 			cancel()
 		}
@@ -213,7 +213,11 @@ func copyDir(src, dst string) error {
 		return err
 	}
 	for _, e := range entries {
-		if err := copyFile(filepath.Join(src, e.Name()), filepath.Join(dst, e.Name())); err != nil {
+		b, err := os.ReadFile(filepath.Join(src, e.Name()))
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dst, e.Name()), b, 0o644); err != nil {
 			return err
 		}
 	}

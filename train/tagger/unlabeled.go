@@ -3,12 +3,12 @@ package tagger
 import (
 	"errors"
 	"fmt"
-	"github.com/nerflow/nerflow/kit"
 	"math/rand/v2"
 
 	"github.com/sugarme/gotch/ts"
 
 	"github.com/nerflow/nerflow/corpus"
+	"github.com/nerflow/nerflow/kit"
 )
 
 // UnlabeledObjective is a loss on sentences without tags that trains a CRF

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/nerflow/nerflow/kit"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/nerflow/nerflow/corpus"
 	"github.com/nerflow/nerflow/embeddings"
+	"github.com/nerflow/nerflow/kit"
 )
 
 // vectorsTable is a pretrained table of dimension 12: four words of the
