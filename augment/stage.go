@@ -13,6 +13,7 @@ import (
 
 	"github.com/nerflow/nerflow/corpus"
 	"github.com/nerflow/nerflow/dataset"
+	"github.com/nerflow/nerflow/kit"
 	"github.com/nerflow/nerflow/stages"
 	"github.com/nerflow/nerflow/train/lm"
 	"github.com/nerflow/nerflow/train/tagger"
@@ -227,31 +228,9 @@ func runLMStage(c *stages.Context) error {
 	}
 	defer m.Close()
 
-	state := filepath.Join(c.WorkDir(), "state")
-	if err := os.MkdirAll(state, 0o755); err != nil {
-		return err
-	}
-	epoch, resumed, err := c.LoadCheckpoint(state)
+	opts, epoch, err := kit.StageOptions(c, "language model training")
 	if err != nil {
 		return err
-	}
-	if resumed {
-		c.Log.Info("resuming language model training", "epochs_done", epoch)
-	}
-	warned := false
-	opts := lm.Options{
-		Log: c.Log, StateDir: state, Resume: resumed,
-		Checkpoint: func(dir string, epoch int) error {
-			// Best effort, as the tagger's: a store hiccup must not end the run.
-			if err := c.SaveCheckpoint(dir, int64(epoch)); err != nil && !warned {
-				c.Log.Warn("no checkpoint", "epoch", epoch, "err", err)
-				warned = true
-			}
-			return nil
-		},
-		Progress: func(pr lm.Progress) {
-			c.Progress(int64(pr.Step), int64(pr.Steps), fmt.Sprintf("epoch %d/%d, loss %.4f, %.0f tokens/s", pr.Epoch, pr.Epochs, pr.Loss, pr.TokensPerSec))
-		},
 	}
 	history, err := lm.Train(c, m, all, heldout, run, opts)
 	if err != nil {

@@ -307,7 +307,7 @@ func TestResumeContinuesExactly(t *testing.T) {
 		t.Fatal("the interrupted run succeeded")
 	}
 	resumed := tinyModel(t, fixture, 4)
-	hist, err := Train(context.Background(), resumed, fixture, nil, cfg, Options{StateDir: saved, Resume: true})
+	hist, err := Train(context.Background(), resumed, fixture, nil, cfg, Options{StateDir: saved, Resume: saved})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,16 +2,16 @@ package lm
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"slices"
-	"time"
+
+	"github.com/sugarme/gotch"
+	"github.com/sugarme/gotch/ts"
 
 	"github.com/nerflow/nerflow/kit"
 )
@@ -60,55 +60,24 @@ type EpochReport struct {
 }
 
 // Progress is a live report of a run, after every batch.
-type Progress struct {
-	Epoch, Epochs, Step, Steps int
-	Loss, TokensPerSec         float64
-}
+type Progress = kit.Progress
 
-// Options of Train.
-type Options struct {
-	Log      *slog.Logger
-	Progress func(Progress)
-	// Checkpoint, if set, is called after every epoch with a directory
-	// holding the run's state; it must copy what it keeps before returning.
-	Checkpoint func(dir string, epoch int) error
-	// StateDir is where the state is written; Resume continues from a
-	// state found there (a copy of a directory given to Checkpoint).
-	StateDir string
-	Resume   bool
-}
-
-type runState struct {
-	Epoch   int           `json:"epoch"`
-	Step    int           `json:"step"`
-	History []EpochReport `json:"history"`
-}
-
-const (
-	stateFile     = "state.json"
-	optimizerFile = "optimizer.pt"
-)
+// Options of Train: where it logs, reports and checkpoints (Resume: the
+// directory of a checkpoint to continue from).
+type Options = kit.FitOptions
 
 // Train fits the models to sentences (tokens), reporting held-out
-// perplexity after every epoch when heldout is not empty. It computes on
-// an OS thread of its own (kit.OnComputeThread) and waits for it.
-func Train(ctx context.Context, m *Model, sentences, heldout [][]string, cfg TrainConfig, o Options) (history []EpochReport, err error) {
+// perplexity after every epoch when heldout is not empty, on kit.Fit. It
+// computes on an OS thread of its own (kit.OnComputeThread) and waits for
+// it.
+func Train(ctx context.Context, m *Model, sentences, heldout [][]string, cfg TrainConfig, o Options) ([]EpochReport, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, fmt.Errorf("language model training: %w", err)
 	}
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
-	kit.OnComputeThread(func(refresh func()) {
-		history, err = trainOnThread(ctx, m, sentences, heldout, cfg, o, refresh)
-	})
-	return history, err
-}
-
-// trainOnThread is Train on the computing thread.
-func trainOnThread(ctx context.Context, m *Model, sentences, heldout [][]string, cfg TrainConfig, o Options, refresh func()) ([]EpochReport, error) {
-	var data [][]int64
-	tokens := 0
+	r := &fitRun{m: m, cfg: cfg, heldout: heldout, log: o.Log}
 	for _, s := range sentences {
 		if len(s) == 0 {
 			continue
@@ -116,100 +85,97 @@ func trainOnThread(ctx context.Context, m *Model, sentences, heldout [][]string,
 		if len(s) > cfg.MaxLen {
 			s = s[:cfg.MaxLen]
 		}
-		data = append(data, m.Vocab.ids(s))
-		tokens += len(s) + 1
+		r.data = append(r.data, m.Vocab.ids(s))
 	}
-	if len(data) == 0 {
+	if len(r.data) == 0 {
 		return nil, errors.New("language model training: no sentence")
 	}
-	names, params := m.parameters()
-	opt, err := kit.NewAdam(names, params, cfg.MaxGradNorm)
+	_, err := kit.Fit(ctx, r, kit.FitConfig{Epochs: cfg.Epochs, LearningRate: cfg.LearningRate, Warmup: cfg.Warmup, MaxGradNorm: cfg.MaxGradNorm}, o)
 	if err != nil {
 		return nil, err
 	}
-	defer opt.Close()
+	return r.st.History, nil
+}
 
-	var st runState
-	if o.Resume {
-		if err := m.restore(o.StateDir, opt, &st); err != nil {
-			return nil, fmt.Errorf("resuming: %w", err)
-		}
-		o.Log.Info("resumed language model training", "epochs_done", st.Epoch, "step", st.Step)
+// fitRun is a run of Train as kit.Fit drives it.
+type fitRun struct {
+	m       *Model
+	cfg     TrainConfig
+	data    [][]int64 // the sentences' ids, cut to MaxLen
+	heldout [][]string
+	log     *slog.Logger
+	st      fitState
+	batches [][]int
+	dropout *rand.Rand
+}
+
+// fitState is the models' part of a checkpoint's state.json.
+type fitState struct {
+	History []EpochReport `json:"history"`
+}
+
+var _ kit.Checkpointer = (*fitRun)(nil)
+
+func (r *fitRun) Device() gotch.Device      { return r.m.device }
+func (r *fitRun) Weights() []ts.NamedTensor { return r.m.named() }
+func (r *fitRun) State() any                { return &r.st }
+
+func (r *fitRun) StepsPerEpoch() (int, error) {
+	return (len(r.data) + r.cfg.BatchSize - 1) / r.cfg.BatchSize, nil
+}
+
+func (r *fitRun) StartEpoch(epoch int) (int, error) {
+	r.batches = batchesOf(r.data, r.cfg.BatchSize, rand.New(rand.NewPCG(r.cfg.Seed, 1000+uint64(epoch))))
+	r.dropout = rand.New(rand.NewPCG(r.cfg.Seed, 2000+uint64(epoch)))
+	return len(r.batches), nil
+}
+
+func (r *fitRun) Step(_ context.Context, s *kit.Step) (kit.StepResult, error) {
+	ids := r.batches[s.Batch]
+	sents := make([][]int64, len(ids))
+	for i, id := range ids {
+		sents[i] = r.data[id]
 	}
-	perEpoch := (len(data) + cfg.BatchSize - 1) / cfg.BatchSize
-	total := perEpoch * cfg.Epochs
-	warmup := int(math.Round(cfg.Warmup * float64(total)))
-	for epoch := st.Epoch + 1; epoch <= cfg.Epochs; epoch++ {
-		refresh()
-		rep := EpochReport{Epoch: epoch}
-		start := time.Now()
-		batches := batchesOf(data, cfg.BatchSize, rand.New(rand.NewPCG(cfg.Seed, 1000+uint64(epoch))))
-		dropout := rand.New(rand.NewPCG(cfg.Seed, 2000+uint64(epoch)))
-		var lossSum float64
-		seen := 0
-		for _, ids := range batches {
-			if err := ctx.Err(); err != nil {
-				return nil, err
-			}
-			sents := make([][]int64, len(ids))
-			for i, id := range ids {
-				sents[i] = data[id]
-			}
-			b := newBatch(sents)
-			loss, err := m.step(b, opt, kit.LearningRate(cfg.LearningRate, st.Step, warmup, total), dropout)
-			if err != nil {
-				return nil, fmt.Errorf("epoch %d, step %d: %w", epoch, st.Step+1, err)
-			}
-			if math.IsNaN(loss) || math.IsInf(loss, 0) {
-				return nil, fmt.Errorf("epoch %d, step %d: the loss diverged (%v)", epoch, st.Step+1, loss)
-			}
-			st.Step++
-			lossSum += loss
-			seen += len(b.valid)
-			if o.Progress != nil {
-				o.Progress(Progress{Epoch: epoch, Epochs: cfg.Epochs, Step: st.Step, Steps: total, Loss: loss,
-					TokensPerSec: float64(seen) / time.Since(start).Seconds()})
-			}
+	b := newBatch(sents)
+	loss, err := r.m.step(b, s, r.dropout)
+	return kit.StepResult{Loss: loss, Tokens: len(b.valid)}, err
+}
+
+// EndEpoch scores the held-out text, adds the epoch's report to the
+// history and logs it.
+func (r *fitRun) EndEpoch(e kit.EpochStats) error {
+	rep := EpochReport{Epoch: e.Epoch, TrainLoss: e.Loss, Seconds: e.Seconds, TokensPerSec: e.TokensPerSec}
+	if len(r.heldout) > 0 {
+		p, err := r.m.Perplexity(r.heldout, 64)
+		if err != nil {
+			return fmt.Errorf("held-out text: %w", err)
 		}
-		rep.TrainLoss = lossSum / float64(len(batches))
-		rep.Seconds = time.Since(start).Seconds()
-		rep.TokensPerSec = float64(seen) / rep.Seconds
-		if len(heldout) > 0 {
-			p, err := m.Perplexity(heldout, 64)
-			if err != nil {
-				return nil, fmt.Errorf("epoch %d: held-out text: %w", epoch, err)
-			}
-			rep.Heldout = &p
-		}
-		st.Epoch = epoch
-		st.History = append(st.History, rep)
-		args := []any{"epoch", epoch, "loss", rep.TrainLoss, "tokens_per_sec", math.Round(rep.TokensPerSec)}
-		if rep.Heldout != nil {
-			args = append(args, "heldout_ppl_fwd", rep.Heldout.Forward, "heldout_ppl_bwd", rep.Heldout.Backward)
-		}
-		o.Log.Info("language model epoch done", args...)
-		if o.Checkpoint != nil {
-			if err := m.saveState(o.StateDir, opt, &st); err != nil {
-				return nil, err
-			}
-			if err := o.Checkpoint(o.StateDir, epoch); err != nil {
-				return nil, fmt.Errorf("checkpoint after epoch %d: %w", epoch, err)
-			}
-		}
+		rep.Heldout = &p
 	}
-	return st.History, nil
+	r.st.History = append(r.st.History, rep)
+	args := []any{"epoch", e.Epoch, "loss", rep.TrainLoss, "tokens_per_sec", math.Round(rep.TokensPerSec)}
+	if rep.Heldout != nil {
+		args = append(args, "heldout_ppl_fwd", rep.Heldout.Forward, "heldout_ppl_bwd", rep.Heldout.Backward)
+	}
+	r.log.Info("language model epoch done", args...)
+	return nil
+}
+
+// SaveCheckpoint saves the models whole (Load reads them back).
+func (r *fitRun) SaveCheckpoint(dir string) error { return r.m.Save(dir) }
+
+func (r *fitRun) LoadCheckpoint(dir string) error {
+	return r.m.loadWeights(filepath.Join(dir, WeightsFile))
 }
 
 // step trains on one batch and returns its loss.
-func (m *Model) step(b *batch, opt *kit.Adam, lr float64, dropout *rand.Rand) (float64, error) {
+func (m *Model) step(b *batch, s *kit.Step, dropout *rand.Rand) (float64, error) {
 	g := kit.NewGraph(m.device)
 	defer g.Free()
 	var loss float64
 	err := kit.Guard(func() {
 		l := m.loss(g, b, true, dropout)
-		opt.ZeroGrad(g)
-		g.Check(l.Backward())
-		opt.Update(g, lr)
+		s.Update(g, l)
 		loss = float64(kit.Float32s(l)[0])
 	})
 	return loss, err
@@ -274,40 +240,4 @@ func (m *Model) eachBatch(sentences [][]string, batchSize int, f func(g *kit.Gra
 		}
 	})
 	return err
-}
-
-func (m *Model) saveState(dir string, opt *kit.Adam, st *runState) error {
-	if err := m.Save(dir); err != nil {
-		return fmt.Errorf("checkpoint: %w", err)
-	}
-	if err := kit.SaveTensors(opt.State(), filepath.Join(dir, optimizerFile)); err != nil {
-		return fmt.Errorf("checkpoint: optimizer: %w", err)
-	}
-	b, err := json.Marshal(st)
-	if err == nil {
-		err = os.WriteFile(filepath.Join(dir, stateFile), b, 0o644)
-	}
-	if err != nil {
-		return fmt.Errorf("checkpoint: %w", err)
-	}
-	return nil
-}
-
-func (m *Model) restore(dir string, opt *kit.Adam, st *runState) error {
-	b, err := os.ReadFile(filepath.Join(dir, stateFile))
-	if err != nil {
-		return err
-	}
-	if err := json.Unmarshal(b, st); err != nil {
-		return fmt.Errorf("%s: %w", stateFile, err)
-	}
-	if err := m.loadWeights(filepath.Join(dir, WeightsFile)); err != nil {
-		return err
-	}
-	moments, err := kit.LoadTensors(filepath.Join(dir, optimizerFile), m.device)
-	if err != nil {
-		return fmt.Errorf("%s: %w", optimizerFile, err)
-	}
-	defer kit.DropTensors(moments)
-	return opt.Restore(moments, st.Step)
 }
