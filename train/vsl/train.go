@@ -7,10 +7,8 @@ import (
 	"log/slog"
 	"math"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
-	"time"
 
+	"github.com/sugarme/gotch"
 	"github.com/sugarme/gotch/ts"
 
 	"github.com/nerflow/nerflow/corpus"
@@ -85,10 +83,7 @@ type Result struct {
 }
 
 // Progress is a live report, after every step.
-type Progress struct {
-	Epoch, Epochs, Step, Steps int
-	Loss                       float64
-}
+type Progress = kit.Progress
 
 // Options of Train.
 type Options struct {
@@ -97,98 +92,186 @@ type Options struct {
 }
 
 // Train fits m to the labeled sentences (tags in any scheme) and the
-// unlabeled ones (tags ignored; may be nil). With a dev set, every epoch
-// is scored on it (entity micro F1) and the best epoch's weights are kept.
-// It computes on an OS thread of its own (kit.OnComputeThread) and waits
-// for it.
-func Train(ctx context.Context, m *Model, labeled, unlabeled, dev *corpus.Corpus, cfg TrainConfig, o Options) (res *Result, err error) {
+// unlabeled ones (tags ignored; may be nil), on kit.Fit. With a dev set,
+// every epoch is scored on it (entity micro F1) and the best epoch's
+// weights are kept. It computes on an OS thread of its own
+// (kit.OnComputeThread) and waits for it.
+func Train(ctx context.Context, m *Model, labeled, unlabeled, dev *corpus.Corpus, cfg TrainConfig, o Options) (*Result, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, fmt.Errorf("vsl training: %w", err)
 	}
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
-	kit.OnComputeThread(func(refresh func()) {
-		res, err = trainOnThread(ctx, m, labeled, unlabeled, dev, cfg, o, refresh)
-	})
-	return res, err
-}
-
-// trainOnThread is Train on the computing thread.
-func trainOnThread(ctx context.Context, m *Model, labeled, unlabeled, dev *corpus.Corpus, cfg TrainConfig, o Options, refresh func()) (*Result, error) {
-	lab, err := m.encode(labeled, true)
-	if err != nil {
+	r := &fitRun{m: m, cfg: cfg, log: o.Log}
+	var err error
+	if r.lab, err = m.encode(labeled, true); err != nil {
 		return nil, fmt.Errorf("labeled set: %w", err)
 	}
-	var unl, devExs []example
+	var unl []example
 	if unlabeled != nil {
 		if unl, err = m.encode(unlabeled, false); err != nil {
 			return nil, fmt.Errorf("unlabeled set: %w", err)
 		}
 	}
-	var devGold [][]string
 	if dev != nil {
-		if devExs, err = m.encode(dev, false); err != nil {
+		if r.dev, err = m.encode(dev, false); err != nil {
 			return nil, fmt.Errorf("dev set: %w", err)
 		}
 		for i, s := range dev.Sentences {
 			if len(s.Tags) != len(s.Tokens) {
 				return nil, fmt.Errorf("dev set: sentence %d: %d tokens but %d tags", i+1, len(s.Tokens), len(s.Tags))
 			}
-			devGold = append(devGold, s.Tags)
+			r.devGold = append(r.devGold, s.Tags)
 		}
 	}
-	perEpoch := len(batches(lab, cfg.BatchSize, rand.New(rand.NewPCG(cfg.Seed, 0))))
+	r.stream = &unlabeledStream{exs: unl, size: cfg.BatchSize, seed: cfg.Seed}
+	perEpoch, _ := r.StepsPerEpoch()
 	if perEpoch == 0 {
 		return nil, errors.New("vsl training: the labeled set has no tokens")
 	}
-	names, params := m.parameters()
-	opt, err := kit.NewAdam(names, params, cfg.MaxGradNorm)
+	o.Log.Info("training vsl", "variant", m.Config.Variant, "labeled", len(r.lab), "unlabeled", len(unl), "epochs", cfg.Epochs, "steps", perEpoch*cfg.Epochs)
+	fr, err := kit.Fit(ctx, r, kit.FitConfig{Epochs: cfg.Epochs, LearningRate: cfg.LearningRate, Warmup: cfg.Warmup,
+		MaxGradNorm: cfg.MaxGradNorm, Patience: cfg.Patience}, kit.FitOptions{Log: o.Log, Progress: o.Progress})
 	if err != nil {
 		return nil, err
 	}
-	defer opt.Close()
-	best, err := os.MkdirTemp("", "nerflow-vsl-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(best)
-	bestFile := filepath.Join(best, WeightsFile)
+	return &Result{Epochs: r.history, BestEpoch: fr.BestEpoch, BestDevF1: fr.BestScore, Steps: fr.Steps}, nil
+}
 
-	total := perEpoch * cfg.Epochs
-	warmup := int(math.Round(cfg.Warmup * float64(total)))
-	res := &Result{}
-	stream := &unlabeledStream{exs: unl, size: cfg.BatchSize, seed: cfg.Seed}
-	sinceBest := 0
-	o.Log.Info("training vsl", "variant", m.Config.Variant, "labeled", len(lab), "unlabeled", len(unl), "epochs", cfg.Epochs, "steps", total)
-	for epoch := 1; epoch <= cfg.Epochs && (cfg.Patience == 0 || dev == nil || sinceBest < cfg.Patience); epoch++ {
-		refresh()
-		rep, err := m.trainEpoch(ctx, epoch, lab, stream, opt, cfg, res, total, warmup, o)
-		if err != nil {
-			return nil, err
-		}
-		if dev != nil {
-			if rep.DevF1, err = m.score(devExs, devGold); err != nil {
-				return nil, fmt.Errorf("epoch %d: dev set: %w", epoch, err)
-			}
-			sinceBest++
-			if res.BestEpoch == 0 || rep.DevF1 > res.BestDevF1 {
-				res.BestEpoch, res.BestDevF1, sinceBest = epoch, rep.DevF1, 0
-				if err := kit.SaveTensors(m.named(), bestFile); err != nil {
-					return nil, fmt.Errorf("best epoch's weights: %w", err)
-				}
-			}
-		}
-		res.Epochs = append(res.Epochs, rep)
-		o.Log.Info("vsl epoch done", "epoch", epoch, "loss", rep.Loss, "recon", rep.Recon, "kl", rep.KL, "class", rep.Class,
-			"kl_weight", rep.KLWeight, "dev_f1", rep.DevF1, "seconds", math.Round(rep.Seconds))
+// fitRun is a run of Train as kit.Fit drives it.
+type fitRun struct {
+	m       *Model
+	cfg     TrainConfig
+	log     *slog.Logger
+	lab     []example
+	dev     []example
+	devGold [][]string // nil without a dev set
+	stream  *unlabeledStream
+	history []EpochReport
+	// The epoch's batches, dropout stream and sums (StartEpoch).
+	batches         [][]int
+	rng             *rand.Rand
+	rep             EpochReport
+	sums            [4]float64 // loss per token summed over steps, recon, kl, class
+	tokens, labeled int
+}
+
+var _ kit.Evaluator = (*fitRun)(nil)
+
+func (r *fitRun) Device() gotch.Device       { return r.m.device }
+func (r *fitRun) Weights() []ts.NamedTensor  { return r.m.named() }
+func (r *fitRun) Evaluates() bool            { return r.devGold != nil }
+func (r *fitRun) Evaluate() (float64, error) { return r.m.score(r.dev, r.devGold) }
+
+func (r *fitRun) StepsPerEpoch() (int, error) {
+	return len(batches(r.lab, r.cfg.BatchSize, rand.New(rand.NewPCG(r.cfg.Seed, 0)))), nil
+}
+
+func (r *fitRun) StartEpoch(epoch int) (int, error) {
+	r.batches = batches(r.lab, r.cfg.BatchSize, rand.New(rand.NewPCG(r.cfg.Seed, 1000+uint64(epoch))))
+	r.rng = rand.New(rand.NewPCG(r.cfg.Seed, 2000+uint64(epoch)))
+	r.rep, r.sums, r.tokens, r.labeled = EpochReport{Epoch: epoch}, [4]float64{}, 0, 0
+	return len(r.batches), nil
+}
+
+// Step pairs the labeled batch with the next unlabeled one, if any.
+func (r *fitRun) Step(_ context.Context, s *kit.Step) (kit.StepResult, error) {
+	cfg := r.cfg
+	w := Weights{KL: KLWeight(cfg.KLWeight, s.Done, cfg.KLWarmup), Class: cfg.ClassWeight, Unlabeled: cfg.UnlabeledWeight}
+	ids := r.batches[s.Batch]
+	bs := []*batch{newBatch(r.lab, ids)}
+	r.rep.Sentences += len(ids)
+	if u := r.stream.next(); u != nil {
+		bs = append(bs, newBatch(r.stream.exs, u))
+		r.rep.Sentences += len(u)
+		r.rep.Unlabeled += len(u)
 	}
-	if res.BestEpoch > 0 {
-		if err := m.loadWeights(bestFile); err != nil {
-			return nil, fmt.Errorf("best epoch's weights: %w", err)
-		}
+	st, err := r.m.step(bs, w, s, r.rng)
+	if err != nil {
+		return kit.StepResult{}, err
 	}
-	return res, nil
+	r.sums[0] += st.loss
+	r.sums[1] += st.recon
+	r.sums[2] += st.kl
+	r.sums[3] += st.class
+	r.tokens += st.tokens
+	r.labeled += st.labeled
+	r.rep.KLWeight = w.KL
+	return kit.StepResult{Loss: st.loss, Tokens: st.tokens}, nil
+}
+
+// EndEpoch adds the epoch's report to the history and logs it.
+func (r *fitRun) EndEpoch(e kit.EpochStats) error {
+	rep := r.rep
+	rep.Seconds, rep.DevF1 = e.Seconds, e.Score
+	if e.Steps > 0 {
+		rep.Loss = r.sums[0] / float64(e.Steps)
+	}
+	if r.tokens > 0 {
+		rep.Recon, rep.KL = r.sums[1]/float64(r.tokens), r.sums[2]/float64(r.tokens)
+		rep.TokensSec = float64(r.tokens) / rep.Seconds
+	}
+	if r.labeled > 0 {
+		rep.Class = r.sums[3] / float64(r.labeled)
+	}
+	r.history = append(r.history, rep)
+	r.log.Info("vsl epoch done", "epoch", e.Epoch, "loss", rep.Loss, "recon", rep.Recon, "kl", rep.KL, "class", rep.Class,
+		"kl_weight", rep.KLWeight, "dev_f1", rep.DevF1, "seconds", math.Round(rep.Seconds))
+	return nil
+}
+
+// stepResult is what one step computed: the loss (the sum of its batches'
+// losses per token), and the summed terms.
+type stepResult struct {
+	loss, recon, kl, class float64
+	tokens, labeled        int
+}
+
+// step trains on a labeled batch and, if any, an unlabeled one: their
+// losses per token are added, the unlabeled one's weighted by
+// w.Unlabeled.
+func (m *Model) step(bs []*batch, w Weights, s *kit.Step, rng *rand.Rand) (stepResult, error) {
+	g := kit.NewGraph(m.device)
+	defer g.Free()
+	var r stepResult
+	err := kit.Guard(func() {
+		var total *ts.Tensor
+		for _, b := range bs {
+			l, t := m.batchLoss(g, b, w, rng)
+			if total == nil {
+				total = l
+			} else {
+				total = g.T(total.Add(g.T(l.MulScalar(g.Scalar(w.Unlabeled), false)), false))
+			}
+			r.recon += value(t.recon)
+			r.kl += value(t.kl)
+			if t.class != nil {
+				r.class += value(t.class)
+			}
+			r.tokens += b.n
+			r.labeled += b.labeled
+		}
+		s.Update(g, total)
+		r.loss = value(total)
+	})
+	return r, err
+}
+
+// value reads a scalar tensor; inside Guard.
+func value(x *ts.Tensor) float64 { return float64(kit.Float32s(x)[0]) }
+
+// score returns the entity micro F1 of the model's predictions of exs.
+func (m *Model) score(exs []example, gold [][]string) (float64, error) {
+	preds, err := m.predictExamples(exs, 64)
+	if err != nil {
+		return 0, err
+	}
+	rep, err := eval.Evaluate(gold, (&dataset.Predictions{Sentences: preds}).HardTags(), corpus.AnyScheme)
+	if err != nil {
+		return 0, err
+	}
+	return rep.Micro.F1, nil
 }
 
 // unlabeledStream deals unlabeled batches one at a time, reshuffled at
@@ -215,112 +298,4 @@ func (s *unlabeledStream) next() []int {
 	b := s.pending[0]
 	s.pending = s.pending[1:]
 	return b
-}
-
-func (m *Model) trainEpoch(ctx context.Context, epoch int, lab []example, unl *unlabeledStream, opt *kit.Adam, cfg TrainConfig,
-	res *Result, total, warmup int, o Options) (EpochReport, error) {
-	rep := EpochReport{Epoch: epoch}
-	start := time.Now()
-	rng := rand.New(rand.NewPCG(cfg.Seed, 2000+uint64(epoch)))
-	var sums [4]float64 // loss per token summed over steps, recon, kl, class
-	var tokens, labTokens, steps int
-	for _, ids := range batches(lab, cfg.BatchSize, rand.New(rand.NewPCG(cfg.Seed, 1000+uint64(epoch)))) {
-		if err := ctx.Err(); err != nil {
-			return rep, err
-		}
-		w := Weights{KL: KLWeight(cfg.KLWeight, res.Steps, cfg.KLWarmup), Class: cfg.ClassWeight, Unlabeled: cfg.UnlabeledWeight}
-		bs := []*batch{newBatch(lab, ids)}
-		rep.Sentences += len(ids)
-		if u := unl.next(); u != nil {
-			bs = append(bs, newBatch(unl.exs, u))
-			rep.Sentences += len(u)
-			rep.Unlabeled += len(u)
-		}
-		st, err := m.step(bs, w, opt, kit.LearningRate(cfg.LearningRate, res.Steps, warmup, total), rng)
-		if err != nil {
-			return rep, fmt.Errorf("epoch %d, step %d: %w", epoch, res.Steps+1, err)
-		}
-		if math.IsNaN(st.loss) || math.IsInf(st.loss, 0) {
-			return rep, fmt.Errorf("epoch %d, step %d: the loss diverged (%v)", epoch, res.Steps+1, st.loss)
-		}
-		res.Steps++
-		steps++
-		sums[0] += st.loss
-		sums[1] += st.recon
-		sums[2] += st.kl
-		sums[3] += st.class
-		tokens += st.tokens
-		labTokens += st.labeled
-		rep.KLWeight = w.KL
-		if o.Progress != nil {
-			o.Progress(Progress{Epoch: epoch, Epochs: cfg.Epochs, Step: res.Steps, Steps: total, Loss: st.loss})
-		}
-	}
-	rep.Seconds = time.Since(start).Seconds()
-	if steps > 0 {
-		rep.Loss = sums[0] / float64(steps)
-	}
-	if tokens > 0 {
-		rep.Recon, rep.KL = sums[1]/float64(tokens), sums[2]/float64(tokens)
-		rep.TokensSec = float64(tokens) / rep.Seconds
-	}
-	if labTokens > 0 {
-		rep.Class = sums[3] / float64(labTokens)
-	}
-	return rep, nil
-}
-
-// stepResult is what one step computed: the loss (the sum of its batches'
-// losses per token), and the summed terms.
-type stepResult struct {
-	loss, recon, kl, class float64
-	tokens, labeled        int
-}
-
-// step trains on a labeled batch and, if any, an unlabeled one: their
-// losses per token are added, the unlabeled one's weighted by
-// w.Unlabeled.
-func (m *Model) step(bs []*batch, w Weights, opt *kit.Adam, lr float64, rng *rand.Rand) (stepResult, error) {
-	g := kit.NewGraph(m.device)
-	defer g.Free()
-	var r stepResult
-	err := kit.Guard(func() {
-		var total *ts.Tensor
-		for _, b := range bs {
-			l, t := m.batchLoss(g, b, w, rng)
-			if total == nil {
-				total = l
-			} else {
-				total = g.T(total.Add(g.T(l.MulScalar(g.Scalar(w.Unlabeled), false)), false))
-			}
-			r.recon += value(t.recon)
-			r.kl += value(t.kl)
-			if t.class != nil {
-				r.class += value(t.class)
-			}
-			r.tokens += b.n
-			r.labeled += b.labeled
-		}
-		opt.ZeroGrad(g)
-		g.Check(total.Backward())
-		opt.Update(g, lr)
-		r.loss = value(total)
-	})
-	return r, err
-}
-
-// value reads a scalar tensor; inside Guard.
-func value(x *ts.Tensor) float64 { return float64(kit.Float32s(x)[0]) }
-
-// score returns the entity micro F1 of the model's predictions of exs.
-func (m *Model) score(exs []example, gold [][]string) (float64, error) {
-	preds, err := m.predictExamples(exs, 64)
-	if err != nil {
-		return 0, err
-	}
-	rep, err := eval.Evaluate(gold, (&dataset.Predictions{Sentences: preds}).HardTags(), corpus.AnyScheme)
-	if err != nil {
-		return 0, err
-	}
-	return rep.Micro.F1, nil
 }
