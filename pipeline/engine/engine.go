@@ -161,7 +161,7 @@ var ErrRunExists = errors.New("a run with this id exists")
 // are imported into the store first (local paths are read by this process,
 // so submit from a machine that has them). It returns the run id.
 func (e *Engine) Submit(ctx context.Context, g *spec.Graph, opts SubmitOptions) (string, error) {
-	datasets, err := e.importDatasets(ctx, g)
+	datasets, err := e.ImportDatasets(ctx, g)
 	if err != nil {
 		return "", err
 	}

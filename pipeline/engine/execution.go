@@ -150,9 +150,48 @@ func (x *execution) tries(ctx context.Context) error {
 	}
 }
 
-// fail records a failed attempt (see Worker.fail).
+// fail records a failed attempt: asynq retries it unless it was the last
+// one or the error is permanent, in which case the node and the run fail.
+// x.retried is asynq's count of failed attempts of this task: re-runs after
+// a worker died are not counted against the node.
 func (x *execution) fail(ctx context.Context, cause error) error {
-	return x.w.fail(ctx, x.run, x.n, x.retried, x.maxRetry, cause)
+	e, n := x.w.e, x.n
+	k := runKeys(e.ns, x.run)
+	// Record the error even with a cancelled ctx (shutdown races).
+	bg := context.WithoutCancel(ctx)
+	e.rdb.HSet(bg, k.node(n.ID), "error", cause.Error(), "finished_at", nowString())
+	if !stages.IsPermanent(cause) && x.retried < x.maxRetry {
+		return cause
+	}
+	msg := fmt.Sprintf("node %s: %v", n.ID, cause)
+	if !stages.IsPermanent(cause) {
+		msg = fmt.Sprintf("node %s failed after %d attempts: %v", n.ID, x.retried+1, cause)
+	}
+	failedRun, err := failScript.Run(bg, e.rdb, []string{k.states(), k.meta()}, n.ID, nowString(), msg).Int()
+	if err != nil {
+		return fmt.Errorf("failing node: %w (cause: %v)", err, cause)
+	}
+	if failedRun == 1 {
+		e.log.Error("run failed", "run", x.run, "node", n.ID, "err", cause)
+		if err := e.finishRun(bg, x.run); err != nil {
+			e.log.Warn("writing run manifest", "run", x.run, "err", err)
+		}
+	}
+	return fmt.Errorf("%w: %v", asynq.SkipRetry, cause)
+}
+
+// trial is what one try of the node computes under: its inputs and node
+// key, when it started, and how it tells Redis who runs the node.
+type trial struct {
+	key     string
+	inputs  map[string][]stages.Artifact
+	started time.Time
+	// mark records who runs the node, with the try's first Redis call
+	// (nil: the start script recorded it with the early claim).
+	mark func(redis.Pipeliner)
+	// early is the early claim, when it is for this key: the claim to run
+	// under.
+	early *earlyClaim
 }
 
 // try is one try of the node: gather its inputs, compute its key, find it
@@ -165,29 +204,25 @@ func (x *execution) try(ctx context.Context) (map[string]stages.Artifact, string
 	if err != nil {
 		return nil, "", "", err
 	}
-	key := NodeKey(x.n, inputs)
-	started := time.Now().UTC()
+	t := trial{key: NodeKey(x.n, inputs), inputs: inputs, started: time.Now().UTC()}
 	// Who executes the node, for status and the reconciler; sent with the
 	// first Redis call of the try rather than in a round trip of its own.
-	mark := func(p redis.Pipeliner) {
-		p.HSet(ctx, runKeys(x.w.e.ns, x.run).node(x.n.ID), append(x.w.markFields(key, started, x.n, x.taskID), "attempt", x.attempt)...)
+	t.mark = func(p redis.Pipeliner) {
+		p.HSet(ctx, runKeys(x.w.e.ns, x.run).node(x.n.ID), append(x.w.markFields(t.key, t.started, x.n, x.taskID), "attempt", x.attempt)...)
 	}
-	early := x.takeEarly(key)
-	if early != nil {
-		mark = nil // the start script recorded it
-		started = early.started
+	if t.early = x.takeEarly(t.key); t.early != nil {
+		t.mark = nil // the start script recorded it
+		t.started = t.early.started
 	}
-	outputs, final, err := x.compute(ctx, key, inputs, started, mark, early)
-	return outputs, key, final, err
+	outputs, final, err := x.compute(ctx, t)
+	return outputs, t.key, final, err
 }
 
 // compute finds the node's outputs in the cache or executes its stage and
-// commits them. mark records who runs the node, with the first Redis call
-// (nil: done already); early, if it holds the key, is the claim to run
-// under.
-func (x *execution) compute(ctx context.Context, key string, inputs map[string][]stages.Artifact, started time.Time,
-	mark func(redis.Pipeliner), early *earlyClaim) (map[string]stages.Artifact, string, error) {
+// commits them, as try t.
+func (x *execution) compute(ctx context.Context, t trial) (map[string]stages.Artifact, string, error) {
 	w, e, log, n := x.w, x.w.e, x.log, x.n
+	key, inputs, started, mark, early := t.key, t.inputs, t.started, t.mark, t.early
 	var lease *keyLease
 	if gen := early.generation(); gen > 0 {
 		// The cache is looked up under the claim below.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -263,6 +264,19 @@ type RunSummary struct {
 	CreatedAt  time.Time  `json:"created_at"`
 	FinishedAt *time.Time `json:"finished_at,omitempty"`
 	Source     string     `json:"source"`
+}
+
+// RunIDsSince returns the ids of the runs Redis knows that were created at
+// or after since, oldest first, without reading the store (Runs also lists
+// the manifests of runs Redis has forgotten). It is what a metrics exporter
+// polls.
+func (e *Engine) RunIDsSince(ctx context.Context, since time.Time) ([]string, error) {
+	ids, err := e.rdb.ZRangeByScore(ctx, runsIndex(e.ns), &redis.ZRangeBy{
+		Min: strconv.FormatInt(since.UnixMilli(), 10), Max: "+inf"}).Result()
+	if err != nil {
+		return nil, fmt.Errorf("listing runs: %w", err)
+	}
+	return ids, nil
 }
 
 // Runs lists the runs Redis knows and those with a manifest in the store,

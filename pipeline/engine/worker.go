@@ -377,36 +377,6 @@ func (e *Engine) completeKey(ctx context.Context, run string, ri *runInfo, n *sp
 	return nil
 }
 
-// fail handles a failed attempt: asynq retries it unless it was the last
-// one or the error is permanent, in which case the node and the run fail.
-// retried is asynq's count of failed attempts of this task: re-runs after a
-// worker died are not counted against the node.
-func (w *Worker) fail(ctx context.Context, run string, n *spec.Node, retried, maxRetry int, cause error) error {
-	e := w.e
-	k := runKeys(e.ns, run)
-	// Record the error even with a cancelled ctx (shutdown races).
-	bg := context.WithoutCancel(ctx)
-	e.rdb.HSet(bg, k.node(n.ID), "error", cause.Error(), "finished_at", nowString())
-	if !stages.IsPermanent(cause) && retried < maxRetry {
-		return cause
-	}
-	msg := fmt.Sprintf("node %s: %v", n.ID, cause)
-	if !stages.IsPermanent(cause) {
-		msg = fmt.Sprintf("node %s failed after %d attempts: %v", n.ID, retried+1, cause)
-	}
-	failedRun, err := failScript.Run(bg, e.rdb, []string{k.states(), k.meta()}, n.ID, nowString(), msg).Int()
-	if err != nil {
-		return fmt.Errorf("failing node: %w (cause: %v)", err, cause)
-	}
-	if failedRun == 1 {
-		e.log.Error("run failed", "run", run, "node", n.ID, "err", cause)
-		if err := e.finishRun(bg, run); err != nil {
-			e.log.Warn("writing run manifest", "run", run, "err", err)
-		}
-	}
-	return fmt.Errorf("%w: %v", asynq.SkipRetry, cause)
-}
-
 // progressWriter forwards a stage's progress to Redis, at most once per
 // ProgressInterval (the last report of a burst may be dropped; the next one
 // replaces it anyway).
