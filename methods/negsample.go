@@ -26,7 +26,7 @@ func init() {
 		Name: "negsample",
 		Doc: "Span classifiers trained with negative sampling for missing annotations (uniform, or weighted by the " +
 			"model's uncertainty) on distant or partial labels; with mask, the missing-annotation experiment: gold " +
-			"entities dropped with each probability p, every p x sampling trained, scored and gathered into one table.",
+			"entities dropped with each probability p, every p x sampling trained, scored and gathered into one table. Each tagger is registered under the spec's name.",
 		Params: append([]stages.Param{
 			stages.StringListParam("sampling", []string{tagger.SamplingUniform, tagger.SamplingWeighted}, "the samplings compared, one tagger each",
 				stages.OneOf(tagger.SamplingUniform, tagger.SamplingWeighted)),

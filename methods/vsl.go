@@ -24,7 +24,7 @@ func init() {
 		Doc: "Variational sequential labeler (VSL-GG-Hier or -Flat): a BiGRU over fixed word vectors and characters with " +
 			"per-token Gaussian latents, a classifier on the label-bearing latent y and the words reconstructed from the latents, " +
 			"trained on a seeded fraction of the training sentences kept labeled plus a disjoint fraction as unlabeled text " +
-			"(the paper's 10% and 50%); the best epoch on the dev set is kept and scored on the dev and test sets.",
+			"(the paper's 10% and 50%); the best epoch on the dev set is kept, scored on the dev and test sets and registered under the spec's name.",
 		Params: append([]stages.Param{
 			stages.StringParam("variant", d.Model.Variant, "hier: z conditioned on y (VSL-GG-Hier); flat: y and z side by side (VSL-GG-Flat)", stages.OneOf(vsl.Flat, vsl.Hier)),
 			stages.BoolParam("semi", true, "learn from the unlabeled text too (false: the labeled sentences alone; ablation)"),
