@@ -114,6 +114,20 @@ func TestStagesTrainPredictEvaluate(t *testing.T) {
 	if rep.Micro != want.Micro {
 		t.Errorf("train.evaluate on the predictions: %+v, want %+v", rep.Micro, want.Micro)
 	}
+	// Method vsl scores its model as every method does, train.evaluate
+	// given the model itself: the same tags, the same score.
+	res, err = exec(tagger.StageEvaluate, map[string]any{"gold_file": "text.txt", "gold_labels": "labels.txt"},
+		map[string][]stages.Artifact{"gold": {data}, "model": {outs["model"]}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep = eval.Report{}
+	if err := json.Unmarshal(read(res["report"], "report.json"), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Micro != want.Micro {
+		t.Errorf("train.evaluate on the model: %+v, want %+v (its predictions' score)", rep.Micro, want.Micro)
+	}
 
 	// Bad labels are a permanent error naming the file and line.
 	bad := stagestest.ImportFiles(t, st, map[string][]byte{"text.txt": []byte("John lives here\n"), "labels.txt": []byte("B-PER O\n")})
