@@ -63,7 +63,7 @@ func BenchmarkPretrainStep(b *testing.B) {
 			}
 			batches = append(batches, newBatch(sents))
 		}
-		if _, _, err := m.step(batches[0], opt, 1e-4, dropout); err != nil { // warm-up: first-touch allocations
+		if _, err := m.step(batches[0], &kit.Step{LR: 1e-4, Opt: opt}, dropout); err != nil { // warm-up: first-touch allocations
 			b.Fatal(err)
 		}
 		b.ResetTimer()
@@ -71,7 +71,7 @@ func BenchmarkPretrainStep(b *testing.B) {
 		for i := range b.N {
 			for _, bt := range batches {
 				start := time.Now()
-				if _, _, err := m.step(bt, opt, 1e-4, dropout); err != nil {
+				if _, err := m.step(bt, &kit.Step{LR: 1e-4, Opt: opt}, dropout); err != nil {
 					b.Fatal(err)
 				}
 				elapsed += time.Since(start)

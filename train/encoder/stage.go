@@ -3,13 +3,13 @@ package encoder
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 
 	"github.com/nerflow/nerflow/augment"
 	"github.com/nerflow/nerflow/corpus"
 	"github.com/nerflow/nerflow/dataset"
 	"github.com/nerflow/nerflow/embeddings"
+	"github.com/nerflow/nerflow/kit"
 	"github.com/nerflow/nerflow/stages"
 	"github.com/nerflow/nerflow/train/tagger"
 )
@@ -35,7 +35,7 @@ func init() {
 		stages.IntParam("max_words", 30000, "vocabulary: the most frequent words of the text (case-sensitive)", stages.Range(10, 1000000)),
 		stages.IntParam("min_count", 2, "vocabulary: occurrences a word needs", stages.AtLeast(1)),
 		stages.IntParam("epochs", r.Epochs, "passes over the text", stages.Range(1, 1000)),
-		stages.IntParam("max_steps", 0, "stop after this many updates (0: the epochs decide)", stages.AtLeast(0)),
+		stages.IntParam("max_steps", 0, "stop after this many updates (0: the epochs decide; the learning-rate schedule stays that of whole epochs)", stages.AtLeast(0)),
 		stages.IntParam("batch_size", r.BatchSize, "sentences per batch", stages.Range(1, 4096)),
 		stages.FloatParam("learning_rate", r.LearningRate, "peak learning rate of Adam", stages.Range(1e-7, 1)),
 		stages.FloatParam("warmup", r.Warmup, "fraction of the steps of linear warm-up before linear decay", stages.Range(0, 1)),
@@ -166,28 +166,9 @@ func runPretrain(c *stages.Context) error {
 	}
 	defer m.Close()
 
-	state := filepath.Join(c.WorkDir(), "state")
-	if err := os.MkdirAll(state, 0o755); err != nil {
-		return err
-	}
-	epoch, resumed, err := c.LoadCheckpoint(state)
+	opts, epoch, err := kit.StageOptions(c, "encoder pretraining")
 	if err != nil {
 		return err
-	}
-	warned := false
-	opts := Options{
-		Log: c.Log, StateDir: state, Resume: resumed,
-		Checkpoint: func(dir string, epoch int) error {
-			// Best effort, as the tagger's: a store hiccup must not end the run.
-			if err := c.SaveCheckpoint(dir, int64(epoch)); err != nil && !warned {
-				c.Log.Warn("no checkpoint", "epoch", epoch, "err", err)
-				warned = true
-			}
-			return nil
-		},
-		Progress: func(pr Progress) {
-			c.Progress(int64(pr.Step), int64(pr.Steps), fmt.Sprintf("epoch %d/%d, loss %.4f, %.0f tokens/s", pr.Epoch, pr.Epochs, pr.Loss, pr.TokensPerSec))
-		},
 	}
 	history, err := Train(c, m, text, heldout, run, opts)
 	if err != nil {

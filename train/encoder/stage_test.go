@@ -188,7 +188,7 @@ func TestResumeContinuesExactly(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer resumed.Close()
-	hist, err := Train(context.Background(), resumed, text, nil, run, Options{StateDir: state, Resume: true})
+	hist, err := Train(context.Background(), resumed, text, nil, run, Options{StateDir: state, Resume: state})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,16 +2,16 @@ package encoder
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"slices"
-	"time"
+
+	"github.com/sugarme/gotch"
+	"github.com/sugarme/gotch/ts"
 
 	"github.com/nerflow/nerflow/kit"
 )
@@ -53,7 +53,7 @@ func (c TrainConfig) validate() error {
 type EpochReport struct {
 	Epoch        int      `json:"epoch"`
 	Steps        int      `json:"steps"`
-	TrainLoss    float64  `json:"train_loss"` // mean NLL per predicted word
+	TrainLoss    float64  `json:"train_loss"` // mean over the steps of their mean NLL per predicted word
 	Heldout      *Heldout `json:"heldout,omitempty"`
 	TokensPerSec float64  `json:"tokens_per_sec"` // tokens read (all, not only the predicted ones)
 	Seconds      float64  `json:"seconds"`
@@ -66,34 +66,14 @@ type Heldout struct {
 	Tokens     int     `json:"tokens"`
 }
 
-// Progress is a live report of a run, after every batch.
-type Progress struct {
-	Epoch, Epochs, Step, Steps int
-	Loss, TokensPerSec         float64
-}
+// Progress is a live report of a run, after every step.
+type Progress = kit.Progress
 
-// Options of Train.
-type Options struct {
-	Log      *slog.Logger
-	Progress func(Progress)
-	// Checkpoint, if set, is called after every epoch with a directory
-	// holding the run's state; it must copy what it keeps before returning.
-	Checkpoint func(dir string, epoch int) error
-	// StateDir is where the state is written; Resume continues from a
-	// state found there (a copy of a directory given to Checkpoint).
-	StateDir string
-	Resume   bool
-}
-
-type runState struct {
-	Epoch   int           `json:"epoch"`
-	Step    int           `json:"step"`
-	History []EpochReport `json:"history"`
-}
+// Options of Train: where it logs, reports and checkpoints (Resume: the
+// directory of a checkpoint to continue from).
+type Options = kit.FitOptions
 
 const (
-	stateFile     = "state.json"
-	optimizerFile = "optimizer.pt"
 	// heldoutSeed draws the held-out masks: the same every evaluation, so
 	// that perplexities of epochs and runs compare.
 	heldoutSeed = 0x4e1d
@@ -101,19 +81,113 @@ const (
 
 // Train pretrains the encoder on sentences with the masked-LM objective,
 // reporting held-out perplexity after every epoch when heldout is not
-// empty. Sentences longer than the model's MaxLen are read in windows. It
-// computes on an OS thread of its own (kit.OnComputeThread) and waits.
-func Train(ctx context.Context, m *Model, sentences, heldout [][]string, cfg TrainConfig, o Options) (history []EpochReport, err error) {
+// empty, on kit.Fit. Sentences longer than the model's MaxLen are read in
+// windows. It computes on an OS thread of its own (kit.OnComputeThread)
+// and waits.
+func Train(ctx context.Context, m *Model, sentences, heldout [][]string, cfg TrainConfig, o Options) ([]EpochReport, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, fmt.Errorf("encoder pretraining: %w", err)
 	}
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
-	kit.OnComputeThread(func(refresh func()) {
-		history, err = trainOnThread(ctx, m, windows(sentences, m.Config.MaxLen), windows(heldout, m.Config.MaxLen), cfg, o, refresh)
-	})
-	return history, err
+	r := &fitRun{m: m, cfg: cfg, data: windows(sentences, m.Config.MaxLen), heldout: windows(heldout, m.Config.MaxLen), log: o.Log}
+	if len(r.data) == 0 {
+		return nil, errors.New("encoder pretraining: no sentence")
+	}
+	perEpoch := (len(r.data) + cfg.BatchSize - 1) / cfg.BatchSize
+	epochs := cfg.Epochs
+	if cfg.MaxSteps > 0 {
+		r.maxSteps = cfg.MaxSteps
+		epochs = min(epochs, (cfg.MaxSteps+perEpoch-1)/perEpoch)
+	}
+	_, err := kit.Fit(ctx, r, kit.FitConfig{Epochs: epochs, LearningRate: cfg.LearningRate, Warmup: cfg.Warmup, MaxGradNorm: cfg.MaxGradNorm}, o)
+	if err != nil {
+		return nil, err
+	}
+	return r.st.History, nil
+}
+
+// fitRun is a run of Train as kit.Fit drives it.
+type fitRun struct {
+	m        *Model
+	cfg      TrainConfig
+	data     [][]string // windows of at most MaxLen tokens
+	heldout  [][]string
+	log      *slog.Logger
+	maxSteps int // 0: every epoch whole
+	st       fitState
+	batches  [][]int
+	masks    *rand.Rand
+	dropout  *rand.Rand
+}
+
+// fitState is the encoder's part of a checkpoint's state.json.
+type fitState struct {
+	History []EpochReport `json:"history"`
+}
+
+var _ kit.Checkpointer = (*fitRun)(nil)
+
+func (r *fitRun) Device() gotch.Device      { return r.m.device }
+func (r *fitRun) Weights() []ts.NamedTensor { return r.m.named() }
+func (r *fitRun) State() any                { return &r.st }
+
+func (r *fitRun) StepsPerEpoch() (int, error) {
+	return (len(r.data) + r.cfg.BatchSize - 1) / r.cfg.BatchSize, nil
+}
+
+// StartEpoch draws the epoch's batches; masks and dropout come from the
+// epoch's own generators, so a run resumed at an epoch boundary draws
+// what the whole run would. With max_steps, the last epoch is cut short
+// (the schedule stays that of whole epochs).
+func (r *fitRun) StartEpoch(epoch int) (int, error) {
+	r.batches = batchesOf(r.data, r.cfg.BatchSize, rand.New(rand.NewPCG(r.cfg.Seed, 1000+uint64(epoch))))
+	r.masks = rand.New(rand.NewPCG(r.cfg.Seed, 2000+uint64(epoch)))
+	r.dropout = rand.New(rand.NewPCG(r.cfg.Seed, 3000+uint64(epoch)))
+	n := len(r.batches)
+	if r.maxSteps > 0 {
+		n = max(0, min(n, r.maxSteps-(epoch-1)*n))
+	}
+	return n, nil
+}
+
+func (r *fitRun) Step(_ context.Context, s *kit.Step) (kit.StepResult, error) {
+	ids := r.batches[s.Batch]
+	sents := make([]maskedSentence, len(ids))
+	for i, id := range ids {
+		sents[i] = r.m.Vocab.mask(r.data[id], r.cfg.Masking, r.masks)
+	}
+	b := newBatch(sents)
+	loss, err := r.m.step(b, s, r.dropout)
+	return kit.StepResult{Loss: loss, Tokens: b.tokens, Skipped: len(b.predict) == 0}, err
+}
+
+// EndEpoch scores the held-out text, adds the epoch's report to the
+// history and logs it.
+func (r *fitRun) EndEpoch(e kit.EpochStats) error {
+	rep := EpochReport{Epoch: e.Epoch, Steps: e.Steps, TrainLoss: e.Loss, Seconds: e.Seconds, TokensPerSec: e.TokensPerSec}
+	if len(r.heldout) > 0 {
+		h, err := r.m.heldoutPerplexity(r.heldout, r.cfg.Masking, 64)
+		if err != nil {
+			return fmt.Errorf("held-out text: %w", err)
+		}
+		rep.Heldout = &h
+	}
+	r.st.History = append(r.st.History, rep)
+	args := []any{"epoch", e.Epoch, "steps", rep.Steps, "loss", rep.TrainLoss, "tokens_per_sec", math.Round(rep.TokensPerSec)}
+	if rep.Heldout != nil {
+		args = append(args, "heldout_ppl", rep.Heldout.Perplexity)
+	}
+	r.log.Info("encoder epoch done", args...)
+	return nil
+}
+
+// SaveCheckpoint saves the encoder whole (Load reads it back).
+func (r *fitRun) SaveCheckpoint(dir string) error { return r.m.Save(dir) }
+
+func (r *fitRun) LoadCheckpoint(dir string) error {
+	return r.m.loadWeights(filepath.Join(dir, WeightsFile))
 }
 
 // windows cuts sentences longer than maxLen into pieces of at most maxLen
@@ -132,130 +206,22 @@ func windows(sentences [][]string, maxLen int) [][]string {
 	return out
 }
 
-// stepsOf is the number of updates of a run over n sentences.
-func stepsOf(n int, cfg TrainConfig) (perEpoch, total int) {
-	perEpoch = (n + cfg.BatchSize - 1) / cfg.BatchSize
-	total = perEpoch * cfg.Epochs
-	if cfg.MaxSteps > 0 {
-		total = min(total, cfg.MaxSteps)
-	}
-	return perEpoch, total
-}
-
-func trainOnThread(ctx context.Context, m *Model, data, heldout [][]string, cfg TrainConfig, o Options, refresh func()) ([]EpochReport, error) {
-	if len(data) == 0 {
-		return nil, errors.New("encoder pretraining: no sentence")
-	}
-	names, params := m.parameters()
-	opt, err := kit.NewAdam(names, params, cfg.MaxGradNorm)
-	if err != nil {
-		return nil, err
-	}
-	defer opt.Close()
-	var st runState
-	if o.Resume {
-		if err := m.restore(o.StateDir, opt, &st); err != nil {
-			return nil, fmt.Errorf("resuming: %w", err)
-		}
-		o.Log.Info("resumed encoder pretraining", "epochs_done", st.Epoch, "step", st.Step)
-	}
-	_, total := stepsOf(len(data), cfg)
-	warmup := int(math.Round(cfg.Warmup * float64(total)))
-	for epoch := st.Epoch + 1; epoch <= cfg.Epochs && st.Step < total; epoch++ {
-		refresh()
-		rep := EpochReport{Epoch: epoch}
-		start := time.Now()
-		batches := batchesOf(data, cfg.BatchSize, rand.New(rand.NewPCG(cfg.Seed, 1000+uint64(epoch))))
-		// Masks and dropout of an epoch come from its own generators, so a
-		// run resumed at an epoch boundary draws what the whole run would.
-		masks := rand.New(rand.NewPCG(cfg.Seed, 2000+uint64(epoch)))
-		dropout := rand.New(rand.NewPCG(cfg.Seed, 3000+uint64(epoch)))
-		var lossSum float64
-		predicted, seen := 0, 0
-		for _, ids := range batches {
-			if st.Step >= total {
-				break
-			}
-			if err := ctx.Err(); err != nil {
-				return nil, err
-			}
-			sents := make([]maskedSentence, len(ids))
-			for i, id := range ids {
-				sents[i] = m.Vocab.mask(data[id], cfg.Masking, masks)
-			}
-			b := newBatch(sents)
-			sum, k, err := m.step(b, opt, kit.LearningRate(cfg.LearningRate, st.Step, warmup, total), dropout)
-			if err != nil {
-				return nil, fmt.Errorf("epoch %d, step %d: %w", epoch, st.Step+1, err)
-			}
-			if math.IsNaN(sum) || math.IsInf(sum, 0) {
-				return nil, fmt.Errorf("epoch %d, step %d: the loss diverged (%v)", epoch, st.Step+1, sum)
-			}
-			st.Step++
-			rep.Steps++
-			lossSum += sum
-			predicted += k
-			seen += b.tokens
-			if o.Progress != nil {
-				loss := 0.0
-				if k > 0 {
-					loss = sum / float64(k)
-				}
-				o.Progress(Progress{Epoch: epoch, Epochs: cfg.Epochs, Step: st.Step, Steps: total, Loss: loss,
-					TokensPerSec: float64(seen) / time.Since(start).Seconds()})
-			}
-		}
-		if predicted > 0 {
-			rep.TrainLoss = lossSum / float64(predicted)
-		}
-		rep.Seconds = time.Since(start).Seconds()
-		rep.TokensPerSec = float64(seen) / rep.Seconds
-		if len(heldout) > 0 {
-			h, err := m.heldout(heldout, cfg.Masking, 64)
-			if err != nil {
-				return nil, fmt.Errorf("epoch %d: held-out text: %w", epoch, err)
-			}
-			rep.Heldout = &h
-		}
-		st.Epoch = epoch
-		st.History = append(st.History, rep)
-		args := []any{"epoch", epoch, "steps", rep.Steps, "loss", rep.TrainLoss, "tokens_per_sec", math.Round(rep.TokensPerSec)}
-		if rep.Heldout != nil {
-			args = append(args, "heldout_ppl", rep.Heldout.Perplexity)
-		}
-		o.Log.Info("encoder epoch done", args...)
-		if o.Checkpoint != nil {
-			if err := m.saveState(o.StateDir, opt, &st); err != nil {
-				return nil, err
-			}
-			if err := o.Checkpoint(o.StateDir, epoch); err != nil {
-				return nil, fmt.Errorf("checkpoint after epoch %d: %w", epoch, err)
-			}
-		}
-	}
-	return st.History, nil
-}
-
 // step trains on one batch with the mean loss over its predicted words
-// and returns their summed loss and their number.
-func (m *Model) step(b *batch, opt *kit.Adam, lr float64, dropout *rand.Rand) (float64, int, error) {
+// and returns that mean.
+func (m *Model) step(b *batch, s *kit.Step, dropout *rand.Rand) (float64, error) {
 	if len(b.predict) == 0 {
-		return 0, 0, nil // nothing chosen (a batch of one-word sentences can draw no mask)
+		return 0, nil // nothing chosen (a batch of one-word sentences can draw no mask)
 	}
 	g := kit.NewGraph(m.device)
 	defer g.Free()
-	var sum float64
-	var k int
+	var loss float64
 	err := kit.Guard(func() {
 		total, n := m.mlmLoss(g, b, true, dropout)
-		k = n
 		mean := g.T(total.MulScalar(g.Scalar(1/float64(n)), false))
-		opt.ZeroGrad(g)
-		g.Check(mean.Backward())
-		opt.Update(g, lr)
-		sum = float64(kit.Float32s(total)[0])
+		s.Update(g, mean)
+		loss = float64(kit.Float32s(mean)[0])
 	})
-	return sum, k, err
+	return loss, err
 }
 
 // batchesOf shuffles the sentences, sorts pools of 20 batches by length
@@ -282,11 +248,11 @@ func batchesOf(data [][]string, size int, rng *rand.Rand) [][]int {
 func (m *Model) Perplexity(sentences [][]string, mk Masking, batchSize int) (Heldout, error) {
 	var h Heldout
 	var err error
-	kit.OnComputeThread(func(func()) { h, err = m.heldout(windows(sentences, m.Config.MaxLen), mk, batchSize) })
+	kit.OnComputeThread(func(func()) { h, err = m.heldoutPerplexity(windows(sentences, m.Config.MaxLen), mk, batchSize) })
 	return h, err
 }
 
-func (m *Model) heldout(sentences [][]string, mk Masking, batchSize int) (Heldout, error) {
+func (m *Model) heldoutPerplexity(sentences [][]string, mk Masking, batchSize int) (Heldout, error) {
 	rng := rand.New(rand.NewPCG(heldoutSeed, 0))
 	var sum float64
 	var h Heldout
@@ -319,40 +285,4 @@ func (m *Model) heldout(sentences [][]string, mk Masking, batchSize int) (Heldou
 	}
 	h.Perplexity = math.Exp(sum / float64(h.Predicted))
 	return h, nil
-}
-
-func (m *Model) saveState(dir string, opt *kit.Adam, st *runState) error {
-	if err := m.Save(dir); err != nil {
-		return fmt.Errorf("checkpoint: %w", err)
-	}
-	if err := kit.SaveTensors(opt.State(), filepath.Join(dir, optimizerFile)); err != nil {
-		return fmt.Errorf("checkpoint: optimizer: %w", err)
-	}
-	b, err := json.Marshal(st)
-	if err == nil {
-		err = os.WriteFile(filepath.Join(dir, stateFile), b, 0o644)
-	}
-	if err != nil {
-		return fmt.Errorf("checkpoint: %w", err)
-	}
-	return nil
-}
-
-func (m *Model) restore(dir string, opt *kit.Adam, st *runState) error {
-	b, err := os.ReadFile(filepath.Join(dir, stateFile))
-	if err != nil {
-		return err
-	}
-	if err := json.Unmarshal(b, st); err != nil {
-		return fmt.Errorf("%s: %w", stateFile, err)
-	}
-	if err := m.loadWeights(filepath.Join(dir, WeightsFile)); err != nil {
-		return err
-	}
-	moments, err := kit.LoadTensors(filepath.Join(dir, optimizerFile), m.device)
-	if err != nil {
-		return fmt.Errorf("%s: %w", optimizerFile, err)
-	}
-	defer kit.DropTensors(moments)
-	return opt.Restore(moments, st.Step)
 }
