@@ -16,7 +16,7 @@ import (
 const rosterOnGazetteers = `
 name: r
 method: roster
-params: {seeds: [1, 2], partial: true, miss_rate: 0.4, entry_sentences: true, case: fold, dev_file: test.conll, test_file: test.conll}
+params: {seeds: [1, 2], partial: true, student: kl, miss_rate: 0.4, entry_sentences: true, case: fold, dev_file: test.conll, test_file: test.conll}
 inputs:
   train: ../../data/raw.txt
   gazetteers: [../../data/gaz/per.txt]
@@ -28,7 +28,8 @@ inputs:
 // Every split is labeled by the same gazetteers: the input's plus the
 // person names found in the train input; each evaluation sets the labels
 // of its split beside the model's score. With partial=true the
-// seeds are partial-label CRFs.
+// seeds are partial-label CRFs (here with the kl student and self-training,
+// so that every kind of step is scored).
 func TestLabelsOfEverySplitAreTheBaseline(t *testing.T) {
 	g, err := expand(t, fixture(t), rosterOnGazetteers)
 	if err != nil {
@@ -108,11 +109,12 @@ inputs:
 	}
 }
 
-// With student crf, the ensemble's labels train a partial-label CRF in
-// place of the KL-distilled token classifier, which is then the final
-// model; self-training (of a token classifier) must be off.
+// With partial seeds the student is by default a CRF: the ensemble's labels
+// train a partial-label CRF in place of the KL-distilled token classifier,
+// which is then the final model; self-training (of a token classifier) is
+// off, and asking for it is an error.
 func TestRosterCRFStudent(t *testing.T) {
-	text := strings.Replace(rosterOnGazetteers, "partial: true,", "partial: true, student: crf, selftrain: false,", 1)
+	text := strings.Replace(rosterOnGazetteers, "partial: true, student: kl,", "partial: true,", 1) // student auto: crf
 	g, err := expand(t, fixture(t), text)
 	if err != nil {
 		t.Fatal(err)
@@ -129,13 +131,13 @@ func TestRosterCRFStudent(t *testing.T) {
 		t.Errorf("distil reads %+v, want the ensemble's labels as its corpus", distil.Inputs)
 	}
 	if _, ok := g.Node("selftrain"); ok {
-		t.Error("a selftrain node with selftrain=false")
+		t.Error("a selftrain node after the crf student")
 	}
 	reg, _ := g.Node("register")
 	if i := slices.IndexFunc(reg.Inputs, func(in spec.Input) bool { return in.Port == "model" }); i < 0 || reg.Inputs[i].Node != "distil" {
 		t.Errorf("register reads %+v, want distil's model", reg.Inputs)
 	}
-	text = strings.Replace(rosterOnGazetteers, "partial: true,", "partial: true, student: crf,", 1)
+	text = strings.Replace(rosterOnGazetteers, "student: kl,", "student: crf, selftrain: true,", 1)
 	if _, err := expand(t, fixture(t), text); err == nil || !strings.Contains(err.Error(), "set selftrain=false") {
 		t.Errorf("crf student with self-training: %v", err)
 	}

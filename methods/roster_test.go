@@ -12,12 +12,12 @@ import (
 	"github.com/nerflow/nerflow/train/tagger"
 )
 
-// The example makes RoSTER's whole graph with its defaults: five seeds on
-// the gpu queue, their predictions averaged, distilled for 2 epochs with
-// KL, self-trained, each step scored.
+// The paper's recipe (partial=false) makes RoSTER's whole graph: five
+// seeds on the gpu queue, their predictions averaged, distilled for 2
+// epochs with KL, self-trained, each step scored.
 func TestRosterGraph(t *testing.T) {
 	dir := fixture(t)
-	g, err := expand(t, dir, example(t, "conll03-roster.yaml"))
+	g, err := expand(t, dir, example(t, "conll03-roster-paper.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,15 +62,57 @@ func TestRosterGraph(t *testing.T) {
 	}
 }
 
+// The defaults: partial-label CRF seeds, a partial-label CRF student on the
+// ensemble's labels, no self-training (so no language models); asking for
+// self-training after that student is an error, and a kl student brings it
+// back.
+func TestRosterDefaultRecipe(t *testing.T) {
+	dir := fixture(t)
+	g, err := expand(t, dir, example(t, "conll03-roster.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"vectors", "average", "ensemble-labels", "distil", "eval-distil", "register"}
+	for s := 1; s <= 3; s++ {
+		for _, n := range []string{"noise", "eval-noise", "predict"} {
+			want = append(want, n+"[seed="+string(rune('0'+s))+"]")
+		}
+	}
+	if got := ids(g); !slices.Equal(slices.Sorted(slices.Values(got)), slices.Sorted(slices.Values(want))) {
+		t.Fatalf("nodes %v\nwant  %v", got, want)
+	}
+	if p := nodeParams(t, g, "noise[seed=2]"); p["head"] != tagger.CRFHead || p["loss"] != tagger.LossPartial || p["miss_rate"] != 0.5 || p["epochs"] != 4.0 {
+		t.Errorf("noise[seed=2] params %v", p)
+	}
+	distil, _ := g.Node("distil")
+	if p := nodeParams(t, g, "distil"); p["head"] != tagger.CRFHead || p["loss"] != tagger.LossPartial || p["epochs"] != 3.0 ||
+		!slices.ContainsFunc(distil.Inputs, func(in spec.Input) bool { return in.Node == "ensemble-labels" }) {
+		t.Errorf("distil params %v, inputs %+v", p, distil.Inputs)
+	}
+	if _, err := expand(t, dir, example(t, "conll03-roster.yaml"), "selftrain=true"); err == nil || !strings.Contains(err.Error(), "params.student") {
+		t.Errorf("selftrain=true after the crf student: err %v, want a params.student error", err)
+	}
+	kl, err := expand(t, dir, example(t, "conll03-roster.yaml"), "student=kl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := kl.Node("selftrain"); !ok {
+		t.Error("student=kl: no node selftrain")
+	}
+	if p := nodeParams(t, kl, "distil"); p["loss"] != tagger.LossKL {
+		t.Errorf("student=kl: distil params %v", p)
+	}
+}
+
 // Ablations are one parameter away and keep the prefix: the same nodes
 // before the step switched off, hence the same keys and cache.
 func TestRosterAblations(t *testing.T) {
 	dir := fixture(t)
-	full, err := expand(t, dir, example(t, "conll03-roster.yaml"))
+	full, err := expand(t, dir, example(t, "conll03-roster-paper.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	noSelf, err := expand(t, dir, example(t, "conll03-roster.yaml"), "selftrain=false")
+	noSelf, err := expand(t, dir, example(t, "conll03-roster-paper.yaml"), "selftrain=false")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +133,7 @@ func TestRosterAblations(t *testing.T) {
 		t.Errorf("without self-training register reads %v, want distil's model", reg.Parents)
 	}
 
-	bare, err := expand(t, dir, example(t, "conll03-roster.yaml"), "seeds=4", "ensemble=false", "selftrain=false", "gce=false", "removal=false")
+	bare, err := expand(t, dir, example(t, "conll03-roster-paper.yaml"), "seeds=4", "ensemble=false", "selftrain=false", "gce=false", "removal=false")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +143,7 @@ func TestRosterAblations(t *testing.T) {
 	if p := nodeParams(t, bare, "noise"); p["loss"] != tagger.LossCE || p["update_interval"] != 0.0 || p["seed"] != 4.0 {
 		t.Errorf("noise params %v: want cross entropy, no removal, seed 4", p)
 	}
-	if _, err := expand(t, dir, example(t, "conll03-roster.yaml"), "ensemble=false"); err == nil {
+	if _, err := expand(t, dir, example(t, "conll03-roster-paper.yaml"), "ensemble=false"); err == nil {
 		t.Error("ensemble=false with five seeds: no error")
 	}
 }
@@ -110,11 +152,11 @@ func TestRosterAblations(t *testing.T) {
 // other node as with augmentation but self-training's input lm.
 func TestRosterWithoutAugmentation(t *testing.T) {
 	dir := fixture(t)
-	full, err := expand(t, dir, example(t, "conll03-roster.yaml"))
+	full, err := expand(t, dir, example(t, "conll03-roster-paper.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	plain, err := expand(t, dir, example(t, "conll03-roster.yaml"), "augment=false")
+	plain, err := expand(t, dir, example(t, "conll03-roster-paper.yaml"), "augment=false")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,10 +176,10 @@ func TestRosterWithoutAugmentation(t *testing.T) {
 			t.Errorf("node %s differs without augmentation", id)
 		}
 	}
-	if _, err := expand(t, dir, example(t, "conll03-roster.yaml"), "augment=false", "selftrain=false"); err != nil {
+	if _, err := expand(t, dir, example(t, "conll03-roster-paper.yaml"), "augment=false", "selftrain=false"); err != nil {
 		t.Errorf("augment=false with selftrain=false: %v", err)
 	}
-	noSelf, err := expand(t, dir, example(t, "conll03-roster.yaml"), "selftrain=false")
+	noSelf, err := expand(t, dir, example(t, "conll03-roster-paper.yaml"), "selftrain=false")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +192,7 @@ func TestRosterWithoutAugmentation(t *testing.T) {
 // is an error.
 func TestRosterUnlabeledText(t *testing.T) {
 	dir := fixture(t)
-	text := example(t, "conll03-roster.yaml") + "  unlabeled: ../../data/raw.txt\n"
+	text := example(t, "conll03-roster-paper.yaml") + "  unlabeled: ../../data/raw.txt\n"
 	g, err := expand(t, dir, text)
 	if err != nil {
 		t.Fatal(err)
@@ -169,7 +211,7 @@ func TestRosterUnlabeledText(t *testing.T) {
 // default falls back to hard, and an explicit ensemble is an error.
 func TestRosterEnsembleEntityTarget(t *testing.T) {
 	dir := fixture(t)
-	g, err := expand(t, dir, example(t, "conll03-roster.yaml"))
+	g, err := expand(t, dir, example(t, "conll03-roster-paper.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +223,7 @@ func TestRosterEnsembleEntityTarget(t *testing.T) {
 		t.Errorf("selftrain params %v", p)
 	}
 	for _, target := range []string{selftrain.EntityHard, selftrain.EntityModel} {
-		g, err := expand(t, dir, example(t, "conll03-roster.yaml"), "entity_target="+target)
+		g, err := expand(t, dir, example(t, "conll03-roster-paper.yaml"), "entity_target="+target)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -190,11 +232,11 @@ func TestRosterEnsembleEntityTarget(t *testing.T) {
 			t.Errorf("entity_target=%s: selftrain reads %+v", target, st.Inputs)
 		}
 	}
-	_, err = expand(t, dir, example(t, "conll03-roster.yaml"), "entity_target=ensemble", "seeds=1", "ensemble=false")
+	_, err = expand(t, dir, example(t, "conll03-roster-paper.yaml"), "entity_target=ensemble", "seeds=1", "ensemble=false")
 	if err == nil || !strings.Contains(err.Error(), "entity_target") {
 		t.Errorf("entity_target=ensemble without the ensemble: %v", err)
 	}
-	single, err := expand(t, dir, example(t, "conll03-roster.yaml"), "seeds=1", "ensemble=false")
+	single, err := expand(t, dir, example(t, "conll03-roster-paper.yaml"), "seeds=1", "ensemble=false")
 	if err != nil {
 		t.Fatal(err)
 	}
