@@ -35,7 +35,7 @@ const heldoutEvery = 50
 
 func init() {
 	m, r := lm.DefaultConfig(), lm.DefaultTrainConfig()
-	params := []stages.Param{
+	params := append([]stages.Param{
 		stages.IntParam("max_words", 20000, "vocabulary: the most frequent words of the training text", stages.Range(10, 1000000)),
 		stages.IntParam("min_count", 2, "vocabulary: occurrences a word needs", stages.AtLeast(1)),
 		stages.IntParam("dim", m.Dim, "word vector size", stages.Range(1, 4096)),
@@ -44,13 +44,12 @@ func init() {
 		stages.FloatParam("dropout", m.Dropout, "dropout on word vectors, between layers and on the top states", stages.Range(0, 0.95)),
 		stages.IntParam("epochs", r.Epochs, "training epochs", stages.Range(1, 1000)),
 		stages.IntParam("batch_size", r.BatchSize, "sentences per batch", stages.Range(1, 4096)),
-		stages.FloatParam("learning_rate", r.LearningRate, "peak learning rate of Adam", stages.Range(1e-7, 1)),
-		stages.FloatParam("warmup", r.Warmup, "fraction of the steps of linear warm-up before linear decay", stages.Range(0, 1)),
-		stages.FloatParam("max_grad_norm", r.MaxGradNorm, "gradient norm clipping (0: none)", stages.AtLeast(0)),
+	}, tagger.OptimizerParams(r.LearningRate, r.Warmup, r.MaxGradNorm)...)
+	params = append(params, []stages.Param{
 		stages.IntParam("max_len", r.MaxLen, "longer training sentences are cut", stages.Range(1, 10000)),
 		stages.FloatParam("fraction", 1, "fraction of the training sentences (corpus and unlabeled) used, evenly spread: quick runs", stages.Range(0.0001, 1)),
 		stages.IntParam("seed", int(r.Seed), "seed of the initial weights, batches and dropout", stages.AtLeast(0)),
-	}
+	}...)
 	params = append(UnlabeledParams(), params...)
 	params = append(params, dataset.SourceParams("corpus", "training text")...)
 	params = append(params, dataset.SourceParams("heldout", "held-out text")...)

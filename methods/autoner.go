@@ -53,7 +53,7 @@ func init() {
 			stages.StringListParam("variants", []string{variantFuzzy, variantTieBreak}, "the taggers trained, one each (and per seed)",
 				stages.OneOf(variantFuzzy, variantTieBreak)),
 			stages.IntListParam("seeds", []int{1}, "seeds; several train one tagger per seed and variant (fan-out), each scored and registered", stages.AtLeast(0)),
-			stages.StringParam("scheme", "bio", "tag scheme of the labels and the taggers", stages.OneOf("io", "bio", "bioes")),
+			tagger.SchemeParam("bio", "tag scheme of the labels and the taggers"),
 			stages.IntParam("epochs", 4, "training epochs", stages.Range(1, 1000)),
 			stages.FloatParam("miss_rate", 0, "variant fuzzy: the chance that the labels left an entity token O (0: AutoNER's Fuzzy-LSTM-CRF, where an unmatched token is O)", stages.Range(0, 1)),
 		}, append(fileParams(), distantParams()...)...),

@@ -29,7 +29,7 @@ func init() {
 			"steps. Each stage scored on the dev set, the final model on the test set, registered under the spec's name.",
 		Params: append([]stages.Param{
 			stages.IntParam("seed", 1, "seed of the initial weights, batches and dropout", stages.AtLeast(0)),
-			stages.StringParam("scheme", "io", "tag scheme of the labels and the tagger", stages.OneOf("io", "bio", "bioes")),
+			tagger.SchemeParam("io", "tag scheme of the labels and the tagger"),
 			stages.IntParam("epochs", 3, "stage 1: at most this many epochs on the distant labels, the step chosen on the dev set (BOND: 900 steps of 16 sentences with RoBERTa; a BiLSTM learns slower)", stages.Range(1, 1000)),
 			stages.IntParam("eval_every", 50, "stage 1: steps between two scores on the dev set, the best step's model kept", stages.AtLeast(1)),
 			stages.IntParam("patience", 4, "stage 1: stop after this many scores without a better dev F1 (0: run every epoch)", stages.AtLeast(0)),

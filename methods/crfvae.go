@@ -5,6 +5,7 @@ import (
 	"github.com/nerflow/nerflow/stages"
 	"github.com/nerflow/nerflow/subset"
 	"github.com/nerflow/nerflow/train/crfvae"
+	"github.com/nerflow/nerflow/train/tagger"
 )
 
 // CRF-VAE: a CRF tagger trained on a few labeled sentences plus unlabeled
@@ -29,7 +30,7 @@ func init() {
 			stages.FloatParam("unlabeled_weight", d.Weight, "weight of the negative ELBO against the CRF loss", stages.Range(0.0001, 100)),
 			stages.FloatParam("labeled", 0.1, "fraction of the train input's sentences kept labeled (subset.split), the rest unlabeled unless the unlabeled input is connected; 1: the train input is the labeled set as is", stages.Range(0.0001, 1)),
 			stages.FloatParam("partial", 0, "probability that an entity of the train input is dropped (subset.mask): every sentence kept, partially annotated (0: off)", stages.Range(0, 1)),
-			stages.StringParam("scheme", "bio", "tag scheme the tagger predicts", stages.OneOf("io", "bio", "bioes")),
+			tagger.SchemeParam("bio", "tag scheme the tagger predicts"),
 			stages.IntParam("epochs", 15, "training epochs", stages.Range(1, 1000)),
 			stages.IntParam("patience", 4, "stop after this many epochs without a better dev F1 (0: never)", stages.AtLeast(0)),
 			stages.IntParam("seed", 1, "seed of the split, the mask, the initial weights, batches, dropout and noise", stages.AtLeast(0)),

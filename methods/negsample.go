@@ -33,7 +33,7 @@ func init() {
 			stages.FloatListParam("mask", nil, "the missing-annotation experiment: probabilities with which the train input's gold entities are dropped (stage "+subset.StageMask+"), one tagger per p and sampling (empty: train on the train input's tags as they are)", stages.Range(0, 1)),
 			stages.IntParam("mask_seed", 1, "seed of the dropped entities", stages.AtLeast(0)),
 			stages.IntParam("seed", 1, "seed of the taggers", stages.AtLeast(0)),
-			stages.StringParam("scheme", "bio", "tag scheme of the predictions", stages.OneOf("io", "bio", "bioes")),
+			tagger.SchemeParam("bio", "tag scheme of the predictions"),
 			stages.IntParam("epochs", 10, "training epochs", stages.Range(1, 1000)),
 			stages.IntParam("max_span", 10, "longest span classified, in tokens", stages.Range(1, 64)),
 			stages.FloatParam("neg_ratio", 0.35, "negatives per sentence: ceil(neg_ratio * length) (lambda)", stages.Range(0.01, 10)),

@@ -17,7 +17,7 @@ func init() {
 			"set, scores it on the dev and test sets given, and registers it under the spec's name.",
 		Params: append([]stages.Param{
 			stages.StringParam("head", tagger.CRFHead, "output layer: crf, or token (RoSTER's classifier, trained with cross entropy)", stages.OneOf(tagger.TokenHead, tagger.CRFHead)),
-			stages.StringParam("scheme", "bio", "tag scheme the tagger predicts", stages.OneOf("io", "bio", "bioes")),
+			tagger.SchemeParam("bio", "tag scheme the tagger predicts"),
 			stages.IntParam("epochs", 15, "training epochs", stages.Range(1, 1000)),
 			stages.IntParam("patience", 4, "stop after this many epochs without a better dev F1 (0: never)", stages.AtLeast(0)),
 			stages.IntParam("seed", 1, "seed of the initial weights, batches and dropout", stages.AtLeast(0)),

@@ -44,7 +44,7 @@ func init() {
 			stages.IntParam("lm_layers", lmc.Layers, "language models: LSTM layers per direction (the tagger reads the top one)", stages.Range(1, 8)),
 			stages.IntParam("lm_max_words", 10000, "language models: vocabulary size", stages.Range(10, 1000000)),
 			stages.IntParam("lm_epochs", lmr.Epochs, "language models: training epochs", stages.Range(1, 1000)),
-			stages.StringParam("scheme", "bio", "tag scheme the taggers predict", stages.OneOf("io", "bio", "bioes")),
+			tagger.SchemeParam("bio", "tag scheme the taggers predict"),
 			stages.IntParam("layers", 2, "BiLSTM layers of the taggers (layer1 needs 2 or more)", stages.Range(1, 8)),
 			stages.IntParam("epochs", 15, "training epochs of the taggers", stages.Range(1, 1000)),
 			stages.IntParam("patience", 4, "stop after this many epochs without a better dev F1 (0: never)", stages.AtLeast(0)),

@@ -4,6 +4,7 @@ import (
 	"github.com/nerflow/nerflow/pipeline/spec"
 	"github.com/nerflow/nerflow/stages"
 	"github.com/nerflow/nerflow/subset"
+	"github.com/nerflow/nerflow/train/tagger"
 	"github.com/nerflow/nerflow/train/vsl"
 )
 
@@ -31,7 +32,7 @@ func init() {
 			stages.FloatParam("labeled", 0.1, "fraction of the training sentences kept labeled (1: all of them, no split)", stages.Range(0.0001, 1)),
 			stages.FloatParam("unlabeled", 0.5, "fraction of the training sentences, disjoint from the labeled ones, given as unlabeled text", stages.Range(0, 1)),
 			stages.IntParam("split_seed", 1, "seed of the split", stages.AtLeast(0)),
-			stages.StringParam("scheme", d.Model.Scheme, "tag scheme the classifier predicts", stages.OneOf("io", "bio", "bioes")),
+			tagger.SchemeParam(d.Model.Scheme, "tag scheme the classifier predicts"),
 			stages.IntParam("epochs", d.Run.Epochs, "passes over the labeled sentences", stages.Range(1, 1000)),
 			stages.IntParam("patience", d.Run.Patience, "stop after this many epochs without a better dev F1 (0: never)", stages.AtLeast(0)),
 			stages.IntParam("kl_warmup", d.Run.KLWarmup, "steps of KL annealing", stages.AtLeast(0)),

@@ -67,14 +67,12 @@ func outputPorts(report string) []stages.Port {
 // runParams declares the trainer's settings that the self-training stages
 // share, with d's defaults, and their corpus and dev inputs' files.
 func runParams(d tagger.TrainConfig) []stages.Param {
-	params := []stages.Param{
-		stages.IntParam("batch_size", d.BatchSize, "sentences per batch", stages.Range(1, 4096)),
-		stages.FloatParam("learning_rate", d.LearningRate, "peak learning rate of Adam", stages.Range(1e-7, 1)),
-		stages.FloatParam("warmup", d.Warmup, "fraction of the steps of linear warm-up before linear decay", stages.Range(0, 1)),
-		stages.FloatParam("max_grad_norm", d.MaxGradNorm, "gradient norm clipping (0: none)", stages.AtLeast(0)),
+	params := []stages.Param{stages.IntParam("batch_size", d.BatchSize, "sentences per batch", stages.Range(1, 4096))}
+	params = append(params, tagger.OptimizerParams(d.LearningRate, d.Warmup, d.MaxGradNorm)...)
+	params = append(params,
 		stages.IntParam("patience", d.Patience, "stop after this many evaluations on the dev set without a better F1 (0: never)", stages.AtLeast(0)),
 		stages.IntParam("seed", int(d.Seed), "seed of the batches and dropout", stages.AtLeast(0)),
-	}
+	)
 	params = append(params, dataset.SourceParams("corpus", "training sentences")...)
 	return append(params, dataset.SourceParams("dev", "dev sentences")...)
 }

@@ -54,11 +54,11 @@ func withTargetsOf(aug, exs []example, ids []int) {
 // orig (RoSTER's released code keeps only those: a replacement that
 // changes the type the model sees likely changed the word's type, and its
 // target would then be wrong).
-func augmentedLoss(lb, orig *lossBatch) *ts.Tensor {
+func augmentedLoss(lb, orig *LossBatch) *ts.Tensor {
 	_, _, types, typeW := klTargets(lb)
-	typLogits, _ := lb.tokenOutputs()
-	origLogits, _ := orig.tokenOutputs()
-	return klDivergenceWhere(lb.g, typLogits, types, typeW, sameArgmax(lb.g, typLogits, origLogits))
+	typLogits, _ := lb.TokenOutputs()
+	origLogits, _ := orig.TokenOutputs()
+	return klDivergenceWhere(lb.G, typLogits, types, typeW, sameArgmax(lb.G, typLogits, origLogits))
 }
 
 // sameArgmax is 1 on the rows of a and b ([n, C]) whose largest value is

@@ -24,8 +24,8 @@ func TestAugmentedTargetsAreTheOriginals(t *testing.T) {
 	aug := []example{ex(8, 3), ex(4, 9, 6), ex(10)}
 	ids := []int{1, 0}
 	withTargetsOf(aug, exs, ids)
-	_, _, types, typeW := klTargets(&lossBatch{b: newBatch(aug, ids), exs: aug, k: 3})
-	_, _, origTypes, origW := klTargets(&lossBatch{b: newBatch(exs, ids), exs: exs, k: 3})
+	_, _, types, typeW := klTargets(&LossBatch{Batch: newBatch(aug, ids), exs: aug, K: 3})
+	_, _, origTypes, origW := klTargets(&LossBatch{Batch: newBatch(exs, ids), exs: exs, K: 3})
 	if !slices.Equal(types, origTypes) || !slices.Equal(typeW, origW) {
 		t.Errorf("augmented type targets %v (weights %v), the originals' %v (%v)", types, typeW, origTypes, origW)
 	}
@@ -47,7 +47,7 @@ func TestNilSoftRowIsLeftOut(t *testing.T) {
 	e := example{words: []int64{2, 3, 4}, casing: make([]int64, 3), chars: [][]int64{{1}, {1}, {1}}}
 	e.soft = [][]float32{{0.2, 0.6, 0.2}, nil, {1, 0, 0}}
 	exs := []example{e}
-	entity, entityW, types, typeW := klTargets(&lossBatch{b: newBatch(exs, []int{0}), exs: exs, k: 3})
+	entity, entityW, types, typeW := klTargets(&LossBatch{Batch: newBatch(exs, []int{0}), exs: exs, K: 3})
 	if want := []float32{0.2, 0.8, 0, 0, 1, 0}; !slices.Equal(entity, want) {
 		t.Errorf("entity targets %v, want %v", entity, want)
 	}

@@ -39,7 +39,7 @@ const notAllowed = -1e9
 // a column [bs, K, 1] and a row [bs, 1, K] layout, and adding the
 // transitions in the matching orientation and reducing with keepdim yields
 // the other layout directly, without reshaping (4 operations a step).
-func crfLogPartition(g *kit.Graph, emissions, trans, start, end *ts.Tensor, b *batch) *ts.Tensor {
+func crfLogPartition(g *kit.Graph, emissions, trans, start, end *ts.Tensor, b *Batch) *ts.Tensor {
 	shape, err := emissions.Size()
 	g.Check(err)
 	n, k := shape[0], shape[1]
@@ -90,7 +90,7 @@ func crfLogPartition(g *kit.Graph, emissions, trans, start, end *ts.Tensor, b *b
 // each token's tag in packed order, or a negative value where the label
 // only constrains the tag; allowed ([b.n*K], 0 or notAllowed) then says
 // which tags each token's label allows.
-func crfNLL(g *kit.Graph, emissions, trans, start, end *ts.Tensor, b *batch, gold []int64, allowed func() []float32, k int) *ts.Tensor {
+func crfNLL(g *kit.Graph, emissions, trans, start, end *ts.Tensor, b *Batch, gold []int64, allowed func() []float32, k int) *ts.Tensor {
 	if slices.Min(gold) < 0 {
 		return crfMarginalNLL(g, emissions, trans, start, end, b, allowed(), k)
 	}
@@ -103,7 +103,7 @@ func crfNLL(g *kit.Graph, emissions, trans, start, end *ts.Tensor, b *batch, gol
 // tag out): the forward algorithm on the emissions plus the evidence.
 // Partial labels are the evidence 0 or notAllowed (crfNLL); loss partial
 // weighs the entity tags of an unmatched token by log(miss_rate).
-func crfMarginalNLL(g *kit.Graph, emissions, trans, start, end *ts.Tensor, b *batch, evidence []float32, k int) *ts.Tensor {
+func crfMarginalNLL(g *kit.Graph, emissions, trans, start, end *ts.Tensor, b *Batch, evidence []float32, k int) *ts.Tensor {
 	logZ := crfLogPartition(g, emissions, trans, start, end, b)
 	weighted := g.T(emissions.Add(g.Floats(evidence, int64(b.n), int64(k)), false))
 	return g.T(logZ.Sub(crfLogPartition(g, weighted, trans, start, end, b), false))
@@ -114,7 +114,7 @@ func crfMarginalNLL(g *kit.Graph, emissions, trans, start, end *ts.Tensor, b *ba
 // takes a few operations per time step. (Each gotch operation carries a
 // fixed cost in Go of a few microseconds, far more than the arithmetic
 // of a CRF's few tags.)
-func crfPathScore(g *kit.Graph, emissions, trans, start, end *ts.Tensor, b *batch, tags []int64, k int) *ts.Tensor {
+func crfPathScore(g *kit.Graph, emissions, trans, start, end *ts.Tensor, b *Batch, tags []int64, k int) *ts.Tensor {
 	emit := make([]int64, b.n)
 	for p, y := range tags {
 		emit[p] = int64(p*k) + y

@@ -18,7 +18,7 @@ import (
 type crfFixture struct {
 	k                 int
 	exs               []example
-	b                 *batch
+	b                 *Batch
 	em                [][][]float32 // per example: rows of k scores
 	trans, start, end []float32
 }

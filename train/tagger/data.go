@@ -76,12 +76,12 @@ func convertTags(tags []string, scheme corpus.Scheme) ([]string, error) {
 	return corpus.Convert(tags, corpus.AnyScheme, scheme, opts...)
 }
 
-// batch is a set of sentences in the packed layout of libtorch's RNNs: the
+// Batch is a set of sentences in the packed layout of libtorch's RNNs: the
 // sentences sorted by decreasing length, and their tokens ordered time step
 // by time step, so that step t holds the t-th token of the first
 // batchSizes[t] sentences. Every per-token tensor of the model is in this
 // order, which needs no padding: token t of sentence b is at offsets[t]+b.
-type batch struct {
+type Batch struct {
 	ids        []int   // example indices, by decreasing length
 	batchSizes []int64 // sentences still running at each step
 	offsets    []int   // packed index of each step's first token
@@ -93,10 +93,23 @@ type batch struct {
 }
 
 // pos is the packed index of token t of the batch's b-th sentence.
-func (b *batch) pos(i, t int) int { return b.offsets[t] + i }
+func (b *Batch) pos(i, t int) int { return b.offsets[t] + i }
+
+// Tokens is the number of tokens of the batch.
+func (b *Batch) Tokens() int { return b.n }
+
+// Sentences is the number of sentences of the batch.
+func (b *Batch) Sentences() int { return len(b.ids) }
+
+// Pos is the packed index of token t of the batch's i-th sentence (the
+// sentences sorted by decreasing length).
+func (b *Batch) Pos(i, t int) int { return b.pos(i, t) }
+
+// Len is the length of the batch's i-th sentence.
+func (b *Batch) Len(i int) int { return len(b.tokens[i]) }
 
 // newBatch lays out examples ids (all non-empty) in packed order.
-func newBatch(exs []example, ids []int) *batch {
+func newBatch(exs []example, ids []int) *Batch {
 	b, spellings := packBatch(exs, ids)
 	b.chars = kit.NewCharRows(spellings)
 	return b
@@ -104,10 +117,10 @@ func newBatch(exs []example, ids []int) *batch {
 
 // packBatch is newBatch without the characters: it returns each token's
 // spelling in packed order instead.
-func packBatch(exs []example, ids []int) (*batch, [][]int64) {
+func packBatch(exs []example, ids []int) (*Batch, [][]int64) {
 	ids = slices.Clone(ids)
 	slices.SortStableFunc(ids, func(a, b int) int { return exs[b].len() - exs[a].len() })
-	b := &batch{ids: ids}
+	b := &Batch{ids: ids}
 	steps := exs[ids[0]].len()
 	for t := range steps {
 		k := 0

@@ -120,7 +120,7 @@ func TestCharTableMatchesBatchRows(t *testing.T) {
 			if n, _ := table.features.Size(); n[0] <= 3 {
 				t.Fatalf("%d spellings: the test wants several chunks of 3", n[0])
 			}
-			hidden := func(b *batch) []float32 {
+			hidden := func(b *Batch) []float32 {
 				g := kit.NewGraph(gotch.CPU)
 				defer g.Free()
 				var h []float32

@@ -32,9 +32,10 @@
 //     the rest of the libtorch plumbing (tensor ownership, Adam and the
 //     schedule, threads, memory, cuDNN) is package kit.
 //
-// A new head or loss is one file: a type implementing Head (or Loss) and
-// an init that calls RegisterHead (or RegisterLoss); the stage's choices
-// and docs follow from the registry.
+// A new head or loss is one file, in this package or another: a type
+// implementing Head (or Loss) and an init that calls RegisterHead (or
+// RegisterLoss); the stage's choices and docs follow from the registry
+// (plugin_test.go adds a loss from outside the package).
 //
 // libtorch keeps its grad mode per OS thread: every goroutine that computes
 // with a Tagger must be locked to its thread; the Trainer and Predict run

@@ -16,7 +16,7 @@ type crfHead struct{}
 
 func (crfHead) Doc() string { return "linear-chain CRF over linear emission scores, Viterbi decoding" }
 
-func (crfHead) newWeights(p *kit.Initializer, in int, labels *Labels, _ Config) headWeights {
+func (crfHead) NewWeights(p *kit.Initializer, in int, labels *Labels, _ Config) HeadWeights {
 	k := labels.NumTags()
 	out := 1 / sqrt(in)
 	return &crfWeightsOf{
@@ -40,7 +40,7 @@ func (w *crfWeightsOf) host(k int) *crfWeights {
 }
 
 // probabilities are the CRF's marginals, with its Viterbi paths.
-func (w *crfWeightsOf) probabilities(g *kit.Graph, h *ts.Tensor, b *batch, k int) (probs []float32, paths [][]int) {
+func (w *crfWeightsOf) Probabilities(g *kit.Graph, h *ts.Tensor, b *Batch, k int) (probs []float32, paths [][]int) {
 	em := kit.Float32s(w.emissions(g, h))
 	crf := w.host(k)
 	probs = make([]float32, b.n*k)

@@ -27,7 +27,7 @@ func (spanHead) Doc() string {
 	return "span classifier over boundary states, decoded greedily into non-overlapping spans"
 }
 
-func (spanHead) newWeights(p *kit.Initializer, in int, labels *Labels, cfg Config) headWeights {
+func (spanHead) NewWeights(p *kit.Initializer, in int, labels *Labels, cfg Config) HeadWeights {
 	rep, hid, classes := 4*in, in, len(labels.Types)+1
 	return &spanWeightsOf{
 		labels: labels, maxSpan: cfg.MaxSpan,
@@ -54,7 +54,7 @@ type spanRef struct{ sent, start, end int }
 // the first two terms once per token rather than once per span (a token
 // starts and ends up to max_span candidates each), which makes scoring every
 // candidate, as decoding and the weighted sampling do, several times faster.
-func (w *spanWeightsOf) logits(g *kit.Graph, h *ts.Tensor, b *batch, spans []spanRef) *ts.Tensor {
+func (w *spanWeightsOf) logits(g *kit.Graph, h *ts.Tensor, b *Batch, spans []spanRef) *ts.Tensor {
 	m := int64(len(spans))
 	starts, ends := make([]int64, m), make([]int64, m)
 	for k, s := range spans {
@@ -89,7 +89,7 @@ func candidates(sent, n, maxSpan int) []spanRef {
 }
 
 // sentenceLen is the number of tokens of the i-th sentence of b.
-func sentenceLen(b *batch, i int) int {
+func sentenceLen(b *Batch, i int) int {
 	n := 0
 	for n < len(b.batchSizes) && int(b.batchSizes[n]) > i {
 		n++
@@ -103,7 +103,7 @@ func sentenceLen(b *batch, i int) int {
 // span, each class put on the tag it would have at the token's place in
 // that span (O on O): the tags come from the decoded spans, not from the
 // argmax of these rows.
-func (w *spanWeightsOf) probabilities(g *kit.Graph, h *ts.Tensor, b *batch, k int) (probs []float32, paths [][]int) {
+func (w *spanWeightsOf) Probabilities(g *kit.Graph, h *ts.Tensor, b *Batch, k int) (probs []float32, paths [][]int) {
 	var spans []spanRef
 	for i := range b.ids {
 		spans = append(spans, candidates(i, sentenceLen(b, i), w.maxSpan)...)

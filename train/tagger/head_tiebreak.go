@@ -40,7 +40,7 @@ func (tieBreakHead) Doc() string {
 	return "AutoNER's Tie-or-Break: a tie/break classifier between adjacent tokens, the spans between breaks typed (None or an entity type)"
 }
 
-func (tieBreakHead) newWeights(p *kit.Initializer, in int, labels *Labels, _ Config) headWeights {
+func (tieBreakHead) NewWeights(p *kit.Initializer, in int, labels *Labels, _ Config) HeadWeights {
 	rep, classes := 2*in, len(labels.Types)+1
 	w := &tieBreakWeightsOf{
 		labels: labels,
@@ -127,9 +127,9 @@ func (w *tieBreakWeightsOf) gapOf(a, b int32) (tie, ok bool) {
 
 // targets reads the gap and span labels of every sentence of the batch from
 // its tags.
-func (w *tieBreakWeightsOf) targets(lb *lossBatch) tieBreakTargets {
+func (w *tieBreakWeightsOf) targets(lb *LossBatch) tieBreakTargets {
 	var tt tieBreakTargets
-	for i, id := range lb.b.ids {
+	for i, id := range lb.Batch.ids {
 		ys := lb.exs[id].targets
 		n := len(ys)
 		// known[t] says whether the gap before token t is known (the
@@ -140,8 +140,8 @@ func (w *tieBreakWeightsOf) targets(lb *lossBatch) tieBreakTargets {
 		for t := 1; t < n; t++ {
 			tie[t], known[t] = w.gapOf(ys[t-1], ys[t])
 			if known[t] {
-				tt.gapLeft = append(tt.gapLeft, int64(lb.b.pos(i, t-1)))
-				tt.gapRight = append(tt.gapRight, int64(lb.b.pos(i, t)))
+				tt.gapLeft = append(tt.gapLeft, int64(lb.Batch.pos(i, t-1)))
+				tt.gapRight = append(tt.gapRight, int64(lb.Batch.pos(i, t)))
 				y := int64(0)
 				if tie[t] {
 					y = 1
@@ -156,8 +156,8 @@ func (w *tieBreakWeightsOf) targets(lb *lossBatch) tieBreakTargets {
 				end++
 			}
 			if whole && ys[start] >= 0 {
-				tt.spanStart = append(tt.spanStart, int64(lb.b.pos(i, start)))
-				tt.spanEnd = append(tt.spanEnd, int64(lb.b.pos(i, end-1)))
+				tt.spanStart = append(tt.spanStart, int64(lb.Batch.pos(i, start)))
+				tt.spanEnd = append(tt.spanEnd, int64(lb.Batch.pos(i, end-1)))
 				tt.spanClass = append(tt.spanClass, int64(w.classes[ys[start]].typ))
 			}
 			start = end
@@ -175,10 +175,10 @@ func (tieBreakLoss) Head() string            { return TieBreakHead }
 func (tieBreakLoss) Soft() bool              { return false }
 func (tieBreakLoss) Check(TrainConfig) error { return nil }
 
-func (tieBreakLoss) compute(lb *lossBatch) *ts.Tensor {
-	w := lb.head.(*tieBreakWeightsOf)
+func (tieBreakLoss) Compute(lb *LossBatch) *ts.Tensor {
+	w := lb.Head.(*tieBreakWeightsOf)
 	tt := w.targets(lb)
-	return w.loss(lb.g, lb.h, tt)
+	return w.loss(lb.G, lb.H, tt)
 }
 
 // loss is the mean cross entropy of the known gaps plus that of the labeled
@@ -206,7 +206,7 @@ func (w *tieBreakWeightsOf) loss(g *kit.Graph, h *ts.Tensor, tt tieBreakTargets)
 // under 0.5, each span's class distribution from the type classifier, put
 // on each of its tokens' tags (O on O; a type on the tag the token has at
 // its place in the span). The paths are the spans of a class other than O.
-func (w *tieBreakWeightsOf) probabilities(g *kit.Graph, h *ts.Tensor, b *batch, k int) (probs []float32, paths [][]int) {
+func (w *tieBreakWeightsOf) Probabilities(g *kit.Graph, h *ts.Tensor, b *Batch, k int) (probs []float32, paths [][]int) {
 	var left, right []int64
 	for i := range b.ids {
 		for t := 1; t < sentenceLen(b, i); t++ {

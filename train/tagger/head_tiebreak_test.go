@@ -19,7 +19,7 @@ import (
 type tieBreakFixture struct {
 	labels *Labels
 	exs    []example
-	b      *batch
+	b      *Batch
 	states [][]float32 // by sentence
 }
 
@@ -87,7 +87,7 @@ func TestTieBreakLossByHand(t *testing.T) {
 	defer g.Free()
 	h := leaf(t, g, f.packed(), int64(f.b.n), 1)
 	w := f.weights(g)
-	tt := w.targets(&lossBatch{g: g, b: f.b, exs: f.exs})
+	tt := w.targets(&LossBatch{G: g, Batch: f.b, exs: f.exs})
 	if len(tt.gapTie) != 2 || !reflect.DeepEqual(tt.gapTie, []int64{1, 0}) || !reflect.DeepEqual(tt.spanClass, []int64{1, 0}) {
 		t.Fatalf("targets %+v", tt)
 	}
@@ -118,7 +118,7 @@ func TestTieBreakDecoding(t *testing.T) {
 	g := kit.NewGraph(gotch.CPU)
 	defer g.Free()
 	h := g.Floats(f.packed(), int64(f.b.n), 1)
-	probs, paths := f.weights(g).probabilities(g, h, f.b, f.labels.NumTags())
+	probs, paths := f.weights(g).Probabilities(g, h, f.b, f.labels.NumTags())
 	want := map[int][]int{0: {1, 2, 0}, 1: {1, 0}}
 	for i, id := range f.b.ids {
 		if !reflect.DeepEqual(paths[i], want[id]) {

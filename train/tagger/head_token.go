@@ -20,7 +20,7 @@ func (tokenHead) Doc() string {
 	return "RoSTER's entity-vs-O and type classifier"
 }
 
-func (tokenHead) newWeights(p *kit.Initializer, in int, labels *Labels, _ Config) headWeights {
+func (tokenHead) NewWeights(p *kit.Initializer, in int, labels *Labels, _ Config) HeadWeights {
 	k := labels.NumTags()
 	out := 1 / sqrt(in)
 	return &tokenWeightsOf{
@@ -36,15 +36,15 @@ type tokenWeightsOf struct {
 
 // outputs computes the head on encoder output h ([n, in]): type logits
 // [n, K-1] and entity-vs-O logits [n, 2] (see binaryLogits).
-func (w *tokenWeightsOf) outputs(g *kit.Graph, h *ts.Tensor) (typ, entity *ts.Tensor) {
+func (w *tokenWeightsOf) Outputs(g *kit.Graph, h *ts.Tensor) (typ, entity *ts.Tensor) {
 	typ = g.T(ts.Linear(h, w.typeW, w.typeB))
 	entity = binaryLogits(g, g.T(ts.Linear(h, w.binW, w.binB)))
 	return typ, entity
 }
 
 // probabilities is [1 - sigmoid(z), sigmoid(z) * softmax(type logits)].
-func (w *tokenWeightsOf) probabilities(g *kit.Graph, h *ts.Tensor, _ *batch, _ int) ([]float32, [][]int) {
-	typLogits, entityLogits := w.outputs(g, h)
+func (w *tokenWeightsOf) Probabilities(g *kit.Graph, h *ts.Tensor, _ *Batch, _ int) ([]float32, [][]int) {
+	typLogits, entityLogits := w.Outputs(g, h)
 	pEntity := g.T(entityLogits.Softmax(1, gotch.Float, false)) // [n, 2]
 	pO := g.T(pEntity.Narrow(1, 0, 1, false))
 	pE := g.T(pEntity.Narrow(1, 1, 1, false))

@@ -12,26 +12,35 @@ import (
 )
 
 // Head is the output layer of a tagger, a named implementation registered
-// with RegisterHead: a new head is one file that implements it and
-// registers itself in init (see head_token.go, head_crf.go).
+// with RegisterHead: a new head is one file, in this package or another,
+// that implements it and registers itself in init (see head_token.go,
+// head_crf.go, and plugin_test.go for one outside the package).
 type Head interface {
 	// Doc says what the head is, for the stage docs.
 	Doc() string
-	// newWeights creates the head's weights for the tagger's tag set on
+	// NewWeights creates the head's weights for the tagger's tag set on
 	// encoder output of size in, from the tagger's seeded initializer;
 	// their names are those of the checkpoint. cfg is the tagger's
 	// architecture (a head may have settings there, as the span head's
 	// MaxSpan).
-	newWeights(p *kit.Initializer, in int, labels *Labels, cfg Config) headWeights
+	NewWeights(p *kit.Initializer, in int, labels *Labels, cfg Config) HeadWeights
 }
 
-// headWeights are a head's weights in one tagger.
-type headWeights interface {
-	// probabilities returns, for every token of b in packed order, its
-	// distribution over the k tags ([b.n*k]), and, for a head that decodes
-	// whole sentences, the best path of each sentence of b (nil: the best
-	// tags are the argmax of each distribution).
-	probabilities(g *kit.Graph, h *ts.Tensor, b *batch, k int) (probs []float32, paths [][]int)
+// HeadWeights are a head's weights in one tagger.
+type HeadWeights interface {
+	// Probabilities returns, for every token of b in packed order, its
+	// distribution over the k tags ([b.Tokens()*k]), and, for a head that
+	// decodes whole sentences, the best path of each sentence of b (nil:
+	// the best tags are the argmax of each distribution). Inside kit.Guard.
+	Probabilities(g *kit.Graph, h *ts.Tensor, b *Batch, k int) (probs []float32, paths [][]int)
+}
+
+// TokenOutputs is a head that scores each token on its own, as the token
+// head does: type logits [tokens, K-1] and entity-vs-O logits [tokens, 2]
+// on encoder output h. The losses of such heads read them through
+// LossBatch.TokenOutputs, whatever the head.
+type TokenOutputs interface {
+	Outputs(g *kit.Graph, h *ts.Tensor) (typ, entity *ts.Tensor)
 }
 
 var heads = newNamed[Head]("head")
@@ -78,7 +87,7 @@ func (r *named[T]) lookup(name string) (T, error) {
 }
 
 // sentenceRows gathers the rows of sentence i of b from packed values.
-func sentenceRows(packed []float32, b *batch, i, k int) [][]float32 {
+func sentenceRows(packed []float32, b *Batch, i, k int) [][]float32 {
 	n := 0
 	for n < len(b.batchSizes) && int(b.batchSizes[n]) > i {
 		n++

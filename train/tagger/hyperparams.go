@@ -88,10 +88,10 @@ func ReadInto(fields []Hyperparam, p stages.Params) {
 func (h *Hyperparams) fields() []Hyperparam {
 	m, r := &h.Model, &h.Run
 	intp, floatp, stringp := IntField, FloatField, StringField
-	return []Hyperparam{
+	return append([]Hyperparam{
 		// Architecture.
 		stringp(&m.Head, "head", "token (RoSTER's entity-vs-O and type classifier), crf (linear-chain CRF) or span (span classifier, for negative sampling)", stages.OneOf(HeadNames()...)),
-		stringp(&m.Scheme, "scheme", "tag scheme the tagger predicts", stages.OneOf("io", "bio", "bioes")),
+		SchemeField(&m.Scheme, "tag scheme the tagger predicts"),
 		intp(&m.Hidden, "hidden", "LSTM units per direction", stages.Range(1, 4096)),
 		intp(&m.Layers, "layers", "BiLSTM layers", stages.Range(1, 8)),
 		intp(&m.WordDim, "word_dim", "word vector size without pretrained vectors (else theirs)", stages.Range(1, 4096)),
@@ -117,13 +117,52 @@ func (h *Hyperparams) fields() []Hyperparam {
 		// Optimization.
 		intp(&r.Epochs, "epochs", "training epochs", stages.Range(1, 1000)),
 		intp(&r.BatchSize, "batch_size", "sentences per batch", stages.Range(1, 4096)),
-		floatp(&r.LearningRate, "learning_rate", "peak learning rate of Adam", stages.Range(1e-7, 1)),
-		floatp(&r.Warmup, "warmup", "fraction of the steps of linear warm-up before linear decay", stages.Range(0, 1)),
-		floatp(&r.MaxGradNorm, "max_grad_norm", "gradient norm clipping (0: none)", stages.AtLeast(0)),
+	}, append(OptimizerFields(&r.LearningRate, &r.Warmup, &r.MaxGradNorm), []Hyperparam{
 		intp(&r.Patience, "patience", "stop after this many evaluations on the dev set without a better F1 (0: never)", stages.AtLeast(0)),
 		intp(&r.EvalEvery, "eval_every", "score on the dev set every this many steps too, not only after each epoch, keeping the best step's weights (0: per epoch)", stages.AtLeast(0)),
 		SeedField(&r.Seed, "seed of the initial weights, batches, dropout and dropped O tokens"),
+	}...)...)
+}
+
+// Schemes are the tag schemes a tagger predicts in.
+func Schemes() []string { return []string{"io", "bio", "bioes"} }
+
+// SchemeParam declares a stage's or a method's tag scheme, one of Schemes.
+func SchemeParam(def, doc string) stages.Param {
+	return stages.StringParam("scheme", def, doc, stages.OneOf(Schemes()...))
+}
+
+// SchemeField is SchemeParam bound to *p, defaulting to its value.
+func SchemeField(p *string, doc string) Hyperparam { return Hyperparam{SchemeParam(*p, doc), p} }
+
+// OptimizerFields declares the optimizer's hyperparameters that every
+// model trained on kit.Fit shares (kit.FitConfig): the peak learning rate,
+// the warm-up fraction and the clipping norm, bound to the fields given and
+// defaulting to their values.
+func OptimizerFields(learningRate, warmup, maxGradNorm *float64) []Hyperparam {
+	return []Hyperparam{
+		FloatField(learningRate, "learning_rate", "peak learning rate of Adam", stages.Range(1e-7, 1)),
+		FloatField(warmup, "warmup", "fraction of the steps of linear warm-up before linear decay", stages.Range(0, 1)),
+		FloatField(maxGradNorm, "max_grad_norm", "gradient norm clipping (0: none)", stages.AtLeast(0)),
 	}
+}
+
+// OptimizerParams is OptimizerFields for a stage that reads its parameters
+// itself: their declarations, with these defaults.
+func OptimizerParams(learningRate, warmup, maxGradNorm float64) []stages.Param {
+	return DeclsOf(OptimizerFields(&learningRate, &warmup, &maxGradNorm))
+}
+
+// Param is the tagger's declaration of the hyperparameter name, with its
+// default, for a method that exposes it as its own; it panics on a name
+// the tagger does not declare (a programming error, met at init).
+func Param(name string) stages.Param {
+	for _, p := range HyperparamDecls() {
+		if p.Name == name {
+			return p
+		}
+	}
+	panic("tagger: no hyperparameter " + name)
 }
 
 // HyperparamDecls declares the hyperparameters as stage parameters, with

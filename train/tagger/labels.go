@@ -18,6 +18,12 @@ const (
 	anyEntity = -2
 )
 
+// The hard targets of LossBatch.Targets besides tag indices.
+const (
+	Ignored   = ignored   // the token is left out of the loss
+	AnyEntity = anyEntity // an entity of unknown type
+)
+
 // Labels is a tagger's tag set: the tags of a scheme over a list of entity
 // types, each with a class index. Class 0 is always O; the entity tags
 // follow, type by type, in the scheme's prefix order (B, I, E, S).

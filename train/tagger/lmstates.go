@@ -193,7 +193,7 @@ func (c Config) lmLayer() int {
 // lmStates runs the frozen language model over the batch's sentences and
 // returns their states in packed order, [b.n, LMDim]: a constant of the
 // computation, no gradient flows into the language model.
-func (m *Tagger) lmStates(g *kit.Graph, b *batch) *ts.Tensor {
+func (m *Tagger) lmStates(g *kit.Graph, b *Batch) *ts.Tensor {
 	states, err := m.lm.TokenStates(b.tokens)
 	if err != nil {
 		kit.Abort(fmt.Errorf("language model states: %w", err))

@@ -13,4 +13,4 @@ func (ceLoss) Doc() string                      { return "cross entropy" }
 func (ceLoss) Head() string                     { return TokenHead }
 func (ceLoss) Soft() bool                       { return false }
 func (ceLoss) Check(TrainConfig) error          { return nil }
-func (ceLoss) compute(lb *lossBatch) *ts.Tensor { return hardTokenLoss(lb, crossEntropy) }
+func (ceLoss) Compute(lb *LossBatch) *ts.Tensor { return hardTokenLoss(lb, crossEntropy) }

@@ -14,19 +14,19 @@ func (crfLoss) Head() string            { return CRFHead }
 func (crfLoss) Soft() bool              { return false }
 func (crfLoss) Check(TrainConfig) error { return nil }
 
-func (crfLoss) compute(lb *lossBatch) *ts.Tensor {
+func (crfLoss) Compute(lb *LossBatch) *ts.Tensor {
 	gold := packedTargets(lb)
-	w := lb.head.(*crfWeightsOf)
-	nll := crfNLL(lb.g, w.emissions(lb.g, lb.h), w.trans, w.start, w.end, lb.b, gold, func() []float32 { return allowedTags(gold, lb.k) }, lb.k)
+	w := lb.Head.(*crfWeightsOf)
+	nll := crfNLL(lb.G, w.emissions(lb.G, lb.H), w.trans, w.start, w.end, lb.Batch, gold, func() []float32 { return allowedTags(gold, lb.K) }, lb.K)
 	return perSentence(lb, nll)
 }
 
 // packedTargets lays the batch's targets out in its packed order.
-func packedTargets(lb *lossBatch) []int64 {
-	gold := make([]int64, lb.b.n)
-	for i, id := range lb.b.ids {
+func packedTargets(lb *LossBatch) []int64 {
+	gold := make([]int64, lb.Batch.n)
+	for i, id := range lb.Batch.ids {
 		for t, y := range lb.exs[id].targets {
-			gold[lb.b.pos(i, t)] = int64(y)
+			gold[lb.Batch.pos(i, t)] = int64(y)
 		}
 	}
 	return gold
@@ -34,8 +34,8 @@ func packedTargets(lb *lossBatch) []int64 {
 
 // perSentence turns a batch's summed negative log-likelihood into its mean
 // per sentence.
-func perSentence(lb *lossBatch, nll *ts.Tensor) *ts.Tensor {
-	return lb.g.T(nll.MulScalar(lb.g.Scalar(1/float64(len(lb.b.ids))), false))
+func perSentence(lb *LossBatch, nll *ts.Tensor) *ts.Tensor {
+	return lb.G.T(nll.MulScalar(lb.G.Scalar(1/float64(len(lb.Batch.ids))), false))
 }
 
 // allowedTags is the CRF's mask of the tags each token's label allows

@@ -29,8 +29,8 @@ func (gceLoss) Check(cfg TrainConfig) error {
 	return nil
 }
 
-func (gceLoss) compute(lb *lossBatch) *ts.Tensor {
+func (gceLoss) Compute(lb *LossBatch) *ts.Tensor {
 	return hardTokenLoss(lb, func(g *kit.Graph, logits *ts.Tensor, y []int64, w []float32) *ts.Tensor {
-		return generalizedCrossEntropy(g, logits, y, w, lb.cfg.Q)
+		return generalizedCrossEntropy(g, logits, y, w, lb.Config.Q)
 	})
 }

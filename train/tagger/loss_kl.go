@@ -19,17 +19,17 @@ func (klLoss) Head() string            { return TokenHead }
 func (klLoss) Soft() bool              { return true }
 func (klLoss) Check(TrainConfig) error { return nil }
 
-func (klLoss) compute(lb *lossBatch) *ts.Tensor {
+func (klLoss) Compute(lb *LossBatch) *ts.Tensor {
 	entity, entityW, types, typeW := klTargets(lb)
-	typLogits, entityLogits := lb.tokenOutputs()
-	return addLosses(lb.g, klDivergence(lb.g, entityLogits, entity, entityW), klDivergence(lb.g, typLogits, types, typeW))
+	typLogits, entityLogits := lb.TokenOutputs()
+	return addLosses(lb.G, klDivergence(lb.G, entityLogits, entity, entityW), klDivergence(lb.G, typLogits, types, typeW))
 }
 
 // klTargets lays out the batch's soft targets: [p(O), 1 - p(O)] with
 // weight 1 on every token that has a target (not a nil row), and the
 // entity tags renormalized, with weight 1 where they are not all 0.
-func klTargets(lb *lossBatch) (entity, entityW, types, typeW []float32) {
-	b, k := lb.b, lb.k
+func klTargets(lb *LossBatch) (entity, entityW, types, typeW []float32) {
+	b, k := lb.Batch, lb.K
 	entity, entityW = make([]float32, 2*b.n), make([]float32, b.n)
 	types, typeW = make([]float32, (k-1)*b.n), make([]float32, b.n)
 	for i, id := range b.ids {

@@ -180,8 +180,8 @@ func annotated(targets []int32, labels *Labels) (positives []corpus.Span, blocke
 
 // compute is the loss of a batch: cross entropy over the positives and the
 // drawn negatives of its sentences, each span one row.
-func (negSampleLoss) compute(lb *lossBatch) *ts.Tensor {
-	w := lb.head.(*spanWeightsOf)
+func (negSampleLoss) Compute(lb *LossBatch) *ts.Tensor {
+	w := lb.Head.(*spanWeightsOf)
 	s := lb.sampling
 	classOf := make(map[string]int64, len(w.labels.Types))
 	for i, typ := range w.labels.Types {
@@ -190,7 +190,7 @@ func (negSampleLoss) compute(lb *lossBatch) *ts.Tensor {
 	var rows []spanRef
 	var targets []int64
 	var pools [][]spanRef // per sentence of the batch, its candidate negatives
-	for i, id := range lb.b.ids {
+	for i, id := range lb.Batch.ids {
 		e := &lb.exs[id]
 		positives, blocked := annotated(e.targets, w.labels)
 		for _, p := range positives {
@@ -207,12 +207,12 @@ func (negSampleLoss) compute(lb *lossBatch) *ts.Tensor {
 		pools = append(pools, pool)
 	}
 	var weights [][]float64
-	if lb.cfg.Sampling == SamplingWeighted {
+	if lb.Config.Sampling == SamplingWeighted {
 		weights = w.samplingWeights(lb, pools)
 	}
-	for i, id := range lb.b.ids {
+	for i, id := range lb.Batch.ids {
 		e := &lb.exs[id]
-		k := int(math.Ceil(lb.cfg.NegRatio * float64(e.len())))
+		k := int(math.Ceil(lb.Config.NegRatio * float64(e.len())))
 		var wi []float64
 		if weights != nil {
 			wi = weights[i]
@@ -234,13 +234,13 @@ func (negSampleLoss) compute(lb *lossBatch) *ts.Tensor {
 	for i := range ones {
 		ones[i] = 1
 	}
-	return crossEntropy(lb.g, w.logits(lb.g, lb.h, lb.b, rows), targets, ones)
+	return crossEntropy(lb.G, w.logits(lb.G, lb.H, lb.Batch, rows), targets, ones)
 }
 
 // samplingWeights scores each sentence's candidate negatives with the
 // model of the step, without gradient, and returns their distributions
 // for the weighted draw.
-func (w *spanWeightsOf) samplingWeights(lb *lossBatch, pools [][]spanRef) [][]float64 {
+func (w *spanWeightsOf) samplingWeights(lb *LossBatch, pools [][]spanRef) [][]float64 {
 	var all []spanRef
 	for _, p := range pools {
 		all = append(all, p...)
@@ -249,7 +249,7 @@ func (w *spanWeightsOf) samplingWeights(lb *lossBatch, pools [][]spanRef) [][]fl
 		return make([][]float64, len(pools))
 	}
 	var z []float32
-	kit.NoGrad(func() { z = kit.Float32s(w.logits(lb.g, lb.h, lb.b, all)) })
+	kit.NoGrad(func() { z = kit.Float32s(w.logits(lb.G, lb.H, lb.Batch, all)) })
 	c := len(w.labels.Types) + 1
 	temp := temperature(lb.sampling.epoch, lb.sampling.epochs)
 	out := make([][]float64, len(pools))
@@ -260,7 +260,7 @@ func (w *spanWeightsOf) samplingWeights(lb *lossBatch, pools [][]spanRef) [][]fl
 			logits[j] = z[(at+j)*c : (at+j+1)*c]
 		}
 		at += len(p)
-		out[i] = negativeWeights(logits, lb.cfg.Mu, temp)
+		out[i] = negativeWeights(logits, lb.Config.Mu, temp)
 	}
 	return out
 }

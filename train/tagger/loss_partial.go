@@ -44,15 +44,15 @@ func (partialLoss) Check(cfg TrainConfig) error {
 	return nil
 }
 
-func (partialLoss) compute(lb *lossBatch) *ts.Tensor {
-	if lb.cfg.MissRate == 0 {
+func (partialLoss) Compute(lb *LossBatch) *ts.Tensor {
+	if lb.Config.MissRate == 0 {
 		// O is certain: the CRF's own loss, which scores a fully labeled
 		// batch by the gold path's score, not a second forward pass.
-		return crfLoss{}.compute(lb)
+		return crfLoss{}.Compute(lb)
 	}
 	gold := packedTargets(lb)
-	w := lb.head.(*crfWeightsOf)
-	nll := crfMarginalNLL(lb.g, w.emissions(lb.g, lb.h), w.trans, w.start, w.end, lb.b, labelEvidence(gold, lb.k, lb.cfg.MissRate), lb.k)
+	w := lb.Head.(*crfWeightsOf)
+	nll := crfMarginalNLL(lb.G, w.emissions(lb.G, lb.H), w.trans, w.start, w.end, lb.Batch, labelEvidence(gold, lb.K, lb.Config.MissRate), lb.K)
 	return perSentence(lb, nll)
 }
 

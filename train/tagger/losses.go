@@ -10,8 +10,10 @@ import (
 )
 
 // Loss is a training objective, a named implementation registered with
-// RegisterLoss: a new loss is one file that implements it and registers
-// itself in init (see loss_ce.go, loss_gce.go, loss_kl.go, loss_crf.go).
+// RegisterLoss: a new loss is one file, in this package or another, that
+// implements it and registers itself in init (see loss_ce.go, loss_gce.go,
+// loss_kl.go, loss_crf.go, and plugin_test.go for one outside the
+// package).
 type Loss interface {
 	// Doc says what the loss is, for the stage docs.
 	Doc() string
@@ -22,36 +24,60 @@ type Loss interface {
 	Soft() bool
 	// Check validates the loss's own hyperparameters.
 	Check(cfg TrainConfig) error
-	// compute is the loss of a batch, nil when the batch has nothing to
-	// learn from (every token ignored or removed).
-	compute(b *lossBatch) *ts.Tensor
+	// Compute is the loss of a batch, a scalar of lb.G, nil when the batch
+	// has nothing to learn from (every token ignored or removed). Inside
+	// kit.Guard.
+	Compute(lb *LossBatch) *ts.Tensor
 }
 
-// lossBatch is what a loss sees of a training step.
-type lossBatch struct {
-	g       *kit.Graph
-	head    headWeights // of the loss's Head
-	h       *ts.Tensor  // encoder output, packed
-	b       *batch
+// LossBatch is what a loss sees of a training step.
+type LossBatch struct {
+	G      *kit.Graph
+	Head   HeadWeights // of the loss's Head
+	H      *ts.Tensor  // encoder output [tokens, 2*Hidden], packed
+	Batch  *Batch
+	K      int // tags
+	Config TrainConfig
+
 	exs     []example
 	weights []tokenWeights // noisy-label weights by example, nil without removal
-	k       int            // tags
-	cfg     TrainConfig
 	// sampling is the epoch's negative sampling (LossNegSample).
 	sampling *sampling
-	// typ and entity are the token head's outputs on h, once computed
-	// (tokenOutputs).
+	// typ and entity are the head's token outputs on H, once computed
+	// (TokenOutputs).
 	typ, entity *ts.Tensor
 }
 
-// tokenOutputs returns the token head's type and entity-vs-O logits on the
-// batch, computed once: the augmented term reads the originals' type
-// logits after the loss has.
-func (lb *lossBatch) tokenOutputs() (typ, entity *ts.Tensor) {
+// TokenOutputs returns the head's type and entity-vs-O logits on the batch
+// (the head must implement TokenOutputs), computed once: the augmented
+// term reads the originals' type logits after the loss has.
+func (lb *LossBatch) TokenOutputs() (typ, entity *ts.Tensor) {
 	if lb.typ == nil {
-		lb.typ, lb.entity = lb.head.(*tokenWeightsOf).outputs(lb.g, lb.h)
+		h, ok := lb.Head.(TokenOutputs)
+		if !ok {
+			kit.Abort(fmt.Errorf("head %T has no token outputs", lb.Head))
+		}
+		lb.typ, lb.entity = h.Outputs(lb.G, lb.H)
 	}
 	return lb.typ, lb.entity
+}
+
+// Targets returns the hard target of every token of the batch, in packed
+// order: a tag index of the tagger's Labels (0 is O), Ignored, or
+// AnyEntity; nil for a batch of unlabeled sentences.
+func (lb *LossBatch) Targets() []int32 {
+	b := lb.Batch
+	out := make([]int32, b.n)
+	for i, id := range b.ids {
+		targets := lb.exs[id].targets
+		if targets == nil {
+			return nil
+		}
+		for t, y := range targets {
+			out[b.pos(i, t)] = y
+		}
+	}
+	return out
 }
 
 var losses = newNamed[Loss]("loss")
@@ -105,8 +131,8 @@ func weightAt(w []float32, t int) float32 {
 // entity-vs-O loss over every token plus the type loss over entity tokens,
 // each a weighted mean of rowLoss, which is cross entropy or one of its
 // robust variants.
-func hardTokenLoss(lb *lossBatch, rowLoss func(g *kit.Graph, logits *ts.Tensor, targets []int64, weights []float32) *ts.Tensor) *ts.Tensor {
-	b := lb.b
+func hardTokenLoss(lb *LossBatch, rowLoss func(g *kit.Graph, logits *ts.Tensor, targets []int64, weights []float32) *ts.Tensor) *ts.Tensor {
+	b := lb.Batch
 	entity := make([]int64, b.n)
 	entityW := make([]float32, b.n)
 	typ := make([]int64, b.n)
@@ -130,8 +156,8 @@ func hardTokenLoss(lb *lossBatch, rowLoss func(g *kit.Graph, logits *ts.Tensor, 
 			}
 		}
 	}
-	typLogits, entityLogits := lb.tokenOutputs()
-	return addLosses(lb.g, rowLoss(lb.g, entityLogits, entity, entityW), rowLoss(lb.g, typLogits, typ, typW))
+	typLogits, entityLogits := lb.TokenOutputs()
+	return addLosses(lb.G, rowLoss(lb.G, entityLogits, entity, entityW), rowLoss(lb.G, typLogits, typ, typW))
 }
 
 // addLosses sums the terms that are not nil (nil if all are).

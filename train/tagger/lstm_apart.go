@@ -16,7 +16,7 @@ import (
 // lstmDirectionsApart is one bidirectional layer of forward over x ([n,
 // in], b's packed layout) for prediction: [n, 2*hidden], as the fused op
 // computes it. It must run with gradients off.
-func (m *Tagger) lstmDirectionsApart(g *kit.Graph, x, batchSizes *ts.Tensor, b *batch, ws []*ts.Tensor) *ts.Tensor {
+func (m *Tagger) lstmDirectionsApart(g *kit.Graph, x, batchSizes *ts.Tensor, b *Batch, ws []*ts.Tensor) *ts.Tensor {
 	rev := g.Ints(b.reversedOrder(), int64(b.n))
 	xr := g.T(x.IndexSelect(0, rev, false))
 	h0 := g.T(ts.Zeros([]int64{1, b.batchSizes[0], int64(m.Config.Hidden)}, gotch.Float, m.device))
@@ -40,7 +40,7 @@ func (m *Tagger) lstmDirectionsApart(g *kit.Graph, x, batchSizes *ts.Tensor, b *
 // reversedOrder maps each packed position of b to the position of the same
 // sentence's token read from the end: token t of a sentence of length n
 // goes to token n-1-t. The permutation is its own inverse.
-func (b *batch) reversedOrder() []int64 {
+func (b *Batch) reversedOrder() []int64 {
 	order := make([]int64, b.n)
 	for i := range b.ids {
 		n := 0

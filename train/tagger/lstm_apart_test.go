@@ -13,7 +13,7 @@ import (
 // Sentences of lengths 3, 2 and 1 in packed order: positions 0 1 2 hold
 // their first tokens, 3 4 the second ones, 5 the last of the first.
 func TestReversedOrder(t *testing.T) {
-	b := &batch{ids: []int{0, 1, 2}, batchSizes: []int64{3, 2, 1}, offsets: []int{0, 3, 5}, n: 6}
+	b := &Batch{ids: []int{0, 1, 2}, batchSizes: []int64{3, 2, 1}, offsets: []int{0, 3, 5}, n: 6}
 	got := b.reversedOrder()
 	if want := []int64{5, 4, 2, 3, 1, 0}; !slices.Equal(got, want) {
 		t.Fatalf("reversedOrder = %v, want %v", got, want)

@@ -111,7 +111,7 @@ type Tagger struct {
 	convW, convB *ts.Tensor
 	lstm         [][]*ts.Tensor // per layer: the 8 weights of a bidirectional LSTM, as libtorch orders them
 
-	head headWeights // of the head Config.Head
+	head HeadWeights // of the head Config.Head
 	// lm is the frozen language model of TagLM (nil: none).
 	lm LanguageModel
 }
@@ -234,13 +234,13 @@ func (m *Tagger) build(p *kit.Initializer, table *embeddings.Table) {
 	}
 
 	head, _ := lookupHead(c.Head) // checked by validate
-	m.head = head.newWeights(p, 2*c.Hidden, m.Labels, c)
+	m.head = head.NewWeights(p, 2*c.Hidden, m.Labels, c)
 }
 
 // forward runs the encoder on a batch and returns the BiLSTM's output,
 // [tokens, 2*Hidden] in packed order. With train, dropout masks are drawn
 // from rng.
-func (m *Tagger) forward(g *kit.Graph, b *batch, train bool, rng *rand.Rand) *ts.Tensor {
+func (m *Tagger) forward(g *kit.Graph, b *Batch, train bool, rng *rand.Rand) *ts.Tensor {
 	c := m.Config
 	n := int64(b.n)
 	words := m.embedWords(g, b.words)

@@ -99,7 +99,7 @@ func (t *Trainer) removeNoisyLabels(exs []example, weights *noiseWeights) error 
 	types := m.numTypes()
 	r := newRemoval(float32(t.cfg.Tau), types)
 	// A prediction over the whole training set.
-	err := m.inference(exs, lengthBatches(exs, 64), func(g *kit.Graph, b *batch, h *ts.Tensor) {
+	err := m.inference(exs, lengthBatches(exs, 64), func(g *kit.Graph, b *Batch, h *ts.Tensor) {
 		pTypes, pEntity := m.tokenScores(g, h)
 		for i, id := range b.ids {
 			r.judge(weights.w[id], exs[id].targets,
@@ -173,7 +173,7 @@ func (r *removal) spare(exs []example, weights *noiseWeights) []int {
 // tokenScores returns the token head's type distributions ([n*(K-1)],
 // softmax over the entity tags) and entity probabilities ([n]).
 func (m *Tagger) tokenScores(g *kit.Graph, h *ts.Tensor) (pTypes, pEntity []float32) {
-	typ, entity := m.head.(*tokenWeightsOf).outputs(g, h)
+	typ, entity := m.head.(TokenOutputs).Outputs(g, h)
 	pTypes = kit.Float32s(g.T(typ.Softmax(1, gotch.Float, false)))
 	pe := kit.Float32s(g.T(entity.Softmax(1, gotch.Float, false)))
 	pEntity = make([]float32, len(pe)/2)

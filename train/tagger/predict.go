@@ -47,8 +47,8 @@ func (m *Tagger) predictExamples(exs []example, batchSize int) ([]Prediction, er
 // predictBatches predicts the examples of each batch into out.
 func (m *Tagger) predictBatches(exs []example, batches [][]int, out []Prediction) error {
 	k := m.Labels.NumTags()
-	err := m.inference(exs, batches, func(g *kit.Graph, b *batch, h *ts.Tensor) {
-		probs, paths := m.head.probabilities(g, h, b, k)
+	err := m.inference(exs, batches, func(g *kit.Graph, b *Batch, h *ts.Tensor) {
+		probs, paths := m.head.Probabilities(g, h, b, k)
 		for i, id := range b.ids {
 			rows := sentenceRows(probs, b, i, k)
 			p := Prediction{Tags: make([]string, len(rows)), Probs: make([][]float32, len(rows))}
@@ -75,7 +75,7 @@ func (m *Tagger) predictBatches(exs []example, batches [][]int, out []Prediction
 // the whole pass, the character features of each distinct spelling are
 // computed once for it (charTable), and the BiLSTM's directions run apart
 // where the threads allow (lstm_apart.go).
-func (m *Tagger) inference(exs []example, batches [][]int, f func(g *kit.Graph, b *batch, h *ts.Tensor)) error {
+func (m *Tagger) inference(exs []example, batches [][]int, f func(g *kit.Graph, b *Batch, h *ts.Tensor)) error {
 	helper, restoreThreads := kit.LSTMHelperFor(m.device, len(batches))
 	defer restoreThreads()
 	tableGraph := kit.NewGraph(m.device)
@@ -168,7 +168,7 @@ func (m *Tagger) newCharTable(g *kit.Graph, exs []example, batches [][]int, chun
 }
 
 // rows lays out batch b's tokens as rows of the table.
-func (t charTable) rows(b *batch) kit.CharRows {
+func (t charTable) rows(b *Batch) kit.CharRows {
 	of := make([]int64, b.n)
 	for i, id := range b.ids {
 		for tok, row := range t.rowOf[id] {

@@ -440,7 +440,7 @@ func (r *fitRun) Step(_ context.Context, s *kit.Step) (kit.StepResult, error) {
 	}
 	ids := r.batches[s.Batch]
 	b := newBatch(exs, ids)
-	var ab *batch
+	var ab *Batch
 	if r.aug != nil {
 		withTargetsOf(r.aug, exs, ids)
 		ab = newBatch(r.aug, ids)
@@ -497,15 +497,15 @@ func (r *fitRun) LoadCheckpoint(dir string) error {
 // false when the batch had nothing to learn from. ab, if not nil, is the
 // batch's augmented copy, drawn from aug (WithAugmented); u holds the
 // step's unlabeled sentences, if any (WithUnlabeled).
-func (t *Trainer) step(b, ab *batch, exs, aug []example, weights []tokenWeights, u unlabeledStep, opt *kit.Adam, lr float64, dropout *rand.Rand, sampled *sampling) (loss float64, learned bool, err error) {
+func (t *Trainer) step(b, ab *Batch, exs, aug []example, weights []tokenWeights, u unlabeledStep, opt *kit.Adam, lr float64, dropout *rand.Rand, sampled *sampling) (loss float64, learned bool, err error) {
 	m := t.model
 	g := kit.NewGraph(m.device)
 	defer g.Free()
 	err = kit.Guard(func() {
-		lb := &lossBatch{g: g, head: m.head, h: m.forward(g, b, true, dropout), b: b, exs: exs, weights: weights, k: m.Labels.NumTags(), cfg: t.cfg, sampling: sampled}
-		l := t.loss.compute(lb)
+		lb := &LossBatch{G: g, Head: m.head, H: m.forward(g, b, true, dropout), Batch: b, exs: exs, weights: weights, K: m.Labels.NumTags(), Config: t.cfg, sampling: sampled}
+		l := t.loss.Compute(lb)
 		if ab != nil {
-			l = addLosses(g, l, augmentedLoss(&lossBatch{g: g, head: m.head, h: m.forward(g, ab, true, dropout), b: ab, exs: aug, k: m.Labels.NumTags(), cfg: t.cfg}, lb))
+			l = addLosses(g, l, augmentedLoss(&LossBatch{G: g, Head: m.head, H: m.forward(g, ab, true, dropout), Batch: ab, exs: aug, K: m.Labels.NumTags(), Config: t.cfg}, lb))
 		}
 		if u.ids != nil {
 			l = addLosses(g, l, t.unlabeledLoss(g, u.run, u.ids, dropout, u.noise))

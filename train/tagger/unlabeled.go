@@ -41,7 +41,7 @@ type UnlabeledBatch struct {
 	Sentences, Lengths []int
 	// Rng draws the batch's noise (reproducible from the run's seed).
 	Rng *rand.Rand
-	b   *batch
+	b   *Batch
 }
 
 // Pos is the row of token t of the batch's i-th sentence.

@@ -21,10 +21,10 @@ func DefaultHyperparams() Hyperparams {
 func (h *Hyperparams) fields() []tagger.Hyperparam {
 	m, r := &h.Model, &h.Run
 	intp, floatp, stringp := tagger.IntField, tagger.FloatField, tagger.StringField
-	return []tagger.Hyperparam{
+	return append([]tagger.Hyperparam{
 		// Architecture.
 		stringp(&m.Variant, "variant", "hier: z conditioned on y, the word reconstructed from z (VSL-GG-Hier); flat: y and z side by side (VSL-GG-Flat)", stages.OneOf(Flat, Hier)),
-		stringp(&m.Scheme, "scheme", "tag scheme the classifier predicts", stages.OneOf("io", "bio", "bioes")),
+		tagger.SchemeField(&m.Scheme, "tag scheme the classifier predicts"),
 		intp(&m.Hidden, "hidden", "GRU units per direction", stages.Range(1, 4096)),
 		intp(&m.YDim, "y_dim", "size of the label-bearing latent y", stages.Range(1, 4096)),
 		intp(&m.ZDim, "z_dim", "size of the latent z", stages.Range(1, 4096)),
@@ -42,12 +42,10 @@ func (h *Hyperparams) fields() []tagger.Hyperparam {
 		// Optimization.
 		intp(&r.Epochs, "epochs", "passes over the labeled sentences; each step pairs a labeled batch with an unlabeled one", stages.Range(1, 1000)),
 		intp(&r.BatchSize, "batch_size", "sentences per batch (labeled, and unlabeled)", stages.Range(1, 4096)),
-		floatp(&r.LearningRate, "learning_rate", "peak learning rate of Adam", stages.Range(1e-7, 1)),
-		floatp(&r.Warmup, "warmup", "fraction of the steps of learning-rate warm-up before linear decay", stages.Range(0, 1)),
-		floatp(&r.MaxGradNorm, "max_grad_norm", "gradient norm clipping (0: none)", stages.AtLeast(0)),
+	}, append(tagger.OptimizerFields(&r.LearningRate, &r.Warmup, &r.MaxGradNorm), []tagger.Hyperparam{
 		intp(&r.Patience, "patience", "stop after this many epochs without a better dev F1 (0: never)", stages.AtLeast(0)),
 		tagger.SeedField(&r.Seed, "seed of the initial weights, batches, dropout and latent samples"),
-	}
+	}...)...)
 }
 
 // HyperparamDecls declares the hyperparameters as stage parameters, with
