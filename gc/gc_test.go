@@ -132,6 +132,18 @@ func (v *env) runIn(text, dir string) *engine.RunStatus {
 	if err != nil || st.State != engine.Succeeded {
 		v.t.Fatalf("run %s: %v %+v", id, err, st)
 	}
+	// The run's end reaches Redis a moment before its final manifest
+	// reaches the store; a registry sync in between would take the run
+	// for one still running and leave it unexamined, which gc keeps.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		var m engine.RunManifest
+		if _, err := storage.GetJSON(context.Background(), v.st, layout.RunManifest(id), &m); err == nil && m.State != engine.Running {
+			break
+		}
+		if time.Now().After(deadline) {
+			v.t.Fatalf("run %s: its manifest does not record its end", id)
+		}
+	}
 	// Runs keep distinct creation times (the newest per pipeline is kept).
 	time.Sleep(10 * time.Millisecond)
 	return st
