@@ -8,6 +8,10 @@
 // predicts w1 ... wn </s>; the backward model reads <s> wn ... w1 and
 // predicts wn ... w1 <s> (one boundary id serves as both). Sentences are
 // padded at the end, so padding never reaches a real position's state.
+//
+// Train (train.go) fits both on kit.Fit, with checkpoints that hold the
+// models whole; a tagger loads them with itself (package train/tagger
+// registers their loader).
 package lm
 
 import (

@@ -28,8 +28,10 @@
 // ReconWords most frequent lower-cased words of the training text (labeled
 // and unlabeled), every other word being one "unknown" class.
 //
-// The stage train.vsl (stage.go) trains a model; train.predict tags a
-// corpus with it.
+// Training runs on kit.Fit (train.go: the epochs, schedule, clipping, best
+// epoch and patience are the loop's; the losses, KL annealing and the
+// stream of unlabeled batches this package's). The stage train.vsl
+// (stage.go) trains a model; train.predict tags a corpus with it.
 package vsl
 
 import (
