@@ -206,22 +206,26 @@ func TestLabelUntypedAsOutside(t *testing.T) {
 	}
 }
 
+// readNamed reads gazetteers given as pairs of file name and text.
+func readNamed(t *testing.T, nameText ...string) []*Gazetteer {
+	t.Helper()
+	var gs []*Gazetteer
+	for i := 0; i+1 < len(nameText); i += 2 {
+		g, err := Read(strings.NewReader(nameText[i+1]), Source{Path: nameText[i]})
+		if err != nil {
+			t.Fatal(err)
+		}
+		gs = append(gs, g)
+	}
+	return gs
+}
+
 // TestReportWarnings: an empty gazetteer and a type that only one
 // gazetteer has ("Chemicals", a typo of the other's "Chemical") are named
 // in the report's warnings; types two places share are not.
 func TestReportWarnings(t *testing.T) {
-	var gs []*Gazetteer
-	for _, g := range []struct{ name, text string }{
-		{"a.tsv", "Chemical\tlithium\nDisease\theart failure\n"},
-		{"b.tsv", "Chemicals\taspirin\nDisease\ttoxicity\n"},
-		{"empty.txt", ""},
-	} {
-		gz, err := Read(strings.NewReader(g.text), Source{Path: g.name})
-		if err != nil {
-			t.Fatal(err)
-		}
-		gs = append(gs, gz)
-	}
+	gs := readNamed(t, "a.tsv", "Chemical\tlithium\nDisease\theart failure\n",
+		"b.tsv", "Chemicals\taspirin\nDisease\ttoxicity\n", "empty.txt", "")
 	_, r, err := Run(labelCorpus, gs, nil, corpus.BIO)
 	if err != nil {
 		t.Fatal(err)
@@ -244,17 +248,7 @@ func TestReportWarnings(t *testing.T) {
 // phrase list (BC5CDR's dict_core.txt and dict_full.txt) is no sign of a
 // typo: the untyped list cannot confirm any type, so nothing is warned.
 func TestReportWarningsUntypedList(t *testing.T) {
-	var gs []*Gazetteer
-	for _, g := range []struct{ name, text string }{
-		{"core.tsv", "Chemical\tlithium\nDisease\theart failure\n"},
-		{"full.txt", "aspirin\ntoxicity\n"},
-	} {
-		gz, err := Read(strings.NewReader(g.text), Source{Path: g.name})
-		if err != nil {
-			t.Fatal(err)
-		}
-		gs = append(gs, gz)
-	}
+	gs := readNamed(t, "core.tsv", "Chemical\tlithium\nDisease\theart failure\n", "full.txt", "aspirin\ntoxicity\n")
 	_, r, err := Run(labelCorpus, gs, nil, corpus.BIO)
 	if err != nil {
 		t.Fatal(err)
