@@ -37,13 +37,11 @@ func init() {
 		stages.IntParam("epochs", r.Epochs, "passes over the text", stages.Range(1, 1000)),
 		stages.IntParam("max_steps", 0, "stop after this many updates (0: the epochs decide; the learning-rate schedule stays that of whole epochs)", stages.AtLeast(0)),
 		stages.IntParam("batch_size", r.BatchSize, "sentences per batch", stages.Range(1, 4096)),
-		stages.FloatParam("learning_rate", r.LearningRate, "peak learning rate of Adam", stages.Range(1e-7, 1)),
-		stages.FloatParam("warmup", r.Warmup, "fraction of the steps of linear warm-up before linear decay", stages.Range(0, 1)),
-		stages.FloatParam("max_grad_norm", r.MaxGradNorm, "gradient norm clipping (0: none)", stages.AtLeast(0)),
 		stages.FloatParam("mask_rate", r.Masking.Rate, "fraction of the tokens predicted (80% of them masked, 10% random, 10% kept)", stages.Range(0.01, 1)),
 		stages.FloatParam("fraction", 1, "fraction of the training sentences used, evenly spread: quick runs", stages.Range(0.0001, 1)),
 		stages.IntParam("seed", int(r.Seed), "seed of the initial weights, batches, masks and dropout", stages.AtLeast(0)),
 	)
+	params = append(params, tagger.OptimizerParams(r.LearningRate, r.Warmup, r.MaxGradNorm)...)
 	params = append(params, dataset.SourceParams("corpus", "text of the run's corpus")...)
 	params = append(params, dataset.SourceParams("heldout", "held-out text")...)
 	stages.Register(stages.Stage{
