@@ -176,6 +176,17 @@ func (s *Store) put(ctx context.Context, key string, r io.Reader, opts []storage
 		po.SetMatchETagExcept("*") // If-None-Match: *
 	}
 	up, err := s.client.PutObject(ctx, bucket, object, body, info.Size, po)
+	if err != nil && minio.ToErrorResponse(err).Code == "NoSuchUpload" {
+		// Parts go up side by side; when one fails (MinIO out of space),
+		// the server may drop the upload before the part that says why
+		// answers, and the first error back is "no such upload", which
+		// names no cause. Once more with one part at a time, the failing
+		// part's own answer comes back.
+		if body, err = sp.content(); err == nil {
+			po.NumThreads = 1
+			up, err = s.client.PutObject(ctx, bucket, object, body, info.Size, po)
+		}
+	}
 	if err != nil {
 		switch code := minio.ToErrorResponse(err).Code; {
 		case o.IfAbsent && code == "PreconditionFailed":
