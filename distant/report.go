@@ -59,42 +59,70 @@ type Report struct {
 func (r Report) warnings() []string {
 	var out []string
 	places := map[string][]string{} // type -> the places that have it
-	// Only places that name types can confirm one another: an untyped list
-	// (BC5CDR's dict_full.txt beside the typed dict_core.txt) or an empty
-	// one says nothing about a type's spelling.
-	nplaces := 0
 	for _, g := range r.Gazetteers {
 		if g.Entries == 0 {
 			out = append(out, fmt.Sprintf("gazetteer %s is empty: it labels nothing", g.Source))
 		}
-		typed := false
 		for t, n := range g.Types {
 			if t != "" && t != corpus.UnknownType && n > 0 {
 				places[t] = append(places[t], "gazetteer "+g.Source)
-				typed = true
 			}
-		}
-		if typed {
-			nplaces++
 		}
 	}
 	if r.Gold != nil {
-		nplaces++
 		for t, s := range r.Gold.Report.Types {
 			if s.Support > 0 {
 				places[t] = append(places[t], "the gold labels")
 			}
 		}
 	}
-	if nplaces < 2 {
-		return out
-	}
-	for _, t := range slices.Sorted(maps.Keys(places)) {
-		if ps := places[t]; len(ps) == 1 {
-			out = append(out, fmt.Sprintf("type %s appears only in %s, in no other gazetteer nor the gold labels: a typo?", t, ps[0]))
+	// A type that one place alone knows is only suspicious when another
+	// place spells a type almost like it ("Chemicals" beside "Chemical"):
+	// a list of one type (person names beside a LOC/ORG gazetteer, or an
+	// untyped phrase list) is no sign of a typo.
+	types := slices.Sorted(maps.Keys(places))
+	for _, t := range types {
+		ps := places[t]
+		if len(ps) != 1 {
+			continue
+		}
+		for _, u := range types {
+			if u != t && !slices.Contains(places[u], ps[0]) && nearlySpelled(t, u) {
+				out = append(out, fmt.Sprintf("type %s appears only in %s, and %s has %s: a typo?", t, ps[0], places[u][0], u))
+				break
+			}
 		}
 	}
 	return out
+}
+
+// nearlySpelled tells whether two type names differ only in letter case or
+// by at most one edit per four letters of the shorter (at least one).
+func nearlySpelled(a, b string) bool {
+	a, b = strings.ToLower(a), strings.ToLower(b)
+	if a == b {
+		return true
+	}
+	ra, rb := []rune(a), []rune(b)
+	limit := max(1, min(len(ra), len(rb))/4)
+	// Levenshtein distance, one row at a time.
+	prev := make([]int, len(rb)+1)
+	cur := make([]int, len(rb)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		cur[0] = i
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(rb)] <= limit
 }
 
 // PhraseCount is a phrase with its number of matches.
