@@ -8,7 +8,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"path/filepath"
-	"slices"
 
 	"github.com/sugarme/gotch"
 	"github.com/sugarme/gotch/ts"
@@ -142,7 +141,7 @@ func (r *fitRun) StepsPerEpoch() (int, error) {
 // what the whole run would. With max_steps, the last epoch is cut short
 // (the schedule stays that of whole epochs).
 func (r *fitRun) StartEpoch(epoch int) (int, error) {
-	r.batches = batchesOf(r.data, r.cfg.BatchSize, rand.New(rand.NewPCG(r.cfg.Seed, 1000+uint64(epoch))))
+	r.batches = kit.LengthBatches(len(r.data), func(i int) int { return len(r.data[i]) }, r.cfg.BatchSize, rand.New(rand.NewPCG(r.cfg.Seed, 1000+uint64(epoch))))
 	r.masks = rand.New(rand.NewPCG(r.cfg.Seed, 2000+uint64(epoch)))
 	r.dropout = rand.New(rand.NewPCG(r.cfg.Seed, 3000+uint64(epoch)))
 	n := len(r.batches)
@@ -222,23 +221,6 @@ func (m *Model) step(b *batch, s *kit.Step, dropout *rand.Rand) (float64, error)
 		loss = float64(kit.Float32s(mean)[0])
 	})
 	return loss, err
-}
-
-// batchesOf shuffles the sentences, sorts pools of 20 batches by length
-// (little padding) and shuffles the batches.
-func batchesOf(data [][]string, size int, rng *rand.Rand) [][]int {
-	order := rng.Perm(len(data))
-	var out [][]int
-	pool := 20 * size
-	for start := 0; start < len(order); start += pool {
-		p := order[start:min(start+pool, len(order))]
-		slices.SortStableFunc(p, func(a, b int) int { return len(data[b]) - len(data[a]) })
-		for i := 0; i < len(p); i += size {
-			out = append(out, p[i:min(i+size, len(p))])
-		}
-	}
-	rng.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
-	return out
 }
 
 // Perplexity is the masked-LM perplexity of sentences: exp of the mean

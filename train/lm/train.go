@@ -8,7 +8,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"path/filepath"
-	"slices"
 
 	"github.com/sugarme/gotch"
 	"github.com/sugarme/gotch/ts"
@@ -125,7 +124,7 @@ func (r *fitRun) StepsPerEpoch() (int, error) {
 }
 
 func (r *fitRun) StartEpoch(epoch int) (int, error) {
-	r.batches = batchesOf(r.data, r.cfg.BatchSize, rand.New(rand.NewPCG(r.cfg.Seed, 1000+uint64(epoch))))
+	r.batches = kit.LengthBatches(len(r.data), func(i int) int { return len(r.data[i]) }, r.cfg.BatchSize, rand.New(rand.NewPCG(r.cfg.Seed, 1000+uint64(epoch))))
 	r.dropout = rand.New(rand.NewPCG(r.cfg.Seed, 2000+uint64(epoch)))
 	return len(r.batches), nil
 }
@@ -179,23 +178,6 @@ func (m *Model) step(b *batch, s *kit.Step, dropout *rand.Rand) (float64, error)
 		loss = float64(kit.Float32s(l)[0])
 	})
 	return loss, err
-}
-
-// batchesOf shuffles the sentences, sorts pools of 20 batches by length
-// (little padding) and shuffles the batches.
-func batchesOf(data [][]int64, size int, rng *rand.Rand) [][]int {
-	order := rng.Perm(len(data))
-	var out [][]int
-	pool := 20 * size
-	for start := 0; start < len(order); start += pool {
-		p := order[start:min(start+pool, len(order))]
-		slices.SortStableFunc(p, func(a, b int) int { return len(data[b]) - len(data[a]) })
-		for i := 0; i < len(p); i += size {
-			out = append(out, p[i:min(i+size, len(p))])
-		}
-	}
-	rng.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
-	return out
 }
 
 // Perplexity scores sentences with both models: exp of the mean negative

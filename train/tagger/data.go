@@ -147,39 +147,14 @@ func packBatch(exs []example, ids []int) (*Batch, [][]int64) {
 	return b, spellings
 }
 
-// bucketBatches groups the non-empty examples into batches of similar
-// lengths, so that little work is wasted on short sentences waiting for long
-// ones, while keeping batches random: the shuffled examples are cut into
-// pools of 20 batches, each pool is sorted by length and cut into batches,
-// and the batches are shuffled.
+// bucketBatches groups the non-empty examples into random batches of
+// similar lengths (kit.LengthBatches).
 func bucketBatches(exs []example, size int, rng *rand.Rand) [][]int {
-	var ids []int
-	for i := range exs {
-		if exs[i].len() > 0 {
-			ids = append(ids, i)
-		}
-	}
-	rng.Shuffle(len(ids), func(i, j int) { ids[i], ids[j] = ids[j], ids[i] })
-	var batches [][]int
-	for pool := range slices.Chunk(ids, 20*size) {
-		slices.SortStableFunc(pool, func(a, b int) int { return exs[a].len() - exs[b].len() })
-		for c := range slices.Chunk(pool, size) {
-			batches = append(batches, c)
-		}
-	}
-	rng.Shuffle(len(batches), func(i, j int) { batches[i], batches[j] = batches[j], batches[i] })
-	return batches
+	return kit.LengthBatches(len(exs), func(i int) int { return exs[i].len() }, size, rng)
 }
 
 // lengthBatches cuts the non-empty examples, sorted by length, into
 // batches (for prediction: deterministic, and little wasted work).
 func lengthBatches(exs []example, size int) [][]int {
-	var ids []int
-	for i := range exs {
-		if exs[i].len() > 0 {
-			ids = append(ids, i)
-		}
-	}
-	slices.SortStableFunc(ids, func(a, b int) int { return exs[a].len() - exs[b].len() })
-	return slices.Collect(slices.Chunk(ids, size))
+	return kit.LengthBatches(len(exs), func(i int) int { return exs[i].len() }, size, nil)
 }

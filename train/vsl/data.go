@@ -160,28 +160,8 @@ func newBatch(exs []example, ids []int) *batch {
 	return b
 }
 
-// batches shuffles the non-empty examples, sorts pools of 20 batches by
-// length (little padding) and cuts them; with rng nil, in length order
-// (prediction).
+// batches cuts the non-empty examples into batches of similar lengths
+// (kit.LengthBatches); with rng nil, in length order (prediction).
 func batches(exs []example, size int, rng *rand.Rand) [][]int {
-	var ids []int
-	for i := range exs {
-		if exs[i].len() > 0 {
-			ids = append(ids, i)
-		}
-	}
-	if rng == nil {
-		slices.SortStableFunc(ids, func(a, b int) int { return exs[a].len() - exs[b].len() })
-		return slices.Collect(slices.Chunk(ids, size))
-	}
-	rng.Shuffle(len(ids), func(i, j int) { ids[i], ids[j] = ids[j], ids[i] })
-	var out [][]int
-	for pool := range slices.Chunk(ids, 20*size) {
-		slices.SortStableFunc(pool, func(a, b int) int { return exs[a].len() - exs[b].len() })
-		for c := range slices.Chunk(pool, size) {
-			out = append(out, c)
-		}
-	}
-	rng.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
-	return out
+	return kit.LengthBatches(len(exs), func(i int) int { return exs[i].len() }, size, rng)
 }
