@@ -101,14 +101,6 @@ func init() {
 	})
 }
 
-func tokensOf(c *corpus.Corpus) [][]string {
-	out := make([][]string, len(c.Sentences))
-	for i, s := range c.Sentences {
-		out[i] = s.Tokens
-	}
-	return out
-}
-
 // UnlabeledParams declares the parameters ReadUnlabeled reads.
 func UnlabeledParams() []stages.Param {
 	return []stages.Param{
@@ -145,7 +137,7 @@ func ReadUnlabeled(c *stages.Context) ([][]string, int, error) {
 			} else {
 				var cp *corpus.Corpus
 				if cp, err = corpus.Read(rc, f.Name, corpus.Format(format)); err == nil {
-					sents = tokensOf(cp)
+					sents = cp.Tokens()
 				}
 			}
 			rc.Close()
@@ -187,17 +179,17 @@ func runLMStage(c *stages.Context) error {
 	if err != nil {
 		return err
 	}
-	trainText := tokensOf(text)
+	trainText := text.Tokens()
 	var heldout [][]string
 	if in := c.Input("heldout"); in != nil {
 		h, err := dataset.ReadInput(in, p, "heldout")
 		if err != nil {
 			return err
 		}
-		heldout = tokensOf(h)
+		heldout = h.Tokens()
 	} else {
 		trainText = trainText[:0:0]
-		for i, s := range tokensOf(text) {
+		for i, s := range text.Tokens() {
 			if i%heldoutEvery == heldoutEvery-1 {
 				heldout = append(heldout, s)
 			} else {

@@ -25,6 +25,16 @@ func (c *Corpus) NumTokens() int {
 	return n
 }
 
+// Tokens returns the sentences' tokens (shared with the corpus, not
+// copied), for what reads text without tags: language models, encoders.
+func (c *Corpus) Tokens() [][]string {
+	out := make([][]string, len(c.Sentences))
+	for i, s := range c.Sentences {
+		out[i] = s.Tokens
+	}
+	return out
+}
+
 // UnknownType is the entity type of spans that are known to be entities but
 // whose type is not: matches of an untyped gazetteer ("entity-like phrase")
 // or of a phrase with several equally likely types in distant labeling. They

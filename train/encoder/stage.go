@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 
 	"github.com/nerflow/nerflow/augment"
-	"github.com/nerflow/nerflow/corpus"
 	"github.com/nerflow/nerflow/dataset"
 	"github.com/nerflow/nerflow/embeddings"
 	"github.com/nerflow/nerflow/kit"
@@ -67,14 +66,6 @@ func init() {
 	})
 }
 
-func tokensOf(c *corpus.Corpus) [][]string {
-	out := make([][]string, len(c.Sentences))
-	for i, s := range c.Sentences {
-		out[i] = s.Tokens
-	}
-	return out
-}
-
 // configOf is the preset with the parameters that override it.
 func configOf(p stages.Params) (Config, error) {
 	cfg, err := Preset(p.String("preset"))
@@ -111,7 +102,7 @@ func runPretrain(c *stages.Context) error {
 		if err != nil {
 			return err
 		}
-		text = tokensOf(cp)
+		text = cp.Tokens()
 	}
 	unlabeled, files, err := augment.ReadUnlabeled(c)
 	if err != nil {
@@ -127,7 +118,7 @@ func runPretrain(c *stages.Context) error {
 		if err != nil {
 			return err
 		}
-		heldout = tokensOf(h)
+		heldout = h.Tokens()
 	} else {
 		all := text
 		text = nil
