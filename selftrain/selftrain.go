@@ -30,23 +30,27 @@ func DefaultConfig() Config {
 // nil, for model selection as in Trainer.Run. opts add to the trainer's
 // options (logging, progress, checkpoints).
 func Train(ctx context.Context, m *tagger.Tagger, c, dev *corpus.Corpus, cfg Config, opts ...tagger.TrainerOption) (*tagger.Result, error) {
-	targets := func(probs [][][]float32) ([][][]float32, error) { return SoftLabels(probs, cfg.Targets) }
+	if m.Config.Head != tagger.TokenHead {
+		return nil, fmt.Errorf("self-training needs a tagger with the %s head, not %s", tagger.TokenHead, m.Config.Head)
+	}
+	targets := func(preds []tagger.Prediction) ([][][]float32, error) {
+		return SoftLabels(probsOf(preds), cfg.Targets)
+	}
+	cfg.Run.Loss = tagger.LossKL
 	return selfTrain(ctx, m, c, dev, cfg.Run, cfg.UpdateInterval, targets, opts...)
 }
 
 // targetFunc turns the current model's predictions of the training corpus
-// (Tagger.Predict's Probs) into the targets of the next steps, in the
-// layout of tagger.WithSoftTargets.
-type targetFunc func(probs [][][]float32) ([][][]float32, error)
+// (Tagger.Predict's) into the targets of the next steps, in the layout of
+// tagger.WithSoftTargets.
+type targetFunc func(preds []tagger.Prediction) ([][][]float32, error)
 
 // selfTrain is the loop every self-training method shares: the model
 // predicts the corpus, targets turns its predictions into the targets of
-// the next `every` steps, and so on, fitted with loss kl (which needs the
-// token head). RoSTER and BOND differ in targets only.
+// the next `every` steps, and so on, fitted with run's loss, a soft one
+// (kl for a token head, tag_sets for a CRF). RoSTER and BOND differ in
+// targets only.
 func selfTrain(ctx context.Context, m *tagger.Tagger, c, dev *corpus.Corpus, run tagger.TrainConfig, every int, targets targetFunc, opts ...tagger.TrainerOption) (*tagger.Result, error) {
-	if m.Config.Head != tagger.TokenHead {
-		return nil, fmt.Errorf("self-training needs a tagger with the %s head, not %s", tagger.TokenHead, m.Config.Head)
-	}
 	if every < 1 {
 		return nil, fmt.Errorf("update interval %d, want at least 1", every)
 	}
@@ -54,11 +58,10 @@ func selfTrain(ctx context.Context, m *tagger.Tagger, c, dev *corpus.Corpus, run
 	if err != nil {
 		return nil, fmt.Errorf("self-training targets: %w", err)
 	}
-	soft, err := targets(probsOf(preds))
+	soft, err := targets(preds)
 	if err != nil {
 		return nil, fmt.Errorf("self-training targets: %w", err)
 	}
-	run.Loss = tagger.LossKL
 	opts = append(opts, tagger.WithSoftTargets(soft), tagger.WithSoftRefresh(every, targets))
 	tr, err := tagger.NewTrainer(m, run, opts...)
 	if err != nil {

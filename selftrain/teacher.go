@@ -1,8 +1,10 @@
 package selftrain
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/nerflow/nerflow/corpus"
 	"github.com/nerflow/nerflow/train/tagger"
@@ -29,8 +31,11 @@ type Pseudo struct {
 // Selection counts the tokens a teacher labeled and those it kept.
 type Selection struct {
 	Tokens int `json:"tokens"`
-	Kept   int `json:"kept"`
-	// Entities are the kept tokens whose most probable tag is not O.
+	// Kept are the tokens in the student's loss: for a CRF, those whose
+	// set of tags leaves out at least one.
+	Kept int `json:"kept"`
+	// Entities are the kept tokens whose most probable tag is not O (for
+	// a CRF, whose set of tags leaves O out).
 	Entities int `json:"entities"`
 }
 
@@ -150,6 +155,99 @@ func DefaultTeacherConfig() TeacherConfig {
 	return TeacherConfig{Run: run, Period: 225, Pseudo: Pseudo{Labels: LabelsSoft, Threshold: 0.9}}
 }
 
+// CRFPseudoLabels turns a CRF teacher's predictions of a corpus into the
+// sets of tags its student may give each token (loss tagger.LossTagSets,
+// in the layout of tagger.WithSoftTargets: 1 for a tag in the set, a nil
+// row for a token left free). tags is the teacher's tag set [O, entity
+// tags...] (Labels.Tags), in the order of the predictions' Probs, the
+// CRF's marginals p(y_t = j).
+//
+//   - hard: the Viterbi path's tag, where its marginal is at least
+//     ps.Threshold (for a threshold above 0.5 that is the largest
+//     marginal); every other token is left free.
+//   - soft: the fewest tags, by decreasing marginal, whose marginals add up
+//     to at least ps.Threshold: the teacher's credible set. A confident
+//     token gets one tag, as under hard labels; an uncertain one keeps the
+//     tags the teacher finds plausible and loses those it rules out (a
+//     token that is PER or ORG but surely not O), instead of being left
+//     free. Each set holds the teacher's tag with probability at least
+//     ps.Threshold, the guarantee a kept hard label gives.
+//
+// BOND's soft labels, the marginals squared and divided by the tags'
+// frequencies, are not used with a CRF: a token classifier fits them with
+// KL, but the CRF learns paths, and a likelihood weighted by per-token
+// soft evidence is maximized by its single best-weighted path, so it
+// would be hard labels without the threshold's guarantee. What a CRF can
+// learn from a distribution over tags is which tags it rules out.
+func CRFPseudoLabels(preds []tagger.Prediction, tags []string, ps Pseudo) ([][][]float32, Selection, error) {
+	var sel Selection
+	if ps.Threshold < 0 || ps.Threshold > 1 {
+		return nil, sel, fmt.Errorf("confidence threshold %v, want [0, 1]", ps.Threshold)
+	}
+	if ps.Labels != LabelsHard && ps.Labels != LabelsSoft {
+		return nil, sel, fmt.Errorf("pseudo-labels %q, want %s or %s", ps.Labels, LabelsHard, LabelsSoft)
+	}
+	k := len(tags)
+	if k < 2 {
+		return nil, sel, fmt.Errorf("tag set %v, want O and at least one entity tag", tags)
+	}
+	index := make(map[string]int, k)
+	for j, tag := range tags {
+		index[tag] = j
+	}
+	// In the marginals' precision: a teacher's 0.9 is kept at threshold 0.9.
+	threshold := float32(ps.Threshold)
+	out := make([][][]float32, len(preds))
+	order := make([]int, k)
+	for i, p := range preds {
+		if len(p.Tags) != len(p.Probs) {
+			return nil, sel, fmt.Errorf("sentence %d: %d tags and %d distributions", i+1, len(p.Tags), len(p.Probs))
+		}
+		out[i] = make([][]float32, len(p.Probs))
+		for t, row := range p.Probs {
+			if len(row) != k {
+				return nil, sel, fmt.Errorf("sentence %d, token %d: %d probabilities for the %d tags %v", i+1, t+1, len(row), k, tags)
+			}
+			sel.Tokens++
+			set := make([]float32, k)
+			size := 0
+			switch ps.Labels {
+			case LabelsHard:
+				v, ok := index[p.Tags[t]]
+				if !ok {
+					return nil, sel, fmt.Errorf("sentence %d, token %d: tag %q is not in the tag set %v", i+1, t+1, p.Tags[t], tags)
+				}
+				if row[v] >= threshold && row[v] > 0 {
+					set[v], size = 1, 1
+				}
+			case LabelsSoft:
+				for j := range order {
+					order[j] = j
+				}
+				// Stable: equal marginals enter in tag order.
+				slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(row[b], row[a]) })
+				mass := float32(0)
+				for _, j := range order {
+					set[j], mass = 1, mass+row[j]
+					size++
+					if mass >= threshold {
+						break
+					}
+				}
+			}
+			if size == 0 || size == k {
+				continue // free: nil
+			}
+			sel.Kept++
+			if set[0] == 0 {
+				sel.Entities++
+			}
+			out[i][t] = set
+		}
+	}
+	return out, sel, nil
+}
+
 // StudentResult is a teacher-student run: the trainer's result and what
 // each teacher kept, the first (m as given) and every replacement.
 type StudentResult struct {
@@ -157,20 +255,38 @@ type StudentResult struct {
 	Teachers []Selection `json:"teachers"`
 }
 
-// TrainStudent is BOND's teacher-student self-training of m, a token-head
-// tagger (BOND's first-stage model), on the sentences of c (their tags are
-// not used), with dev, if not nil, for model selection as in Trainer.Run.
-// The teacher is a copy of the model: its pseudo-labels of c
-// (PseudoLabels) are the student's targets, fitted with loss kl (the
-// one-hot targets of hard labels make it cross entropy); the student
-// starts from the teacher's weights and, every cfg.Period steps, becomes
-// the next teacher. A frozen teacher without dropout gives the same
-// pseudo-labels however often it is asked, so the copy is its predictions
-// of the corpus, made once per teacher.
+// TrainStudent is BOND's teacher-student self-training of m (BOND's
+// first-stage model) on the sentences of c (their tags are not used), with
+// dev, if not nil, for model selection as in Trainer.Run. The teacher is a
+// copy of the model: its pseudo-labels of c are the student's targets;
+// the student starts from the teacher's weights and, every cfg.Period
+// steps, becomes the next teacher. A frozen teacher without dropout gives
+// the same pseudo-labels however often it is asked, so the copy is its
+// predictions of the corpus, made once per teacher.
+//
+// A token-head m learns PseudoLabels with loss kl (the one-hot targets of
+// hard labels make it cross entropy); a CRF m learns CRFPseudoLabels with
+// the partial-label likelihood of loss tag_sets. cfg.Run.Loss is set here.
 func TrainStudent(ctx context.Context, m *tagger.Tagger, c, dev *corpus.Corpus, cfg TeacherConfig, opts ...tagger.TrainerOption) (*StudentResult, error) {
 	res := &StudentResult{}
-	targets := func(probs [][][]float32) ([][][]float32, error) {
-		soft, sel, err := PseudoLabels(probs, cfg.Pseudo)
+	var label func(preds []tagger.Prediction) ([][][]float32, Selection, error)
+	switch m.Config.Head {
+	case tagger.TokenHead:
+		cfg.Run.Loss = tagger.LossKL
+		label = func(preds []tagger.Prediction) ([][][]float32, Selection, error) {
+			return PseudoLabels(probsOf(preds), cfg.Pseudo)
+		}
+	case tagger.CRFHead:
+		cfg.Run.Loss = tagger.LossTagSets
+		tags := m.Labels.Tags
+		label = func(preds []tagger.Prediction) ([][][]float32, Selection, error) {
+			return CRFPseudoLabels(preds, tags, cfg.Pseudo)
+		}
+	default:
+		return nil, fmt.Errorf("teacher-student self-training needs a tagger with the %s or %s head, not %s", tagger.TokenHead, tagger.CRFHead, m.Config.Head)
+	}
+	targets := func(preds []tagger.Prediction) ([][][]float32, error) {
+		soft, sel, err := label(preds)
 		if err == nil {
 			res.Teachers = append(res.Teachers, sel)
 		}

@@ -10,20 +10,21 @@ func init() {
 	params := []stages.Param{
 		stages.IntParam("epochs", d.Run.Epochs, "self-training epochs", stages.Range(1, 1000)),
 		stages.IntParam("period", d.Period, "steps between two teachers: the student becomes the teacher and labels the corpus again", stages.AtLeast(1)),
-		stages.StringParam("labels", d.Pseudo.Labels, "pseudo-labels: hard (the teacher's most probable tag) or soft (its distribution squared and divided by the tags' frequencies)", stages.OneOf(LabelsHard, LabelsSoft)),
-		stages.FloatParam("threshold", d.Pseudo.Threshold, "confidence (largest probability of the pseudo-label's distribution) under which a token is left out of the student's loss", stages.Range(0, 1)),
+		stages.StringParam("labels", d.Pseudo.Labels, "pseudo-labels: hard (the teacher's most probable tag; a CRF's Viterbi path) or soft (a token head's distribution squared and divided by the tags' frequencies; for a CRF, the fewest tags whose marginals add up to threshold)", stages.OneOf(LabelsHard, LabelsSoft)),
+		stages.FloatParam("threshold", d.Pseudo.Threshold, "confidence (largest probability of the pseudo-label's distribution; a CRF's marginal of its Viterbi tag) under which a token is left out of the student's loss (a CRF student: left free); with a CRF and soft labels, the mass of each token's set of tags", stages.Range(0, 1)),
 		stages.IntParam("eval_every", d.Run.EvalEvery, "score on the dev set every this many steps too, not only after each epoch, keeping the best step's weights (0: per epoch)", stages.AtLeast(0)),
 	}
 	params = append(params, runParams(d.Run)...)
 	stages.Register(stages.Stage{
 		Name:    StageTeacher,
 		Version: 1,
-		Doc: "BOND's second stage: teacher-student self-training of a token-head tagger (BOND's first-stage model). " +
+		Doc: "BOND's second stage: teacher-student self-training of a tagger (BOND's first-stage model), token head or CRF. " +
 			"The teacher, a copy of the model, labels the training corpus with pseudo-labels (hard or soft), keeping " +
-			"the tokens where it is confident; the student, starting from the teacher's weights, fits them (KL " +
-			"divergence) and becomes the teacher every period steps.",
+			"the tokens where it is confident; the student, starting from the teacher's weights, fits them and becomes " +
+			"the teacher every period steps. A token head fits them with KL divergence; a CRF with the partial-label " +
+			"likelihood of the tags the teacher allows each token (one where it is confident, every tag where it is not).",
 		Params:    params,
-		Inputs:    inputPorts("the first teacher (token head), e.g. train.tagger's model stopped early on the distant labels"),
+		Inputs:    inputPorts("the first teacher (token head or CRF), e.g. train.tagger's model stopped early on the distant labels"),
 		Outputs:   outputPorts("report.json: per-epoch loss, dev F1 at each evaluation, what each teacher kept"),
 		Resumable: true,
 		Run:       runTeacher,

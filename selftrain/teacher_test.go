@@ -5,6 +5,8 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/nerflow/nerflow/train/tagger"
 )
 
 // pseudoCase is a teacher's predictions on tags [O, LOC, PER]:
@@ -102,40 +104,172 @@ func TestPseudoLabelsErrors(t *testing.T) {
 // batches of 2 are 3 steps an epoch, so over 2 epochs with period 2 the
 // teachers are the model as given and the student after steps 2 and 4
 // (before steps 3 and 5). Each new teacher's selection is that of the
-// student's predictions at that step.
+// student's predictions at that step, for a token head and for a CRF.
 func TestTeacherReplacedEveryPeriod(t *testing.T) {
-	m := tinyTagger(t)
-	c := fixtureCorpus()
-	cfg := DefaultTeacherConfig()
-	cfg.Run.Epochs, cfg.Run.BatchSize, cfg.Run.LearningRate, cfg.Run.EvalEvery = 2, 2, 0.01, 0
-	cfg.Period, cfg.Pseudo = 2, Pseudo{Labels: LabelsHard, Threshold: 0.6}
-	want := map[int]Selection{}
-	atStep := func(step int) {
-		preds, err := m.Predict(c, 64)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, want[step], err = PseudoLabels(probsOf(preds), cfg.Pseudo)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, head := range []string{tagger.TokenHead, tagger.CRFHead} {
+		t.Run(head, func(t *testing.T) {
+			m := tinyTaggerWith(t, head)
+			c := fixtureCorpus()
+			cfg := DefaultTeacherConfig()
+			cfg.Run.Epochs, cfg.Run.BatchSize, cfg.Run.LearningRate, cfg.Run.EvalEvery = 2, 2, 0.01, 0
+			cfg.Period, cfg.Pseudo = 2, Pseudo{Labels: LabelsHard, Threshold: 0.6}
+			want := map[int]Selection{}
+			atStep := func(step int) {
+				preds, err := m.Predict(c, 64)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if head == tagger.CRFHead {
+					_, want[step], err = CRFPseudoLabels(preds, m.Labels.Tags, cfg.Pseudo)
+				} else {
+					_, want[step], err = PseudoLabels(probsOf(preds), cfg.Pseudo)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			atStep(0)
+			res, err := TrainStudent(context.Background(), m, c, nil, cfg, trainProgress(func(step int) {
+				if step == 2 || step == 4 {
+					atStep(step)
+				}
+			}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Steps != 6 || len(res.Teachers) != 3 {
+				t.Fatalf("%d steps, %d teachers: want 6 steps and 3 teachers (the model, after steps 2 and 4)", res.Steps, len(res.Teachers))
+			}
+			for i, step := range []int{0, 2, 4} {
+				if res.Teachers[i] != want[step] {
+					t.Errorf("teacher %d: %+v, want the selection of the model at step %d, %+v", i+1, res.Teachers[i], step, want[step])
+				}
+			}
+			t.Logf("teachers %+v", res.Teachers)
+		})
 	}
-	atStep(0)
-	res, err := TrainStudent(context.Background(), m, c, nil, cfg, trainProgress(func(step int) {
-		if step == 2 || step == 4 {
-			atStep(step)
-		}
-	}))
+}
+
+// A CRF student fits its teacher's sets: with one teacher for the whole
+// run (the period exceeds it), the loss of its pseudo-labels goes down,
+// for hard labels and for soft ones (credible sets, at a threshold some
+// tokens of the tiny teacher do not reach with two tags of three).
+func TestCRFStudentLowersLoss(t *testing.T) {
+	for labels, threshold := range map[string]float64{LabelsHard: 0.6, LabelsSoft: 0.95} {
+		t.Run(labels, func(t *testing.T) {
+			m := tinyTaggerWith(t, tagger.CRFHead)
+			cfg := DefaultTeacherConfig()
+			cfg.Run.Epochs, cfg.Run.BatchSize, cfg.Run.LearningRate, cfg.Run.EvalEvery = 5, 2, 0.01, 0
+			cfg.Period, cfg.Pseudo = 1000, Pseudo{Labels: labels, Threshold: threshold}
+			res, err := TrainStudent(context.Background(), m, fixtureCorpus(), nil, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.Teachers) != 1 || res.Teachers[0].Kept == 0 || res.Teachers[0].Kept == res.Teachers[0].Tokens {
+				t.Fatalf("teachers %+v: want one that keeps some tokens and leaves others free", res.Teachers)
+			}
+			first, last := res.Epochs[0].TrainLoss, res.Epochs[len(res.Epochs)-1].TrainLoss
+			if !(last < first) || math.IsNaN(last) || first <= 0 {
+				t.Errorf("student loss from %v to %v, want positive and lower", first, last)
+			}
+			t.Logf("teacher %+v, student loss %v -> %v over %d steps", res.Teachers[0], first, last, res.Steps)
+		})
+	}
+}
+
+// TrainStudent refuses a head it has no pseudo-labels for.
+func TestTrainStudentRefusesSpanHead(t *testing.T) {
+	m := tinyTaggerWith(t, tagger.SpanHead)
+	_, err := TrainStudent(context.Background(), m, fixtureCorpus(), nil, DefaultTeacherConfig())
+	if err == nil || !strings.Contains(err.Error(), "not "+tagger.SpanHead) {
+		t.Errorf("error %v, want one refusing the %s head", err, tagger.SpanHead)
+	}
+}
+
+// crfCase is a CRF teacher's predictions on tags [O, LOC, PER]: Viterbi
+// tags and marginals.
+//
+//	a O   [0.95, 0.03, 0.02]  b LOC [0.05, 0.9, 0.05]
+//	c O   [0.5, 0.05, 0.45]   d PER [0.08, 0.22, 0.7]   e O [0.4, 0.45, 0.15]
+var crfCase = []tagger.Prediction{
+	{Tags: []string{"O", "LOC"}, Probs: [][]float32{{0.95, 0.03, 0.02}, {0.05, 0.9, 0.05}}},
+	{Tags: []string{}, Probs: [][]float32{}},
+	{Tags: []string{"O", "PER", "O"}, Probs: [][]float32{{0.5, 0.05, 0.45}, {0.08, 0.22, 0.7}, {0.4, 0.45, 0.15}}},
+}
+
+var crfTags = []string{"O", "LOC", "PER"}
+
+// Hard CRF pseudo-labels are the Viterbi tags whose marginal reaches the
+// threshold: at 0.9, a (O) and b (LOC, kept at the threshold); c, d and e
+// are left free. At 0.4, c (O at 0.5), d (PER at 0.7) and e, whose Viterbi
+// tag O has 0.4 though LOC's marginal is larger, are kept with their
+// Viterbi tag.
+func TestCRFHardPseudoLabels(t *testing.T) {
+	got, sel, err := CRFPseudoLabels(crfCase, crfTags, Pseudo{Labels: LabelsHard, Threshold: 0.9})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Steps != 6 || len(res.Teachers) != 3 {
-		t.Fatalf("%d steps, %d teachers: want 6 steps and 3 teachers (the model, after steps 2 and 4)", res.Steps, len(res.Teachers))
+	checkTargets(t, got, [][][]float64{{{1, 0, 0}, {0, 1, 0}}, {}, {nil, nil, nil}})
+	if sel != (Selection{Tokens: 5, Kept: 2, Entities: 1}) {
+		t.Errorf("selection %+v, want 5 tokens, 2 kept, 1 entity", sel)
 	}
-	for i, step := range []int{0, 2, 4} {
-		if res.Teachers[i] != want[step] {
-			t.Errorf("teacher %d: %+v, want the selection of the model at step %d, %+v", i+1, res.Teachers[i], step, want[step])
+	got, sel, err = CRFPseudoLabels(crfCase, crfTags, Pseudo{Labels: LabelsHard, Threshold: 0.4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkTargets(t, got[2:], [][][]float64{{{1, 0, 0}, {0, 0, 1}, {1, 0, 0}}})
+	if sel != (Selection{Tokens: 5, Kept: 5, Entities: 2}) {
+		t.Errorf("threshold 0.4: selection %+v, want 5 tokens, 5 kept, 2 entities", sel)
+	}
+}
+
+// Soft CRF pseudo-labels are credible sets: at 0.9, a {O} (0.95) and b
+// {LOC} (0.9) alone; c {O, PER} (0.5 + 0.45 = 0.95: LOC ruled out); d
+// {PER, LOC} (0.7 + 0.22 = 0.92: O ruled out, an entity); e needs all three
+// tags (0.45 + 0.4 = 0.85 < 0.9), so it is left free. At 0.96 a needs
+// {O, LOC} (0.98); at 0 every token keeps its largest marginal's tag,
+// e's LOC too.
+func TestCRFSoftPseudoLabels(t *testing.T) {
+	got, sel, err := CRFPseudoLabels(crfCase, crfTags, Pseudo{Labels: LabelsSoft, Threshold: 0.9})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkTargets(t, got, [][][]float64{{{1, 0, 0}, {0, 1, 0}}, {}, {{1, 0, 1}, {0, 1, 1}, nil}})
+	if sel != (Selection{Tokens: 5, Kept: 4, Entities: 2}) {
+		t.Errorf("selection %+v, want 5 tokens, 4 kept, 2 entities (b, d)", sel)
+	}
+	got, _, err = CRFPseudoLabels(crfCase, crfTags, Pseudo{Labels: LabelsSoft, Threshold: 0.96})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// b's two largest marginals add up to 0.95: free.
+	checkTargets(t, got[:1], [][][]float64{{{1, 1, 0}, nil}})
+	got, sel, err = CRFPseudoLabels(crfCase, crfTags, Pseudo{Labels: LabelsSoft, Threshold: 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkTargets(t, got[2:], [][][]float64{{{1, 0, 0}, {0, 0, 1}, {0, 1, 0}}})
+	if sel.Kept != 5 || sel.Entities != 3 {
+		t.Errorf("threshold 0: selection %+v, want 5 kept, 3 entities", sel)
+	}
+}
+
+func TestCRFPseudoLabelsErrors(t *testing.T) {
+	for _, tc := range []struct {
+		preds []tagger.Prediction
+		tags  []string
+		ps    Pseudo
+		want  string
+	}{
+		{crfCase, crfTags, Pseudo{Labels: LabelsHard, Threshold: -0.1}, "threshold -0.1"},
+		{crfCase, crfTags, Pseudo{Labels: "fuzzy", Threshold: 0.9}, `"fuzzy"`},
+		{crfCase, []string{"O"}, Pseudo{Labels: LabelsHard, Threshold: 0.9}, "at least one entity tag"},
+		{crfCase, []string{"O", "LOC"}, Pseudo{Labels: LabelsSoft, Threshold: 0.9}, "sentence 1, token 1: 3 probabilities for the 2 tags"},
+		{crfCase, []string{"O", "LOC", "ORG"}, Pseudo{Labels: LabelsHard, Threshold: 0.9}, `sentence 3, token 2: tag "PER" is not in the tag set`},
+		{[]tagger.Prediction{{Tags: []string{"O"}, Probs: [][]float32{}}}, crfTags, Pseudo{Labels: LabelsHard, Threshold: 0.9}, "sentence 1: 1 tags and 0 distributions"},
+	} {
+		if _, _, err := CRFPseudoLabels(tc.preds, tc.tags, tc.ps); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v %+v: error %v, want one with %q", tc.tags, tc.ps, err, tc.want)
 		}
 	}
-	t.Logf("teachers %+v", res.Teachers)
 }

@@ -54,7 +54,23 @@ func tinyJob(t *testing.T, seed uint64, epochs int) tagger.Job {
 // trained with cross entropy.
 func tinyTagger(t *testing.T) *tagger.Tagger {
 	t.Helper()
-	m, _, err := tagger.Fit(context.Background(), tinyJob(t, 1, 8))
+	return tinyTaggerWith(t, tagger.TokenHead)
+}
+
+// tinyTaggerWith is tinyTagger with another head: a CRF trained with the
+// partial-label loss (BOND's first stage with partial=true), a span head
+// with negative sampling.
+func tinyTaggerWith(t *testing.T, head string) *tagger.Tagger {
+	t.Helper()
+	job := tinyJob(t, 1, 8)
+	job.Model.Head = head
+	switch head {
+	case tagger.CRFHead:
+		job.Run.Loss = tagger.LossPartial
+	case tagger.SpanHead:
+		job.Run.Loss = tagger.LossNegSample
+	}
+	m, _, err := tagger.Fit(context.Background(), job)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +119,8 @@ func TestTargetsFollowTheModel(t *testing.T) {
 		t.Fatal(err)
 	}
 	calls := 0
-	refresh := func(probs [][][]float32) ([][][]float32, error) {
+	refresh := func(preds []tagger.Prediction) ([][][]float32, error) {
+		probs := probsOf(preds)
 		calls++
 		now, err := m.Predict(c, 64)
 		if err != nil {

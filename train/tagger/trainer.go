@@ -163,7 +163,7 @@ type Trainer struct {
 	soft [][][]float32
 	// refresh, every refreshEvery steps, recomputes the soft targets from
 	// the current model's predictions (self-training).
-	refresh      func(probs [][][]float32) ([][][]float32, error)
+	refresh      func(preds []Prediction) ([][][]float32, error)
 	refreshEvery int
 	// augment, if set, gives each epoch's augmented sentences (WithAugmented).
 	augment func(epoch int) ([]corpus.Sentence, error)
@@ -215,16 +215,19 @@ func Resume(dir string) TrainerOption { return func(t *Trainer) { t.fit.Resume =
 // the weights of the entity tags in Labels order (renormalized by the loss;
 // all 0 leaves the token out of the type loss); a nil row leaves the token
 // out of the loss altogether (a self-training teacher not confident
-// enough). The sentences' tags are not used and may be absent.
+// enough). LossTagSets reads the same layout as sets: the tags above 0,
+// every tag for a nil row. The sentences' tags are not used and may be
+// absent.
 func WithSoftTargets(soft [][][]float32) TrainerOption { return func(t *Trainer) { t.soft = soft } }
 
 // WithSoftRefresh makes the soft targets follow the model being trained,
 // as RoSTER's self-training does: every `every` steps, the model (without
-// dropout) predicts the training sentences, and refresh turns its per-token
-// distributions over the tag set (Tagger.Predict's Probs) into the targets
-// of the next steps, in the layout of WithSoftTargets, which gives the
-// targets of the first steps.
-func WithSoftRefresh(every int, refresh func(probs [][][]float32) ([][][]float32, error)) TrainerOption {
+// dropout) predicts the training sentences, and refresh turns its
+// predictions (Tagger.Predict's: per-token distributions over the tag set,
+// and the tags, a CRF's Viterbi path) into the targets of the next steps,
+// in the layout of WithSoftTargets, which gives the targets of the first
+// steps.
+func WithSoftRefresh(every int, refresh func(preds []Prediction) ([][][]float32, error)) TrainerOption {
 	return func(t *Trainer) { t.refreshEvery, t.refresh = every, refresh }
 }
 
@@ -552,11 +555,7 @@ func (t *Trainer) refreshSoft(exs []example) error {
 	if err != nil {
 		return err
 	}
-	probs := make([][][]float32, len(preds))
-	for i, p := range preds {
-		probs[i] = p.Probs
-	}
-	soft, err := t.refresh(probs)
+	soft, err := t.refresh(preds)
 	if err != nil {
 		return err
 	}
@@ -564,7 +563,7 @@ func (t *Trainer) refreshSoft(exs []example) error {
 }
 
 // attachSoft checks soft targets against the examples and gives each
-// example its own, with all-O hard targets (unused by LossKL).
+// example its own, with all-O hard targets (unused by the soft losses).
 func attachSoft(exs []example, soft [][][]float32, k int) error {
 	if len(soft) != len(exs) {
 		return fmt.Errorf("%d sentences of soft targets for %d training sentences", len(soft), len(exs))
