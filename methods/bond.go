@@ -17,7 +17,12 @@ import (
 //
 // selftrain=false registers the early-stopped model (the ablation of
 // stage 2; the prefix and its cache are kept); labels=hard is BOND's
-// hard pseudo-labels.
+// hard pseudo-labels. partial=true makes both models partial-label CRFs:
+// stage 1 learns the distant labels as evidence (a match is kept, an
+// unmatched token is O only with probability 1 - miss_rate), which cross
+// entropy on labels of low recall cannot (it learns their misses as O),
+// and stage 2's student learns the CRF teacher's confident tags with every
+// other token left free (selftrain.CRFPseudoLabels).
 func init() {
 	d := selftrain.DefaultTeacherConfig()
 	spec.RegisterMethod(spec.Method{
@@ -26,14 +31,19 @@ func init() {
 			"gazetteers), scored on the dev set every eval_every steps and stopped early at the best step; then " +
 			"teacher-student self-training: the teacher, a copy of that model, labels the training corpus with " +
 			"high-confidence pseudo-labels (soft or hard), the student fits them and replaces the teacher every period " +
-			"steps. Each stage scored on the dev set, the final model on the test set, registered under the spec's name.",
+			"steps. partial=true makes both partial-label CRFs: stage 1 trained with loss partial (an unmatched token " +
+			"may be an entity, with probability miss_rate), stage 2's student restricted to the teacher's confident " +
+			"tags, every other token free. Each stage scored on the dev set, the final model on the test set, " +
+			"registered under the spec's name.",
 		Params: append([]stages.Param{
 			stages.IntParam("seed", 1, "seed of the initial weights, batches and dropout", stages.AtLeast(0)),
 			tagger.SchemeParam("io", "tag scheme of the labels and the tagger"),
 			stages.IntParam("epochs", 3, "stage 1: at most this many epochs on the distant labels, the step chosen on the dev set (BOND: 900 steps of 16 sentences with RoBERTa; a BiLSTM learns slower)", stages.Range(1, 1000)),
 			stages.IntParam("eval_every", 50, "stage 1: steps between two scores on the dev set, the best step's model kept", stages.AtLeast(1)),
 			stages.IntParam("patience", 4, "stage 1: stop after this many scores without a better dev F1 (0: run every epoch)", stages.AtLeast(0)),
-			stages.FloatParam("drop_o", 0, "stage 1: fraction of the distant O tokens left out of the loss (BOND: none)", stages.Range(0, 0.99)),
+			stages.FloatParam("drop_o", 0, "stage 1: fraction of the distant O tokens left out of the loss (BOND: none; not with partial)", stages.Range(0, 0.99)),
+			stages.BoolParam("partial", false, "both stages partial-label CRFs: stage 1 with loss "+tagger.LossPartial+" (a distant O is evidence of strength 1 - miss_rate, a match is kept), stage 2's student with loss "+tagger.LossTagSets+" (the teacher's tag where it is confident, any tag elsewhere; soft labels: the fewest tags holding threshold of its marginals) (false: BOND's token classifiers with cross entropy, then KL)"),
+			tagger.Param("miss_rate"),
 			stages.BoolParam("selftrain", true, "stage 2, teacher-student self-training (false: register the early-stopped model; ablation)"),
 			stages.StringParam("labels", d.Pseudo.Labels, "stage 2 pseudo-labels: soft (BOND's best) or hard", stages.OneOf(selftrain.LabelsSoft, selftrain.LabelsHard)),
 			stages.FloatParam("threshold", d.Pseudo.Threshold, "stage 2: confidence under which a token is left out of the student's loss (0: keep all)", stages.Range(0, 1)),
@@ -51,10 +61,22 @@ func buildBond(b *spec.Builder) error {
 	checkFiles(b)
 	p := b.Params()
 	corpus := trainingCorpus(b)
-	// Stage 1: cross entropy on the distant labels, stopped early.
+	// Stage 1: the distant labels, stopped early; stage 2 follows the
+	// head of its model.
 	early := b.Node("early", tagger.StageTrain).Queue("gpu").
-		Set("head", tagger.TokenHead).Set("loss", tagger.LossCE).Pass("seed", "scheme", "epochs", "eval_every", "patience", "drop_o").
+		Pass("seed", "scheme", "epochs", "eval_every", "patience").
 		Input("embeddings", vectors(b))
+	if p.Bool("partial") {
+		early.Set("head", tagger.CRFHead).Set("loss", tagger.LossPartial).Pass("miss_rate")
+		if b.IsSet("drop_o") {
+			b.Errorf("params.drop_o", "applies to cross entropy on the labels, which partial=true replaces with the partial-label CRF (miss_rate weighs a distant O instead)")
+		}
+	} else {
+		early.Set("head", tagger.TokenHead).Set("loss", tagger.LossCE).Pass("drop_o")
+		if b.IsSet("miss_rate") {
+			b.Errorf("params.miss_rate", "applies to the partial-label CRF of partial=true")
+		}
+	}
 	corpus(early)
 	readSplit(b, early, "dev", "dev")
 	scoreDev(b, early, nil)

@@ -2,6 +2,7 @@ package methods_test
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/nerflow/nerflow/selftrain"
@@ -106,5 +107,56 @@ inputs:
 	tst, _ := g.Node("test")
 	if portIn(tst, "model").Node != "selftrain" {
 		t.Errorf("test reads %+v", tst.Inputs)
+	}
+}
+
+// partial=true makes stage 1 a partial-label CRF with the method's
+// miss_rate; stage 2 is the same teacher-student node, reading a CRF model
+// (selftrain.teacher picks the CRF's pseudo-labels and loss from it).
+// Everything else, stage 2's parameters included, is as without it.
+func TestBondPartialGraph(t *testing.T) {
+	dir := fixture(t)
+	plain, err := expand(t, dir, example(t, "conll03-bond.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := expand(t, dir, example(t, "conll03-bond.yaml"), "partial=true", "miss_rate=0.4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := ids(g), ids(plain); !slices.Equal(slices.Sorted(slices.Values(got)), slices.Sorted(slices.Values(want))) {
+		t.Fatalf("nodes %v, want those without partial, %v", got, want)
+	}
+	if p := nodeParams(t, g, "early"); p["head"] != tagger.CRFHead || p["loss"] != tagger.LossPartial || p["miss_rate"] != 0.4 ||
+		p["eval_every"] != 50.0 || p["patience"] != 4.0 || p["drop_o"] != 0.0 {
+		t.Errorf("early: params %v, want a partial-label CRF with miss_rate 0.4", p)
+	}
+	a, b := shapes(plain), shapes(g)
+	if a["selftrain"].Params != b["selftrain"].Params || a["selftrain"].Stage != b["selftrain"].Stage {
+		t.Errorf("partial changes stage 2's node:\n%s\n%s", a["selftrain"].Params, b["selftrain"].Params)
+	}
+	st, _ := g.Node("selftrain")
+	if portIn(st, "model").Node != "early" {
+		t.Errorf("selftrain reads %+v, want early's model", st.Inputs)
+	}
+	if p := nodeParams(t, plain, "early"); p["head"] != tagger.TokenHead || p["loss"] != tagger.LossCE {
+		t.Errorf("without partial, early: %v", p)
+	}
+}
+
+// drop_o belongs to cross entropy and miss_rate to the partial-label CRF:
+// each given with the other recipe is an error, not a silent no-op.
+func TestBondPartialParamsBelongToTheirRecipe(t *testing.T) {
+	dir := fixture(t)
+	for _, tc := range []struct {
+		sets []string
+		want string
+	}{
+		{[]string{"partial=true", "drop_o=0.3"}, "params.drop_o"},
+		{[]string{"miss_rate=0.3"}, "params.miss_rate"},
+	} {
+		if _, err := expand(t, dir, example(t, "conll03-bond.yaml"), tc.sets...); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: error %v, want one at %s", tc.sets, err, tc.want)
+		}
 	}
 }

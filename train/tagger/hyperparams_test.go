@@ -56,7 +56,7 @@ func TestHeadAndLossRegistries(t *testing.T) {
 	}
 	// plugin_test.go, in the same test binary, registers one of its own.
 	builtin := slices.DeleteFunc(LossNames(), func(name string) bool { return strings.HasPrefix(name, "test-") })
-	if got := builtin; !slices.Equal(got, []string{LossCE, LossCRF, LossGCE, LossKL, LossNegSample, LossPartial, LossTieBreak}) {
+	if got := builtin; !slices.Equal(got, []string{LossCE, LossCRF, LossGCE, LossKL, LossNegSample, LossPartial, LossTagSets, LossTieBreak}) {
 		t.Errorf("losses %v", got)
 	}
 	for _, decl := range HyperparamDecls() {
