@@ -38,8 +38,9 @@ func init() {
 		Params: append([]stages.Param{
 			stages.IntParam("seed", 1, "seed of the initial weights, batches and dropout", stages.AtLeast(0)),
 			tagger.SchemeParam("io", "tag scheme of the labels and the tagger"),
-			stages.IntParam("epochs", 3, "stage 1: at most this many epochs on the distant labels, the step chosen on the dev set (BOND: 900 steps of 16 sentences with RoBERTa; a BiLSTM learns slower)", stages.Range(1, 1000)),
-			stages.IntParam("eval_every", 50, "stage 1: steps between two scores on the dev set, the best step's model kept", stages.AtLeast(1)),
+			stages.IntParam("epochs", 3, "stage 1: at most this many epochs on the distant labels, the step chosen on the dev set (BOND: 900 steps of 16 sentences with RoBERTa; a BiLSTM learns slower), raised to reach min_steps", stages.Range(1, 1000)),
+			stages.IntParam("min_steps", 1000, "stage 1: train at least this many steps, epochs raised to ceil(min_steps / steps per epoch) (CoNLL-2003's 3 epochs are 1,317 steps, its best step 1,150; an 800-sentence corpus has 25 steps an epoch) (0: epochs as given)", stages.AtLeast(0)),
+			stages.IntParam("eval_every", tagger.EvalAuto, "stage 1: steps between two scores on the dev set, the best step's model kept (0: per epoch; -1: auto, an eighth of an epoch and at least 50 steps: 55 on CoNLL-2003)", stages.AtLeast(tagger.EvalAuto)),
 			stages.IntParam("patience", 4, "stage 1: stop after this many scores without a better dev F1 (0: run every epoch)", stages.AtLeast(0)),
 			stages.FloatParam("drop_o", 0, "stage 1: fraction of the distant O tokens left out of the loss (BOND: none; not with partial)", stages.Range(0, 0.99)),
 			stages.BoolParam("partial", false, "both stages partial-label CRFs: stage 1 with loss "+tagger.LossPartial+" (a distant O is evidence of strength 1 - miss_rate, a match is kept), stage 2's student with loss "+tagger.LossTagSets+" (the teacher's tag where it is confident, any tag elsewhere; soft labels: the fewest tags holding threshold of its marginals) (false: BOND's token classifiers with cross entropy, then KL)"),
@@ -47,9 +48,9 @@ func init() {
 			stages.BoolParam("selftrain", true, "stage 2, teacher-student self-training (false: register the early-stopped model; ablation)"),
 			stages.StringParam("labels", d.Pseudo.Labels, "stage 2 pseudo-labels: soft (BOND's best) or hard", stages.OneOf(selftrain.LabelsSoft, selftrain.LabelsHard)),
 			stages.FloatParam("threshold", d.Pseudo.Threshold, "stage 2: confidence under which a token is left out of the student's loss (0: keep all)", stages.Range(0, 1)),
-			stages.IntParam("period", d.Period, "stage 2: steps between two teachers (BOND: 450 steps of 16 sentences)", stages.AtLeast(1)),
+			stages.IntParam("period", d.Period, "stage 2: steps between two teachers (BOND: 450 steps of 16 sentences, half an epoch of CoNLL-2003) (-1: auto, half an epoch and at least 25 steps)", stages.AtLeast(selftrain.PeriodAuto)),
 			stages.IntParam("selftrain_epochs", d.Run.Epochs, "stage 2: self-training epochs", stages.Range(1, 1000)),
-			stages.IntParam("selftrain_eval_every", d.Run.EvalEvery, "stage 2: steps between two scores on the dev set (0: per epoch)", stages.AtLeast(0)),
+			stages.IntParam("selftrain_eval_every", d.Run.EvalEvery, "stage 2: steps between two scores on the dev set (0: per epoch; -1: auto, at each new teacher)", stages.AtLeast(tagger.EvalAuto)),
 			stages.IntParam("selftrain_patience", d.Run.Patience, "stage 2: stop after this many scores without a better dev F1 (0: never)", stages.AtLeast(0)),
 		}, append(fileParams(), distantParams()...)...),
 		Inputs: distantInputs(),
@@ -64,7 +65,7 @@ func buildBond(b *spec.Builder) error {
 	// Stage 1: the distant labels, stopped early; stage 2 follows the
 	// head of its model.
 	early := b.Node("early", tagger.StageTrain).Queue("gpu").
-		Pass("seed", "scheme", "epochs", "eval_every", "patience").
+		Pass("seed", "scheme", "epochs", "min_steps", "eval_every", "patience").
 		Input("embeddings", vectors(b))
 	if p.Bool("partial") {
 		early.Set("head", tagger.CRFHead).Set("loss", tagger.LossPartial).Pass("miss_rate")

@@ -10,9 +10,9 @@ import (
 )
 
 // The example makes BOND's graph with its defaults: stage 1 cross entropy
-// on the distant labels scored every 50 steps and stopped early, stage 2
-// teacher-student self-training from its model, both scored on the dev
-// set.
+// on the distant labels, at least 1,000 steps, scored at the automatic
+// interval and stopped early, stage 2 teacher-student self-training from
+// its model with the automatic period, both scored on the dev set.
 func TestBondGraph(t *testing.T) {
 	g, err := expand(t, fixture(t), example(t, "conll03-bond.yaml"))
 	if err != nil {
@@ -24,13 +24,13 @@ func TestBondGraph(t *testing.T) {
 	}
 	early, _ := g.Node("early")
 	if p := nodeParams(t, g, "early"); early.Stage != tagger.StageTrain || early.Queue != "gpu" || p["head"] != tagger.TokenHead ||
-		p["loss"] != tagger.LossCE || p["eval_every"] != 50.0 || p["patience"] != 4.0 || p["epochs"] != 3.0 || p["drop_o"] != 0.0 ||
+		p["loss"] != tagger.LossCE || p["eval_every"] != float64(tagger.EvalAuto) || p["min_steps"] != 1000.0 || p["patience"] != 4.0 || p["epochs"] != 3.0 || p["drop_o"] != 0.0 ||
 		p["update_interval"] != 0.0 || p["corpus_labels"] != "train_label_dist.txt" || p["dev_labels"] != "valid_label_true.txt" {
 		t.Errorf("early: %s on %q, params %v", early.Stage, early.Queue, p)
 	}
 	st, _ := g.Node("selftrain")
 	if p := nodeParams(t, g, "selftrain"); st.Stage != selftrain.StageTeacher || p["labels"] != selftrain.LabelsSoft || p["threshold"] != 0.9 ||
-		p["period"] != 225.0 || p["epochs"] != 4.0 || p["eval_every"] != 225.0 || p["patience"] != 3.0 || p["seed"] != 1.0 {
+		p["period"] != float64(selftrain.PeriodAuto) || p["epochs"] != 4.0 || p["eval_every"] != float64(tagger.EvalAuto) || p["patience"] != 3.0 || p["seed"] != 1.0 {
 		t.Errorf("selftrain: %s, params %v", st.Stage, p)
 	}
 	if portIn(st, "model").Node != "early" || portIn(st, "dev").Node != "" {
@@ -128,7 +128,7 @@ func TestBondPartialGraph(t *testing.T) {
 		t.Fatalf("nodes %v, want those without partial, %v", got, want)
 	}
 	if p := nodeParams(t, g, "early"); p["head"] != tagger.CRFHead || p["loss"] != tagger.LossPartial || p["miss_rate"] != 0.4 ||
-		p["eval_every"] != 50.0 || p["patience"] != 4.0 || p["drop_o"] != 0.0 {
+		p["eval_every"] != float64(tagger.EvalAuto) || p["patience"] != 4.0 || p["drop_o"] != 0.0 {
 		t.Errorf("early: params %v, want a partial-label CRF with miss_rate 0.4", p)
 	}
 	a, b := shapes(plain), shapes(g)

@@ -139,20 +139,56 @@ func sharpen(r, freq []float64) []float64 {
 // TeacherConfig is BOND's second stage: the trainer's settings (its loss
 // is always kl), the steps between two teachers, and the pseudo-labels.
 type TeacherConfig struct {
-	Run    tagger.TrainConfig `json:"run"`
-	Period int                `json:"period"`
-	Pseudo Pseudo             `json:"pseudo"`
+	Run tagger.TrainConfig `json:"run"`
+	// Period is the number of steps between two teachers; PeriodAuto
+	// derives it from the steps of an epoch (AutoPeriod).
+	Period int    `json:"period"`
+	Pseudo Pseudo `json:"pseudo"`
+}
+
+// PeriodAuto, as TeacherConfig.Period, makes a new teacher every
+// AutoPeriod steps; Run.EvalEvery tagger.EvalAuto then scores the dev set
+// at each new teacher.
+const PeriodAuto = -1
+
+// AutoPeriodsPerEpoch and AutoPeriodMinSteps make PeriodAuto's period:
+// BOND replaces its teacher every 450 steps of 16 sentences on
+// CoNLL-2003, about half an epoch (7,200 of 14,041 sentences); on a small
+// corpus half an epoch is a few steps, and a student that has hardly
+// moved from its teacher would relabel the corpus as it did, so a teacher
+// lasts at least 25 steps.
+const (
+	AutoPeriodsPerEpoch = 2
+	AutoPeriodMinSteps  = 25
+)
+
+// AutoPeriod is PeriodAuto's period for an epoch of stepsPerEpoch steps.
+func AutoPeriod(stepsPerEpoch int) int {
+	return tagger.AutoInterval(stepsPerEpoch, AutoPeriodsPerEpoch, AutoPeriodMinSteps)
 }
 
 // DefaultTeacherConfig is BOND's CoNLL-2003 setting mapped to the BiLSTM's
-// batches of 32: soft labels kept above 0.9, a new teacher every 225 steps
-// (BOND: 450 steps of 16 sentences), at most 4 epochs scored on the dev set
-// at each new teacher, stopped after 3 scores without a better F1 (on
-// CoNLL-2003 the student peaked within its first epoch and declined after).
+// batches of 32 and to the corpus's size: soft labels kept above 0.9, a
+// new teacher every half epoch (BOND: 450 steps of 16 sentences; 220 steps
+// on CoNLL-2003), at most 4 epochs scored on the dev set at each new
+// teacher, stopped after 3 scores without a better F1 (on CoNLL-2003 the
+// student peaked within its first epoch and declined after).
 func DefaultTeacherConfig() TeacherConfig {
 	run := tagger.DefaultTrainConfig()
-	run.Loss, run.Epochs, run.EvalEvery, run.Patience = tagger.LossKL, 4, 225, 3
-	return TeacherConfig{Run: run, Period: 225, Pseudo: Pseudo{Labels: LabelsSoft, Threshold: 0.9}}
+	run.Loss, run.Epochs, run.EvalEvery, run.Patience = tagger.LossKL, 4, tagger.EvalAuto, 3
+	return TeacherConfig{Run: run, Period: PeriodAuto, Pseudo: Pseudo{Labels: LabelsSoft, Threshold: 0.9}}
+}
+
+// withSteps resolves PeriodAuto, and Run.EvalEvery tagger.EvalAuto as the
+// period, for an epoch of stepsPerEpoch steps.
+func (cfg TeacherConfig) withSteps(stepsPerEpoch int) TeacherConfig {
+	if cfg.Period == PeriodAuto {
+		cfg.Period = AutoPeriod(stepsPerEpoch)
+	}
+	if cfg.Run.EvalEvery == tagger.EvalAuto {
+		cfg.Run.EvalEvery = cfg.Period
+	}
+	return cfg
 }
 
 // CRFPseudoLabels turns a CRF teacher's predictions of a corpus into the
@@ -252,6 +288,9 @@ func CRFPseudoLabels(preds []tagger.Prediction, tags []string, ps Pseudo) ([][][
 // each teacher kept, the first (m as given) and every replacement.
 type StudentResult struct {
 	*tagger.Result
+	// Period is the run's steps between two teachers (PeriodAuto
+	// resolved).
+	Period   int         `json:"period"`
 	Teachers []Selection `json:"teachers"`
 }
 
@@ -266,9 +305,15 @@ type StudentResult struct {
 //
 // A token-head m learns PseudoLabels with loss kl (the one-hot targets of
 // hard labels make it cross entropy); a CRF m learns CRFPseudoLabels with
-// the partial-label likelihood of loss tag_sets. cfg.Run.Loss is set here.
+// the partial-label likelihood of loss tag_sets. cfg.Run.Loss is set here;
+// PeriodAuto and an automatic Run.EvalEvery are resolved on c's steps an
+// epoch.
 func TrainStudent(ctx context.Context, m *tagger.Tagger, c, dev *corpus.Corpus, cfg TeacherConfig, opts ...tagger.TrainerOption) (*StudentResult, error) {
-	res := &StudentResult{}
+	if cfg.Run.BatchSize < 1 {
+		return nil, fmt.Errorf("batch size %d", cfg.Run.BatchSize)
+	}
+	cfg = cfg.withSteps(tagger.StepsPerEpoch(c, cfg.Run.BatchSize))
+	res := &StudentResult{Period: cfg.Period}
 	var label func(preds []tagger.Prediction) ([][][]float32, Selection, error)
 	switch m.Config.Head {
 	case tagger.TokenHead:

@@ -1,6 +1,9 @@
 package selftrain
 
-import "github.com/nerflow/nerflow/stages"
+import (
+	"github.com/nerflow/nerflow/stages"
+	"github.com/nerflow/nerflow/train/tagger"
+)
 
 // StageTeacher is the name of BOND's teacher-student self-training stage.
 const StageTeacher = "selftrain.teacher"
@@ -9,10 +12,10 @@ func init() {
 	d := DefaultTeacherConfig()
 	params := []stages.Param{
 		stages.IntParam("epochs", d.Run.Epochs, "self-training epochs", stages.Range(1, 1000)),
-		stages.IntParam("period", d.Period, "steps between two teachers: the student becomes the teacher and labels the corpus again", stages.AtLeast(1)),
+		stages.IntParam("period", d.Period, "steps between two teachers: the student becomes the teacher and labels the corpus again (-1: auto, half an epoch and at least 25 steps)", stages.AtLeast(PeriodAuto)),
 		stages.StringParam("labels", d.Pseudo.Labels, "pseudo-labels: hard (the teacher's most probable tag; a CRF's Viterbi path) or soft (a token head's distribution squared and divided by the tags' frequencies; for a CRF, the fewest tags whose marginals add up to threshold)", stages.OneOf(LabelsHard, LabelsSoft)),
 		stages.FloatParam("threshold", d.Pseudo.Threshold, "confidence (largest probability of the pseudo-label's distribution; a CRF's marginal of its Viterbi tag) under which a token is left out of the student's loss (a CRF student: left free); with a CRF and soft labels, the mass of each token's set of tags", stages.Range(0, 1)),
-		stages.IntParam("eval_every", d.Run.EvalEvery, "score on the dev set every this many steps too, not only after each epoch, keeping the best step's weights (0: per epoch)", stages.AtLeast(0)),
+		stages.IntParam("eval_every", d.Run.EvalEvery, "score on the dev set every this many steps too, not only after each epoch, keeping the best step's weights (0: per epoch; -1: auto, at each new teacher)", stages.AtLeast(tagger.EvalAuto)),
 	}
 	params = append(params, runParams(d.Run)...)
 	stages.Register(stages.Stage{
@@ -46,6 +49,7 @@ func runTeacher(c *stages.Context) error {
 		if err != nil {
 			return nil, c.Failed(err)
 		}
+		c.Log.Info("teacher-student", "period", res.Period, "eval_every", res.EvalEvery, "max_epochs", res.MaxEpochs)
 		for i, s := range res.Teachers {
 			c.Log.Info("teacher", "n", i+1, "tokens", s.Tokens, "kept", s.Kept, "entities", s.Entities)
 		}

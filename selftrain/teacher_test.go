@@ -273,3 +273,39 @@ func TestCRFPseudoLabelsErrors(t *testing.T) {
 		}
 	}
 }
+
+// The automatic period is half an epoch, at least 25 steps, and the
+// automatic dev interval is the period: 220 steps on CoNLL-2003 (439 steps
+// an epoch at batches of 32), 25 on an 800-sentence corpus (25 steps an
+// epoch). Given values stay.
+func TestAutoPeriodFollowsTheCorpusSize(t *testing.T) {
+	for spe, want := range map[int]int{439: 220, 25: 25} {
+		cfg := DefaultTeacherConfig().withSteps(spe)
+		if cfg.Period != want || cfg.Run.EvalEvery != want {
+			t.Errorf("%d steps an epoch: period %d, eval every %d; want %d for both", spe, cfg.Period, cfg.Run.EvalEvery, want)
+		}
+	}
+	cfg := DefaultTeacherConfig()
+	cfg.Period, cfg.Run.EvalEvery = 40, 0
+	if got := cfg.withSteps(439); got.Period != 40 || got.Run.EvalEvery != 0 {
+		t.Errorf("given period 40 and per-epoch scores became %d and %d", got.Period, got.Run.EvalEvery)
+	}
+}
+
+// TrainStudent resolves the period on the corpus it trains on: the tiny
+// fixture's 6 sentences in batches of 2 are 3 steps an epoch, so the
+// period is the floor, 25 steps, longer than the run's 6: one teacher.
+func TestTrainStudentResolvesAutoPeriod(t *testing.T) {
+	m := tinyTagger(t)
+	cfg := DefaultTeacherConfig()
+	cfg.Run.Epochs, cfg.Run.BatchSize, cfg.Run.LearningRate = 2, 2, 0.01
+	cfg.Pseudo.Threshold = 0.6
+	res, err := TrainStudent(context.Background(), m, fixtureCorpus(), fixtureCorpus(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Period != AutoPeriodMinSteps || len(res.Teachers) != 1 || res.Steps != 6 || res.EvalEvery != AutoPeriodMinSteps {
+		t.Errorf("period %d, %d teachers, %d steps, eval every %d: want period %d, 1 teacher, 6 steps, eval every %d",
+			res.Period, len(res.Teachers), res.Steps, res.EvalEvery, AutoPeriodMinSteps, AutoPeriodMinSteps)
+	}
+}

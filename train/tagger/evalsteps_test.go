@@ -102,3 +102,62 @@ func TestEvalEveryStopsEarlyAndKeepsTheBestStep(t *testing.T) {
 		}
 	}
 }
+
+// The automatic interval and epochs for two corpus sizes at batches of 32:
+// CoNLL-2003's 14,041 sentences are 439 steps an epoch, scored every 55
+// (an eighth), and 3 epochs already exceed 1,000 steps; the shipped
+// sample's 800 are 25 steps an epoch, scored every 50 (the floor), and
+// 1,000 steps take 40 epochs.
+func TestAutoIntervalsFollowTheCorpusSize(t *testing.T) {
+	for _, tc := range []struct {
+		sentences, steps, evalEvery, epochs int
+	}{
+		{14041, 439, 55, 3},
+		{800, 25, 50, 40},
+	} {
+		c := &corpus.Corpus{Sentences: make([]corpus.Sentence, tc.sentences)}
+		for i := range c.Sentences {
+			c.Sentences[i].Tokens = []string{"a"}
+		}
+		spe := StepsPerEpoch(c, 32)
+		cfg := TrainConfig{Epochs: 3, EvalEvery: EvalAuto, MinSteps: 1000}.withSteps(spe)
+		if spe != tc.steps || cfg.EvalEvery != tc.evalEvery || cfg.Epochs != tc.epochs {
+			t.Errorf("%d sentences: %d steps an epoch, eval every %d, %d epochs; want %d, %d, %d",
+				tc.sentences, spe, cfg.EvalEvery, cfg.Epochs, tc.steps, tc.evalEvery, tc.epochs)
+		}
+	}
+	// Given values stay: a fixed interval, and epochs beyond min_steps.
+	if cfg := (TrainConfig{Epochs: 50, EvalEvery: 7, MinSteps: 1000}).withSteps(25); cfg.EvalEvery != 7 || cfg.Epochs != 50 {
+		t.Errorf("fixed settings changed: %+v", cfg)
+	}
+}
+
+// A run resolves them on its own batches: 10 sentences and an empty one
+// in batches of 3 are 4 steps an epoch (the empty sentence is never a
+// step, and StepsPerEpoch says so), so min_steps 10 makes 3 epochs, and
+// the automatic interval (at least 50 steps) leaves the scores at the
+// epochs' ends. The Trainer keeps its settings as given.
+func TestRunResolvesAutoIntervals(t *testing.T) {
+	c := fixtureCorpus(fixture)
+	c.Sentences = append(c.Sentences, corpus.Sentence{Tokens: []string{}, Tags: []string{}})
+	if got := StepsPerEpoch(c, 3); got != 4 {
+		t.Fatalf("StepsPerEpoch %d, want 4", got)
+	}
+	cfg := tinyTrainConfig(LossCE)
+	cfg.Epochs, cfg.BatchSize, cfg.EvalEvery, cfg.MinSteps = 1, 3, EvalAuto, 10
+	tr, err := NewTrainer(newTiny(t, c, tinyConfig(TokenHead, "io"), 1), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := tr.Run(context.Background(), c, fixtureCorpus(fixture))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := stepsOf(res.Evaluations); res.Steps != 12 || len(res.Epochs) != 3 || res.MaxEpochs != 3 || res.EvalEvery != AutoEvalMinSteps || !slices.Equal(got, []int{4, 8, 12}) {
+		t.Errorf("%d steps, %d epochs (max %d), eval every %d at %v: want 12 steps, 3 epochs, every %d at [4 8 12]",
+			res.Steps, len(res.Epochs), res.MaxEpochs, res.EvalEvery, got, AutoEvalMinSteps)
+	}
+	if tr.cfg.Epochs != 1 || tr.cfg.EvalEvery != EvalAuto {
+		t.Errorf("the trainer's settings became %+v", tr.cfg)
+	}
+}

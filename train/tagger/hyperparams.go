@@ -119,7 +119,8 @@ func (h *Hyperparams) fields() []Hyperparam {
 		intp(&r.BatchSize, "batch_size", "sentences per batch", stages.Range(1, 4096)),
 	}, append(OptimizerFields(&r.LearningRate, &r.Warmup, &r.MaxGradNorm), []Hyperparam{
 		intp(&r.Patience, "patience", "stop after this many evaluations on the dev set without a better F1 (0: never)", stages.AtLeast(0)),
-		intp(&r.EvalEvery, "eval_every", "score on the dev set every this many steps too, not only after each epoch, keeping the best step's weights (0: per epoch)", stages.AtLeast(0)),
+		intp(&r.EvalEvery, "eval_every", "score on the dev set every this many steps too, not only after each epoch, keeping the best step's weights (0: per epoch; -1: auto, an eighth of an epoch and at least 50 steps)", stages.AtLeast(EvalAuto)),
+		intp(&r.MinSteps, "min_steps", "train at least this many steps: epochs is raised to ceil(min_steps / steps per epoch) where that is more (0: epochs as given)", stages.AtLeast(0)),
 		SeedField(&r.Seed, "seed of the initial weights, batches, dropout and dropped O tokens"),
 	}...)...)
 }

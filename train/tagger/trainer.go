@@ -66,8 +66,67 @@ type TrainConfig struct {
 	// at the end of each epoch, instead of at the end of each epoch only
 	// (0): a run that overfits noisy labels within its first epoch, as
 	// BOND's first stage does, stops at the step the dev set chooses.
-	EvalEvery int    `json:"eval_every,omitempty"`
-	Seed      uint64 `json:"seed"`
+	// EvalAuto (-1) derives it from the steps of an epoch (AutoEvalEvery).
+	EvalEvery int `json:"eval_every,omitempty"`
+	// MinSteps raises Epochs to as many as train at least that many
+	// steps: a small corpus has few steps an epoch, and a model learned
+	// from scratch needs a number of steps, not of epochs, before the dev
+	// set can tell its best step (0: Epochs as given).
+	MinSteps int    `json:"min_steps,omitempty"`
+	Seed     uint64 `json:"seed"`
+}
+
+// Step intervals derived from the size of an epoch.
+const (
+	// EvalAuto, as TrainConfig.EvalEvery, scores the dev set every
+	// AutoEvalEvery steps.
+	EvalAuto = -1
+	// AutoEvalsPerEpoch and AutoEvalMinSteps make EvalAuto's interval:
+	// BOND's first stage was tuned on CoNLL-2003 at a score every 50
+	// steps, an eighth of its 439 steps an epoch; on a small corpus an
+	// eighth of an epoch is a few steps, whose scores differ by the dev
+	// set's noise more than by what the model learned, and an early stop
+	// after Patience of them comes before the model has learned anything,
+	// so the interval is never shorter than those 50 steps.
+	AutoEvalsPerEpoch = 8
+	AutoEvalMinSteps  = 50
+)
+
+// AutoInterval is an interval of about 1/per of an epoch of stepsPerEpoch
+// steps, ceil(stepsPerEpoch / per), and at least minimum steps.
+func AutoInterval(stepsPerEpoch, per, minimum int) int {
+	return max((stepsPerEpoch+per-1)/per, minimum, 1)
+}
+
+// AutoEvalEvery is EvalAuto's interval for an epoch of stepsPerEpoch
+// steps: AutoEvalsPerEpoch scores an epoch, at least AutoEvalMinSteps
+// steps apart.
+func AutoEvalEvery(stepsPerEpoch int) int {
+	return AutoInterval(stepsPerEpoch, AutoEvalsPerEpoch, AutoEvalMinSteps)
+}
+
+// StepsPerEpoch is the number of steps of an epoch of the trainer on c in
+// batches of batchSize: its non-empty sentences, batchSize at a time.
+func StepsPerEpoch(c *corpus.Corpus, batchSize int) int {
+	n := 0
+	for _, s := range c.Sentences {
+		if len(s.Tokens) > 0 {
+			n++
+		}
+	}
+	return (n + batchSize - 1) / max(batchSize, 1)
+}
+
+// withSteps resolves the settings that depend on the steps of an epoch:
+// EvalAuto, and Epochs raised to MinSteps.
+func (c TrainConfig) withSteps(stepsPerEpoch int) TrainConfig {
+	if c.EvalEvery == EvalAuto {
+		c.EvalEvery = AutoEvalEvery(stepsPerEpoch)
+	}
+	if c.MinSteps > 0 && stepsPerEpoch > 0 {
+		c.Epochs = max(c.Epochs, (c.MinSteps+stepsPerEpoch-1)/stepsPerEpoch)
+	}
+	return c
 }
 
 // DefaultTrainConfig is supervised training with cross entropy.
@@ -101,8 +160,8 @@ func (c TrainConfig) validate(head string) error {
 	if c.Epochs < 1 || c.BatchSize < 1 || c.LearningRate <= 0 {
 		errs = append(errs, fmt.Errorf("epochs %d, batch size %d, learning rate %v: all must be positive", c.Epochs, c.BatchSize, c.LearningRate))
 	}
-	if c.Warmup < 0 || c.Warmup > 1 || c.MaxGradNorm < 0 || c.Patience < 0 || c.EvalEvery < 0 {
-		errs = append(errs, fmt.Errorf("warmup %v, max grad norm %v, patience %d, eval every %d out of range", c.Warmup, c.MaxGradNorm, c.Patience, c.EvalEvery))
+	if c.Warmup < 0 || c.Warmup > 1 || c.MaxGradNorm < 0 || c.Patience < 0 || c.EvalEvery < EvalAuto || c.MinSteps < 0 {
+		errs = append(errs, fmt.Errorf("warmup %v, max grad norm %v, patience %d, eval every %d, min steps %d out of range", c.Warmup, c.MaxGradNorm, c.Patience, c.EvalEvery, c.MinSteps))
 	}
 	return errors.Join(errs...)
 }
@@ -150,6 +209,10 @@ type Result struct {
 	Evaluations []Evaluation `json:"evaluations,omitempty"`
 	// Resumed is the number of epochs restored from a checkpoint.
 	Resumed int `json:"resumed"`
+	// MaxEpochs and EvalEvery are the run's, once derived from the steps
+	// of an epoch (TrainConfig.MinSteps, EvalAuto).
+	MaxEpochs int `json:"max_epochs"`
+	EvalEvery int `json:"eval_every,omitempty"`
 }
 
 // Trainer fits a Tagger.
@@ -305,15 +368,24 @@ func (t *Trainer) run(ctx context.Context, trainSet, dev *corpus.Corpus) (*Resul
 	}
 	defer d.unlabeled.close()
 	r := &fitRun{t: t, d: d}
-	t.log.Info("training", "examples", len(d.train), "epochs", t.cfg.Epochs, "allocator", kit.AllocatorName())
+	// The run trains with the intervals and epochs its corpus's size
+	// gives; the Trainer keeps its settings as given.
+	given := t.cfg
+	defer func() { t.cfg = given }()
+	spe, err := r.StepsPerEpoch()
+	if err != nil {
+		return nil, err
+	}
+	t.cfg = t.cfg.withSteps(spe)
 	cfg := t.cfg
+	t.log.Info("training", "examples", len(d.train), "epochs", cfg.Epochs, "steps_per_epoch", spe, "eval_every", cfg.EvalEvery, "allocator", kit.AllocatorName())
 	fr, err := kit.Fit(ctx, r, kit.FitConfig{Epochs: cfg.Epochs, LearningRate: cfg.LearningRate, Warmup: cfg.Warmup,
 		MaxGradNorm: cfg.MaxGradNorm, Patience: cfg.Patience, EvalEvery: cfg.EvalEvery}, t.fit)
 	if err != nil {
 		return nil, err
 	}
 	return &Result{Epochs: r.st.History, BestEpoch: fr.BestEpoch, BestStep: fr.BestStep, BestDevF1: fr.BestScore,
-		Steps: fr.Steps, Evaluations: fr.Evaluations, Resumed: fr.Resumed}, nil
+		Steps: fr.Steps, Evaluations: fr.Evaluations, Resumed: fr.Resumed, MaxEpochs: cfg.Epochs, EvalEvery: cfg.EvalEvery}, nil
 }
 
 // runData is the run's data, encoded once.
