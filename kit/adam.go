@@ -18,8 +18,12 @@ import (
 // accumulates into the same gradient tensor as long as it is defined), and
 // the denominator is computed in a scratch tensor per parameter, in place.
 type Adam struct {
-	names        []string
-	params       []*ts.Tensor
+	names  []string
+	params []*ts.Tensor
+	// group is each parameter's group (SetGroup): the index of its
+	// learning rate in UpdateGroups' rates; 0 for all by default.
+	group        []int
+	groups       int // the number of groups, at least 1
 	m, v         []*ts.Tensor
 	grads        []*ts.Tensor // handles on the parameters' gradients, nil until defined
 	scratch      []*ts.Tensor
@@ -40,7 +44,7 @@ type Adam struct {
 // gradients to a global L2 norm of maxGradNorm (0: no clipping).
 func NewAdam(names []string, params []*ts.Tensor, maxGradNorm float64) (*Adam, error) {
 	a := &Adam{names: names, params: params, beta1: 0.9, beta2: 0.999, eps: 1e-8, maxGradNorm: maxGradNorm,
-		grads: make([]*ts.Tensor, len(params))}
+		grads: make([]*ts.Tensor, len(params)), group: make([]int, len(params)), groups: 1}
 	if len(params) > 0 {
 		if d, err := params[0].Device(); err == nil && d.IsCuda() {
 			a.clipOnDevice = true
@@ -104,8 +108,45 @@ func (a *Adam) ZeroGrad(g *Graph) {
 	}
 }
 
-// Update clips the gradients to a global L2 norm of maxGradNorm and takes
-// one Adam step with learning rate lr:
+// SetGroup puts the named parameters into parameter group k (k >= 1; every
+// parameter starts in group 0), which UpdateGroups steps at a learning
+// rate of its own: a pretrained encoder fine-tuned under a freshly
+// initialized head learns more slowly than the head. Clipping stays global
+// over all groups.
+func (a *Adam) SetGroup(k int, names ...string) error {
+	if k < 1 {
+		return fmt.Errorf("optimizer: group %d: groups beyond the default one count from 1", k)
+	}
+	index := make(map[string]int, len(a.names))
+	for i, n := range a.names {
+		index[n] = i
+	}
+	for _, n := range names {
+		i, ok := index[n]
+		if !ok {
+			return fmt.Errorf("optimizer: group %d: no parameter %q", k, n)
+		}
+		a.group[i] = k
+	}
+	a.groups = max(a.groups, k+1)
+	return nil
+}
+
+// Groups is the number of parameter groups (1 without SetGroup).
+func (a *Adam) Groups() int { return a.groups }
+
+// Update is UpdateGroups with one learning rate for every group.
+func (a *Adam) Update(g *Graph, lr float64) {
+	lrs := make([]float64, a.groups)
+	for k := range lrs {
+		lrs[k] = lr
+	}
+	a.UpdateGroups(g, lrs)
+}
+
+// UpdateGroups clips the gradients to a global L2 norm of maxGradNorm and
+// takes one Adam step, each parameter at the learning rate of its group,
+// lr = lrs[group] (0: the moments move, the parameter does not):
 //
 //	m = b1 m + (1-b1) g,  v = b2 v + (1-b2) g²
 //	p -= lr/(1-b1^t) · m / (sqrt(v/(1-b2^t)) + eps)
@@ -113,7 +154,10 @@ func (a *Adam) ZeroGrad(g *Graph) {
 // Everything is computed in place: a fresh allocation of a large tensor
 // costs a page fault per 4 KB (tens of milliseconds for the word vectors on
 // a VM).
-func (a *Adam) Update(g *Graph, lr float64) {
+func (a *Adam) UpdateGroups(g *Graph, lrs []float64) {
+	if len(lrs) != a.groups {
+		Abort(fmt.Errorf("optimizer: %d learning rates for %d parameter groups", len(lrs), a.groups))
+	}
 	NoGrad(func() {
 		// The global norm is read back once (on a GPU each read waits for
 		// the device).
@@ -163,6 +207,7 @@ func (a *Adam) Update(g *Graph, lr float64) {
 			// mul, addcmul, mul (gotch's addcmul has no scale).
 			g.T(gr.MulOut(d, gr, false))
 			g.Check(v.Lerp_(d, f(1-a.beta2)))
+			lr := lrs[a.group[i]]
 			if lr == 0 {
 				continue
 			}

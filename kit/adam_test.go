@@ -95,3 +95,72 @@ func TestAdamMatchesTheUpdateRule(t *testing.T) {
 		keep.Free()
 	}
 }
+
+// One Adam step on two parameters in two groups, p at 0.1 and q at 0.01:
+// each moves by its own group's rate, checked against the update rule
+// computed by hand; Update (one rate) moves both alike.
+func TestAdamGroupsStepAtTheirOwnRates(t *testing.T) {
+	lockThread(t)
+	for _, grouped := range []bool{true, false} {
+		keep := NewGraph(gotch.CPU)
+		p := leaf(t, keep, []float32{1, -2}, 2)
+		q := leaf(t, keep, []float32{3, 0.5}, 2)
+		opt, err := NewAdam([]string{"p", "q"}, []*ts.Tensor{p, q}, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rates := []float64{0.1, 0.1}
+		if grouped {
+			if err := opt.SetGroup(1, "q"); err != nil {
+				t.Fatal(err)
+			}
+			rates[1] = 0.01
+		}
+		if err := opt.SetGroup(0, "p"); err == nil {
+			t.Error("SetGroup(0) accepted")
+		}
+		if err := opt.SetGroup(1, "r"); err == nil {
+			t.Error("SetGroup accepted a name that is no parameter")
+		}
+		// Loss c·p + d·q: gradients c and d.
+		c, d := []float64{0.5, -4}, []float64{2, -0.25}
+		g := NewGraph(gotch.CPU)
+		err = Guard(func() {
+			lp := g.T(g.T(p.Mul(g.Floats([]float32{0.5, -4}, 2), false)).Sum(gotch.Float, false))
+			lq := g.T(g.T(q.Mul(g.Floats([]float32{2, -0.25}, 2), false)).Sum(gotch.Float, false))
+			opt.ZeroGrad(g)
+			g.Check(g.T(lp.Add(lq, false)).Backward())
+			if grouped {
+				opt.UpdateGroups(g, []float64{0.1, 0.01})
+			} else {
+				opt.Update(g, 0.1)
+			}
+		})
+		g.Free()
+		if err != nil {
+			t.Fatal(err)
+		}
+		const b1, b2, eps = 0.9, 0.999, 1e-8
+		for k, tc := range []struct {
+			x     *ts.Tensor
+			start []float64
+			grad  []float64
+		}{{p, []float64{1, -2}, c}, {q, []float64{3, 0.5}, d}} {
+			got := Float32s(tc.x)
+			for i, gi := range tc.grad {
+				mhat := (1 - b1) * gi / (1 - b1)
+				vhat := (1 - b2) * gi * gi / (1 - b2)
+				want := tc.start[i] - rates[k]*mhat/(math.Sqrt(vhat)+eps)
+				near(t, "parameter", float64(got[i]), want, 1e-6)
+			}
+		}
+		// A call with the wrong number of rates is refused.
+		g = NewGraph(gotch.CPU)
+		if err := Guard(func() { opt.UpdateGroups(g, []float64{0.1, 0.1, 0.1}) }); err == nil {
+			t.Error("UpdateGroups took 3 rates for 2 groups")
+		}
+		g.Free()
+		opt.Close()
+		keep.Free()
+	}
+}

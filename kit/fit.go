@@ -112,6 +112,25 @@ type Learner interface {
 	EndEpoch(e EpochStats) error
 }
 
+// ParamGroup is a set of a Learner's weights that learn on a schedule of
+// their own: its own peak learning rate and warm-up, then the same linear
+// decay to 0 at the last step (a pretrained encoder fine-tuned under a new
+// head: a lower rate, a longer warm-up).
+type ParamGroup struct {
+	Name         string   // for errors and logs
+	Weights      []string // names among Learner.Weights
+	LearningRate float64  // the schedule's peak
+	Warmup       float64  // fraction of all steps
+}
+
+// Grouped is a Learner some of whose weights learn on schedules of their
+// own.
+type Grouped interface {
+	// ParamGroups are the groups beyond the default one, which holds every
+	// weight no group names and follows FitConfig's schedule.
+	ParamGroups() []ParamGroup
+}
+
 // Evaluator is a Learner that can have a dev set.
 type Evaluator interface {
 	// Evaluates says whether the run has a dev set: without one, Fit
@@ -140,7 +159,10 @@ type Step struct {
 	// Done is the number of steps taken before this one in the run.
 	Done int
 	// LR is the schedule's learning rate at this step.
-	LR  float64
+	LR float64
+	// LRs are the learning rates of the parameter groups at this step,
+	// LRs[0] = LR (Grouped); nil: one rate, LR, for every weight.
+	LRs []float64
 	Opt *Adam
 }
 
@@ -149,7 +171,18 @@ type Step struct {
 func (s *Step) Update(g *Graph, loss *ts.Tensor) {
 	s.Opt.ZeroGrad(g)
 	g.Check(loss.Backward())
-	s.Opt.Update(g, s.LR)
+	s.Apply(g, s.Opt)
+}
+
+// Apply updates opt's parameters, whose gradients are computed, at the
+// step's learning rates: each group's where opt has the groups of the
+// Learner (it is the step's optimizer), LR for all otherwise.
+func (s *Step) Apply(g *Graph, opt *Adam) {
+	if s.LRs != nil && opt.Groups() == len(s.LRs) {
+		opt.UpdateGroups(g, s.LRs)
+		return
+	}
+	opt.Update(g, s.LR)
 }
 
 // StepResult is what a step reports.
@@ -233,6 +266,9 @@ type loop struct {
 	ev      Evaluator
 	total   int
 	warmup  int
+	groups  []ParamGroup // beyond the default one (Grouped)
+	// groupWarmup is each group's warm-up in steps, [0] the default's.
+	groupWarmup []int
 }
 
 func (l *loop) run(ctx context.Context) (*FitResult, error) {
@@ -249,6 +285,17 @@ func (l *loop) run(ctx context.Context) (*FitResult, error) {
 	}
 	defer opt.Close()
 	l.opt = opt
+	if gr, ok := l.m.(Grouped); ok {
+		l.groups = gr.ParamGroups()
+		for k, pg := range l.groups {
+			if pg.LearningRate < 0 || pg.Warmup < 0 || pg.Warmup > 1 {
+				return nil, fmt.Errorf("parameter group %s: learning rate %v, warmup %v out of range", pg.Name, pg.LearningRate, pg.Warmup)
+			}
+			if err := opt.SetGroup(k+1, pg.Weights...); err != nil {
+				return nil, fmt.Errorf("parameter group %s: %w", pg.Name, err)
+			}
+		}
+	}
 	if ev, ok := l.m.(Evaluator); ok && ev.Evaluates() {
 		l.ev = ev
 	}
@@ -272,6 +319,10 @@ func (l *loop) run(ctx context.Context) (*FitResult, error) {
 	}
 	l.total = perEpoch * l.cfg.Epochs
 	l.warmup = int(math.Round(l.cfg.Warmup * float64(l.total)))
+	l.groupWarmup = []int{l.warmup}
+	for _, pg := range l.groups {
+		l.groupWarmup = append(l.groupWarmup, int(math.Round(pg.Warmup*float64(l.total))))
+	}
 	for epoch := l.st.Epoch + 1; epoch <= l.cfg.Epochs && !l.stopped(); epoch++ {
 		l.refresh()
 		if err := l.epoch(ctx, epoch); err != nil {
@@ -330,6 +381,12 @@ func (l *loop) epoch(ctx context.Context, epoch int) error {
 		}
 		s := &Step{Epoch: epoch, Batch: i, Done: l.st.Step, Opt: l.opt,
 			LR: LearningRate(l.cfg.LearningRate, l.st.Step, l.warmup, l.total)}
+		if l.groups != nil {
+			s.LRs = []float64{s.LR}
+			for k, pg := range l.groups {
+				s.LRs = append(s.LRs, LearningRate(pg.LearningRate, l.st.Step, l.groupWarmup[k+1], l.total))
+			}
+		}
 		r, err := l.m.Step(ctx, s)
 		if err != nil {
 			return fmt.Errorf("epoch %d, step %d: %w", epoch, l.st.Step+1, err)

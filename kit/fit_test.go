@@ -226,3 +226,72 @@ func TestFitStopsOnADivergedLoss(t *testing.T) {
 		t.Fatalf("error %v, want the divergence at epoch 2, step 7", err)
 	}
 }
+
+// pair is a Learner of two scalars a and b, each of gradient 1 at every
+// step: Adam's bias-corrected step is then exactly the learning rate, so
+// after the run each has moved by the sum of its own group's rates.
+type pair struct {
+	vs    *nn.VarStore
+	a, b  *ts.Tensor
+	steps []Step
+	group []ParamGroup
+}
+
+func (l *pair) Device() gotch.Device        { return gotch.CPU }
+func (l *pair) Weights() []ts.NamedTensor   { return NamedParams(l.vs) }
+func (l *pair) StepsPerEpoch() (int, error) { return 5, nil }
+func (l *pair) StartEpoch(int) (int, error) { return 5, nil }
+func (l *pair) EndEpoch(EpochStats) error   { return nil }
+func (l *pair) ParamGroups() []ParamGroup   { return l.group }
+
+func (l *pair) Step(_ context.Context, s *Step) (StepResult, error) {
+	l.steps = append(l.steps, *s)
+	g := NewGraph(gotch.CPU)
+	defer g.Free()
+	err := Guard(func() {
+		loss := g.T(g.T(l.a.Add(l.b, false)).Sum(gotch.Float, false))
+		s.Update(g, loss)
+	})
+	return StepResult{Loss: 1, Tokens: 1}, err
+}
+
+// A Grouped learner's group follows its own schedule (peak 0.01, warm-up
+// over 40% of the steps) while the other weights follow FitConfig's (peak
+// 0.1, 20%): each step carries both rates, and each weight moves by the sum
+// of its own.
+func TestFitStepsParameterGroupsAtTheirOwnSchedules(t *testing.T) {
+	l := &pair{vs: nn.NewVarStore(gotch.CPU)}
+	defer l.vs.Destroy()
+	p := &Initializer{Rng: rand.New(rand.NewPCG(1, 1)), Root: l.vs.Root(), Device: gotch.CPU}
+	if err := Guard(func() { l.a, l.b = p.Param("a", []float32{0}, 1), p.Param("b", []float32{0}, 1) }); err != nil {
+		t.Fatal(err)
+	}
+	l.group = []ParamGroup{{Name: "slow", Weights: []string{"b"}, LearningRate: 0.01, Warmup: 0.4}}
+	cfg := FitConfig{Epochs: 2, LearningRate: 0.1, Warmup: 0.2}
+	if _, err := Fit(context.Background(), l, cfg, FitOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if len(l.steps) != 10 {
+		t.Fatalf("%d steps, want 10", len(l.steps))
+	}
+	var sumA, sumB float64
+	for i, s := range l.steps {
+		wantA, wantB := LearningRate(0.1, i, 2, 10), LearningRate(0.01, i, 4, 10)
+		if len(s.LRs) != 2 || s.LR != wantA || s.LRs[0] != wantA || s.LRs[1] != wantB {
+			t.Fatalf("step %d: LR %v, LRs %v, want %v and [%v %v]", i, s.LR, s.LRs, wantA, wantA, wantB)
+		}
+		sumA, sumB = sumA+wantA, sumB+wantB
+	}
+	var a, b []float32
+	if err := Guard(func() { a, b = Float32s(l.a), Float32s(l.b) }); err != nil {
+		t.Fatal(err)
+	}
+	near(t, "a", float64(a[0]), -sumA, 1e-5)
+	near(t, "b", float64(b[0]), -sumB, 1e-5)
+
+	// A group naming no weight of the learner is an error.
+	l.group = []ParamGroup{{Name: "ghost", Weights: []string{"c"}, LearningRate: 0.01}}
+	if _, err := Fit(context.Background(), l, cfg, FitOptions{}); err == nil || !strings.Contains(err.Error(), "ghost") {
+		t.Errorf("a group of no weight: error %v", err)
+	}
+}
