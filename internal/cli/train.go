@@ -34,6 +34,7 @@ type trainFlags struct {
 	logEvery               int
 	threads                int
 	lm                     string
+	encoder                string
 	hp                     tagger.Hyperparams
 }
 
@@ -79,6 +80,7 @@ stages train.tagger), with dashes for underscores, checked the same way.`,
 		fl.StringVar(&f.device, "device", "cpu", "cpu or cuda:N")
 		fl.IntVar(&f.logEvery, "log-every", 100, "log progress every this many batches")
 		fl.StringVar(&f.lm, "lm", "", "TagLM: directory of language models from augment.lm (lm.json, weights.pt), frozen, read where --lm-placement says")
+		fl.StringVar(&f.encoder, "encoder", "", "directory of an encoder from encoder.pretrain (encoder.json, weights.pt), fine-tuned with the tagger, read where --encoder-placement says")
 		threadsFlag(fl, &f.threads)
 		f.hp.BindFlags(fl)
 		// The names these flags had before they were derived from the stage's
@@ -144,6 +146,16 @@ func runTrain(cmd *cobra.Command, log *slog.Logger, f trainFlags) error {
 			return err
 		}
 		job.LM = models // Fit owns it from here
+	}
+	if f.encoder != "" {
+		enc, err := tagger.LoadEncoderDir(f.encoder, device)
+		if err != nil {
+			if job.LM != nil {
+				job.LM.Close()
+			}
+			return fmt.Errorf("--encoder: %w", err)
+		}
+		job.Encoder = enc // Fit owns it from here
 	}
 	m, res, err := tagger.Fit(cmd.Context(), job,
 		tagger.WithLogger(log), tagger.WithProgress(progress))

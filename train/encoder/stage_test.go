@@ -161,6 +161,51 @@ func TestPretrainStage(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tg.Close()
+
+	// Through its encoder input, a tagger fine-tunes the encoder: its
+	// checkpoint holds the fine-tuned encoder (encoder/) and tags without
+	// the encoder's artifact.
+	fp, err := ts.ResolveParams(map[string]any{"corpus_file": "text.txt", "corpus_labels": "labels.txt", "encoder_placement": tagger.EncoderUnder,
+		"encoder_learning_rate": 1e-3, "epochs": 1, "hidden": 8, "char_filters": 4, "char_dim": 4, "min_word_count": 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fouts, err := stages.Exec(ctx, ts, stages.Env{Store: st, Params: fp, Inputs: map[string][]stages.Artifact{"encoder": {outs["encoder"]}, "corpus": {labeled}},
+		OutputPrefix: "runs/finetune/" + stages.NewAttemptID()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fdir := t.TempDir()
+	if err := stages.NewInput(ctx, st, fouts["model"]).Fetch(fdir); err != nil {
+		t.Fatal(err)
+	}
+	tuned, err := Load(filepath.Join(fdir, "encoder"), gotch.CPU)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tuned.Close()
+	if slices.Equal(host(t, tuned.layers[0].qkvW), host(t, m.layers[0].qkvW)) {
+		t.Error("the tagger's checkpoint holds the encoder as pretrained, not fine-tuned")
+	}
+	ft, err := tagger.LoadModel(fdir, gotch.CPU)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ft.Close()
+	if ft.(*tagger.Tagger).Config.EncoderDim != Presets["tiny"].Dim {
+		t.Errorf("fine-tuned tagger: encoder_dim %d", ft.(*tagger.Tagger).Config.EncoderDim)
+	}
+
+	// An encoder_placement without an encoder is refused.
+	np, err := ts.ResolveParams(map[string]any{"corpus_file": "text.txt", "corpus_labels": "labels.txt", "encoder_placement": tagger.EncoderReplace, "epochs": 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = stages.Exec(ctx, ts, stages.Env{Store: st, Params: np, Inputs: map[string][]stages.Artifact{"corpus": {labeled}},
+		OutputPrefix: "runs/noenc/" + stages.NewAttemptID()})
+	if err == nil || !strings.Contains(err.Error(), "needs an encoder") {
+		t.Errorf("encoder_placement without an encoder: error %v", err)
+	}
 }
 
 // TestResumeContinuesExactly: a run stopped after its first epoch and

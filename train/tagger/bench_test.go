@@ -317,7 +317,7 @@ func benchTrainer(b *testing.B, m *Tagger, exs []example, run TrainConfig, seed 
 	}
 	rng := rand.New(rand.NewPCG(seed, 3))
 	return func(ids []int) {
-		if _, _, err := tr.step(newBatch(exs, ids), nil, exs, nil, nil, unlabeledStep{}, opt, run.LearningRate, rng, nil); err != nil {
+		if _, _, err := tr.step(newBatch(exs, ids), nil, exs, nil, nil, unlabeledStep{}, &kit.Step{Opt: opt, LR: run.LearningRate}, rng, nil); err != nil {
 			b.Fatal(err)
 		}
 	}, opt.Close

@@ -31,8 +31,11 @@ const (
 // (every pretrained row trained, no VectorsFile) still loads. Format 3 is
 // a tagger with a language model (TagLM), saved in its directory lm/; a
 // tagger without one is still written in format 2, which older builds read.
+// Format 4 is a tagger with a fine-tuned encoder, saved in its directory
+// encoder/ (the tagger's own weights in WeightsFile, the encoder's there).
 const (
-	taggerFormat     = 3
+	taggerFormat     = 4
+	taggerFormatLM   = 3
 	taggerFormatNoLM = 2
 )
 
@@ -47,20 +50,31 @@ type taggerSpec struct {
 	VectorsCRC uint32 `json:"vectors_crc,omitempty"`
 	// LM points at the language model saved with the tagger (format 3).
 	LM *lmRef `json:"lm,omitempty"`
+	// Encoder points at the fine-tuned encoder saved with the tagger
+	// (format 4).
+	Encoder *lmRef `json:"encoder,omitempty"`
 }
 
 // Save writes the tagger into dir (created if needed): TaggerFile and
-// WeightsFile, VectorsFile with a frozen table, and the language model's
-// files in lm/ with one, so that the checkpoint tags on its own.
+// WeightsFile, VectorsFile with a frozen table, the language model's files
+// in lm/ with one, and the encoder's (its fine-tuned weights, its
+// architecture and vocabulary) in encoder/ with one, so that the checkpoint
+// tags on its own.
 func (m *Tagger) Save(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("saving tagger: %w", err)
 	}
 	spec := taggerSpec{Format: taggerFormatNoLM, Config: m.Config, Types: m.Labels.Types, Vocab: m.Vocab}
 	if m.lm != nil {
-		spec.Format, spec.LM = taggerFormat, &lmRef{Kind: m.lm.Kind(), Dir: lmDir}
+		spec.Format, spec.LM = taggerFormatLM, &lmRef{Kind: m.lm.Kind(), Dir: lmDir}
 		if err := m.lm.Save(filepath.Join(dir, lmDir)); err != nil {
 			return fmt.Errorf("saving tagger: %w", err)
+		}
+	}
+	if m.enc != nil {
+		spec.Format, spec.Encoder = taggerFormat, &lmRef{Kind: m.enc.Kind(), Dir: encoderDir}
+		if err := m.enc.Save(filepath.Join(dir, encoderDir)); err != nil {
+			return fmt.Errorf("saving tagger: encoder: %w", err)
 		}
 	}
 	if t := m.Vocab.Frozen(); t != nil {
@@ -76,7 +90,10 @@ func (m *Tagger) Save(dir string) error {
 	if err := os.WriteFile(filepath.Join(dir, TaggerFile), b, 0o644); err != nil {
 		return fmt.Errorf("saving tagger: %w", err)
 	}
-	return m.saveWeights(filepath.Join(dir, WeightsFile))
+	if err := kit.SaveTensors(m.ownWeights(), filepath.Join(dir, WeightsFile)); err != nil {
+		return fmt.Errorf("saving tagger: weights: %w", err)
+	}
+	return nil
 }
 
 // Load reads a tagger saved by Save onto device.
@@ -118,10 +135,27 @@ func Load(dir string, device gotch.Device) (*Tagger, error) {
 	if err != nil {
 		return nil, fmt.Errorf("loading tagger: %s: %w", TaggerFile, err)
 	}
+	// What the tagger reads beside its own weights, closed by NewTagger
+	// when it fails, by the tagger after.
 	var opts []TaggerOption
+	if spec.Encoder != nil {
+		if spec.Encoder.Dir != encoderDir {
+			return nil, fmt.Errorf("loading tagger: %s: encoder directory %q, want %q", TaggerFile, spec.Encoder.Dir, encoderDir)
+		}
+		enc, err := loadEncoder(spec.Encoder.Kind, filepath.Join(dir, encoderDir), device)
+		if err != nil {
+			return nil, fmt.Errorf("loading tagger: encoder: %w", err)
+		}
+		opts = append(opts, WithEncoder(enc))
+	}
 	if spec.LM != nil {
 		lm, err := loadLanguageModel(dir, spec.LM, device)
 		if err != nil {
+			for _, o := range opts {
+				t := &Tagger{}
+				o(t)
+				t.Close()
+			}
 			return nil, fmt.Errorf("loading tagger: %w", err)
 		}
 		opts = append(opts, WithLanguageModel(lm))
@@ -130,7 +164,7 @@ func Load(dir string, device gotch.Device) (*Tagger, error) {
 	if err != nil {
 		return nil, fmt.Errorf("loading tagger: %w", err)
 	}
-	if err := m.loadWeights(filepath.Join(dir, WeightsFile)); err != nil {
+	if err := kit.LoadWeights(filepath.Join(dir, WeightsFile), m.device, m.ownWeights()); err != nil {
 		m.Close()
 		return nil, fmt.Errorf("loading tagger: %w", err)
 	}
@@ -166,7 +200,19 @@ func saveVectors(dir string, t *embeddings.Table) error {
 	return os.Rename(tmp, path)
 }
 
-func (m *Tagger) namedWeights() []ts.NamedTensor { return kit.NamedParams(m.vs) }
+// ownWeights are the tagger's weights without its encoder's.
+func (m *Tagger) ownWeights() []ts.NamedTensor { return kit.NamedParams(m.vs) }
+
+// Weights are all the tagger's weights by name: its own and its encoder's,
+// prefixed EncoderWeightPrefix (what a training run checkpoints). They
+// belong to the tagger.
+func (m *Tagger) Weights() []ts.NamedTensor { return m.namedWeights() }
+
+// namedWeights are all the weights a training run checkpoints: the
+// tagger's own and its encoder's.
+func (m *Tagger) namedWeights() []ts.NamedTensor {
+	return append(m.ownWeights(), m.encoderWeights()...)
+}
 
 func (m *Tagger) saveWeights(path string) error {
 	if err := kit.SaveTensors(m.namedWeights(), path); err != nil {

@@ -32,6 +32,10 @@ type Job struct {
 	// LM is TagLM's frozen language model, read where Model.LMPlacement
 	// says; the tagger owns it (closed with it, or when Fit fails).
 	LM LanguageModel
+	// Encoder is fine-tuned under the tagger, read where
+	// Model.EncoderPlacement says; the tagger owns it (closed with it, or
+	// when Fit fails).
+	Encoder Encoder
 	// Unlabeled are sentences without tags (for WithUnlabeled) whose words
 	// join the vocabulary with the training set's.
 	Unlabeled *corpus.Corpus
@@ -41,13 +45,16 @@ type Job struct {
 // weights come from the run's seed. The job's language model belongs to
 // the tagger, or is closed when Fit fails.
 func Fit(ctx context.Context, job Job, opts ...TrainerOption) (m *Tagger, res *Result, err error) {
-	if job.LM != nil {
-		defer func() {
-			if m == nil {
-				job.LM.Close() // closing twice (after the tagger's Close) is harmless
+	defer func() {
+		if m == nil { // closing twice (after the tagger's Close) is harmless
+			if job.LM != nil {
+				job.LM.Close()
 			}
-		}()
-	}
+			if job.Encoder != nil {
+				job.Encoder.Close()
+			}
+		}
+	}()
 	scheme, err := corpus.ParseScheme(job.Model.Scheme)
 	if err != nil {
 		return nil, nil, err
@@ -73,6 +80,9 @@ func Fit(ctx context.Context, job Job, opts ...TrainerOption) (m *Tagger, res *R
 	var topts []TaggerOption
 	if job.LM != nil {
 		topts = append(topts, WithLanguageModel(job.LM))
+	}
+	if job.Encoder != nil {
+		topts = append(topts, WithEncoder(job.Encoder))
 	}
 	m, err = NewTagger(job.Model, NewVocab(words, job.Table, vopts...), labels, job.Table, job.Run.Seed, job.Device, topts...)
 	if err != nil {

@@ -102,6 +102,7 @@ func (h *Hyperparams) fields() []Hyperparam {
 		intp(&m.MaxSpan, "max_span", "span head: longest span scored and predicted, in tokens", stages.Range(1, 64)),
 		floatp(&m.Dropout, "dropout", "dropout on the word representations and the BiLSTM output", stages.Range(0, 0.95)),
 		stringp(&m.LMPlacement, "lm_placement", "TagLM: where a language model's states join the tagger: none, input (with the word representation) or layer1 (with the first BiLSTM layer's output; needs layers >= 2)", stages.OneOf(LMPlacements()...)),
+		stringp(&m.EncoderPlacement, "encoder_placement", "where a fine-tuned encoder's states (input encoder) go: none, under (beside the word representation, under the BiLSTM) or replace (straight to the head, no BiLSTM)", stages.OneOf(EncoderPlacements()...)),
 		intp(&h.MinWordCount, "min_word_count", "occurrences a training word without a pretrained vector needs to get its own", stages.AtLeast(1)),
 		// Loss and noise handling.
 		stringp(&r.Loss, "loss", lossDoc(), stages.OneOf(LossNames()...)),
@@ -118,6 +119,8 @@ func (h *Hyperparams) fields() []Hyperparam {
 		intp(&r.Epochs, "epochs", "training epochs", stages.Range(1, 1000)),
 		intp(&r.BatchSize, "batch_size", "sentences per batch", stages.Range(1, 4096)),
 	}, append(OptimizerFields(&r.LearningRate, &r.Warmup, &r.MaxGradNorm), []Hyperparam{
+		floatp(&r.EncoderLearningRate, "encoder_learning_rate", "peak learning rate of a fine-tuned encoder's weights (0: frozen)", stages.Range(0, 1)),
+		floatp(&r.EncoderWarmup, "encoder_warmup", "fraction of the steps of the encoder's linear warm-up, before the same decay as the tagger's", stages.Range(0, 1)),
 		intp(&r.Patience, "patience", "stop after this many evaluations on the dev set without a better F1 (0: never)", stages.AtLeast(0)),
 		intp(&r.EvalEvery, "eval_every", "score on the dev set every this many steps too, not only after each epoch, keeping the best step's weights (0: per epoch; -1: auto, an eighth of an epoch and at least 50 steps)", stages.AtLeast(EvalAuto)),
 		intp(&r.MinSteps, "min_steps", "train at least this many steps: epochs is raised to ceil(min_steps / steps per epoch) where that is more (0: epochs as given)", stages.AtLeast(0)),

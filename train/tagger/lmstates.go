@@ -163,13 +163,20 @@ func (c Config) usesLM() bool { return c.LMPlacement != "" && c.LMPlacement != L
 // layerInputs returns the input size of each BiLSTM layer: the word
 // representation (word vector, character features, casing) for the first,
 // both directions' states for the others, each widened by the language
-// model's states where they enter.
+// model's states where they enter, and the first by the encoder's; none
+// when the encoder replaces the BiLSTM.
 func (c Config) layerInputs() []int {
+	if c.replaced() {
+		return nil
+	}
 	in := make([]int, c.Layers)
 	for l := range in {
 		in[l] = 2 * c.Hidden
 		if l == 0 {
 			in[l] = c.WordDim + c.CharFilters + c.CasingDim
+			if c.usesEncoder() {
+				in[l] += c.EncoderDim
+			}
 		}
 		if (l == 0 && c.LMPlacement == LMInput) || (l == 1 && c.LMPlacement == LMLayer1) {
 			in[l] += c.LMDim

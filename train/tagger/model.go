@@ -24,7 +24,9 @@ import (
 //
 // with, for TagLM, a frozen language model's states concatenated with the
 // input of the first or the second BiLSTM layer (LMPlacement, see
-// lmstates.go).
+// lmstates.go), and, fine-tuned with it, a pretrained encoder's states
+// concatenated with the word representation or in place of it and the
+// BiLSTM (EncoderPlacement, see encoder.go).
 type Config struct {
 	Scheme      string  `json:"scheme"` // io, bio or bioes
 	Head        string  `json:"head"`   // a registered head: TokenHead, CRFHead
@@ -45,6 +47,11 @@ type Config struct {
 	// language model.
 	LMPlacement string `json:"lm_placement,omitempty"`
 	LMDim       int    `json:"lm_dim,omitempty"`
+	// EncoderPlacement is where a fine-tuned encoder's states enter
+	// (EncoderNone, EncoderUnder, EncoderReplace; empty: none);
+	// EncoderDim is their size, set from the encoder.
+	EncoderPlacement string `json:"encoder_placement,omitempty"`
+	EncoderDim       int    `json:"encoder_dim,omitempty"`
 }
 
 // DefaultConfig is a BiLSTM-CNN tagger in the spirit of Ma and Hovy (2016)
@@ -53,7 +60,7 @@ func DefaultConfig() Config {
 	return Config{
 		Scheme: "io", Head: TokenHead,
 		WordDim: 100, CharDim: 30, CharFilters: 50, CharKernel: 3, MaxWordLen: 25, CasingDim: 8,
-		Hidden: 200, Layers: 1, Dropout: 0.5, MaxSpan: 10, LMPlacement: LMNone,
+		Hidden: 200, Layers: 1, Dropout: 0.5, MaxSpan: 10, LMPlacement: LMNone, EncoderPlacement: EncoderNone,
 	}
 }
 
@@ -88,6 +95,15 @@ func (c Config) validate() error {
 	default:
 		errs = append(errs, fmt.Errorf("lm_placement %q: want one of %s", c.LMPlacement, strings.Join(LMPlacements(), ", ")))
 	}
+	switch c.EncoderPlacement {
+	case "", EncoderNone, EncoderUnder:
+	case EncoderReplace:
+		if c.usesLM() {
+			errs = append(errs, fmt.Errorf("encoder_placement %s leaves no BiLSTM for lm_placement %s to feed: use encoder_placement %s", EncoderReplace, c.LMPlacement, EncoderUnder))
+		}
+	default:
+		errs = append(errs, fmt.Errorf("encoder_placement %q: want one of %s", c.EncoderPlacement, strings.Join(EncoderPlacements(), ", ")))
+	}
 	return errors.Join(errs...)
 }
 
@@ -114,6 +130,10 @@ type Tagger struct {
 	head HeadWeights // of the head Config.Head
 	// lm is the frozen language model of TagLM (nil: none).
 	lm LanguageModel
+	// enc is the encoder fine-tuned under the tagger (nil: none);
+	// frozenEnc keeps its weights as they are (TuneEncoder).
+	enc       Encoder
+	frozenEnc bool
 }
 
 // NewTagger builds a tagger with freshly initialized weights, drawn from
@@ -137,6 +157,9 @@ func NewTagger(cfg Config, vocab *Vocab, labels *Labels, table *embeddings.Table
 		return fail(fmt.Errorf("tagger config: %w", err))
 	}
 	if err := m.checkLanguageModel(); err != nil {
+		return fail(fmt.Errorf("tagger config: %w", err))
+	}
+	if err := m.checkEncoder(); err != nil {
 		return fail(fmt.Errorf("tagger config: %w", err))
 	}
 	cfg = m.Config
@@ -176,12 +199,16 @@ func (m *Tagger) Close() {
 		m.lm.Close()
 		m.lm = nil
 	}
+	if m.enc != nil {
+		m.enc.Close()
+		m.enc = nil
+	}
 }
 
 // uploadFrozen puts the frozen table's vectors on the device.
 func (m *Tagger) uploadFrozen() {
 	t := m.Vocab.Frozen()
-	if t == nil {
+	if t == nil || m.Config.replaced() {
 		return
 	}
 	x, err := ts.OfDataSize(kit.BytesOf(t.Vectors), []int64{int64(t.Len()), int64(t.Dim)}, gotch.Float)
@@ -201,6 +228,13 @@ func (m *Tagger) Device() gotch.Device { return m.device }
 
 func (m *Tagger) build(p *kit.Initializer, table *embeddings.Table) {
 	c := m.Config
+	head, _ := lookupHead(c.Head) // checked by validate
+	if c.replaced() {
+		// The encoder's states go straight to the head: no word
+		// representation, no BiLSTM.
+		m.head = head.NewWeights(p, c.headInput(), m.Labels, c)
+		return
+	}
 	words := p.UniformData(len(m.Vocab.Words)*c.WordDim, math.Sqrt(3/float64(c.WordDim)))
 	if table != nil {
 		// Vocabulary words 1..Pretrained start from their pretrained vectors.
@@ -233,16 +267,23 @@ func (m *Tagger) build(p *kit.Initializer, table *embeddings.Table) {
 		m.lstm = append(m.lstm, ws)
 	}
 
-	head, _ := lookupHead(c.Head) // checked by validate
-	m.head = head.NewWeights(p, 2*c.Hidden, m.Labels, c)
+	m.head = head.NewWeights(p, c.headInput(), m.Labels, c)
 }
 
-// forward runs the encoder on a batch and returns the BiLSTM's output,
-// [tokens, 2*Hidden] in packed order. With train, dropout masks are drawn
-// from rng.
+// forward runs the encoder on a batch and returns what the head reads,
+// [tokens, Config.headInput()] in packed order: the BiLSTM's output, or the
+// encoder's states in its place. With train, dropout masks are drawn from
+// rng.
 func (m *Tagger) forward(g *kit.Graph, b *Batch, train bool, rng *rand.Rand) *ts.Tensor {
 	c := m.Config
 	n := int64(b.n)
+	if c.replaced() {
+		x := m.encoderStates(g, b, train, rng)
+		if train {
+			x = g.Dropout(x, c.Dropout, rng)
+		}
+		return x
+	}
 	words := m.embedWords(g, b.words)
 
 	charFeat := g.CharCNN(m.charEmb, m.convW, m.convB, b.chars)
@@ -257,6 +298,9 @@ func (m *Tagger) forward(g *kit.Graph, b *Batch, train bool, rng *rand.Rand) *ts
 	}
 	if c.lmLayer() == 0 {
 		parts = append(parts, lmStates)
+	}
+	if c.usesEncoder() {
+		parts = append(parts, m.encoderStates(g, b, train, rng))
 	}
 	x := g.T(ts.Cat(parts, 1))
 	if train {

@@ -81,15 +81,20 @@ func (m *Tagger) inference(exs []example, batches [][]int, f func(g *kit.Graph, 
 	tableGraph := kit.NewGraph(m.device)
 	defer tableGraph.Free()
 	var table charTable
-	err := kit.Guard(func() {
-		kit.NoGrad(func() { table = m.newCharTable(tableGraph, exs, batches, charTableChunk) })
-	})
-	if err != nil {
-		return fmt.Errorf("character features: %w", err)
+	words := !m.Config.replaced() // else no character CNN: the encoder reads the words
+	if words {
+		err := kit.Guard(func() {
+			kit.NoGrad(func() { table = m.newCharTable(tableGraph, exs, batches, charTableChunk) })
+		})
+		if err != nil {
+			return fmt.Errorf("character features: %w", err)
+		}
 	}
 	for _, ids := range batches {
 		b, _ := packBatch(exs, ids)
-		b.chars = table.rows(b)
+		if words {
+			b.chars = table.rows(b)
+		}
 		g := kit.NewGraph(m.device)
 		g.LSTMHelper = helper
 		err := kit.Guard(func() {

@@ -40,9 +40,10 @@ func init() {
 			{Name: "complete", Kind: "corpus", Optional: true, Doc: "the training sentences completely annotated (the gold before masking, the true labels of distant ones): each epoch reports the share of negative spans drawn by loss negsample that are entities there (missampling)"},
 			{Name: "soft", Kind: "predictions", Optional: true, Doc: "soft targets for loss kl, aligned with corpus (" + dataset.PredictionsFile + ", e.g. averaged predictions of several taggers)"},
 			{Name: "lm", Kind: "lm", Optional: true, Doc: "TagLM: language models from augment.lm, or an encoder from encoder.pretrain, frozen, whose states join the tagger where lm_placement says"},
+			{Name: "encoder", Kind: "encoder", Optional: true, Doc: "an encoder from encoder.pretrain, fine-tuned with the tagger (encoder_learning_rate; 0: frozen), its states where encoder_placement says"},
 		},
 		Outputs: []stages.Port{
-			{Name: "model", Kind: "checkpoint", Doc: TaggerFile + ", " + WeightsFile + ", with pretrained vectors " + VectorsFile + ", with a language model its files in lm/"},
+			{Name: "model", Kind: "checkpoint", Doc: TaggerFile + ", " + WeightsFile + ", with pretrained vectors " + VectorsFile + ", with a language model its files in lm/, with an encoder its fine-tuned files in encoder/"},
 			{Name: "report", Kind: "report", Doc: "report.json: per-epoch loss, dev F1, throughput, removed tokens, negatives drawn and missampling"},
 		},
 		Resumable: true,
@@ -104,14 +105,41 @@ func runTrainStage(c *stages.Context) error {
 				return nil, nil, err
 			}
 		}
-		if in := c.Input("lm"); in != nil {
-			// Loaded last: Fit owns the language model from here, and
-			// nothing before it can fail and leak it.
-			if job.LM, err = loadLM(c, in, job.Device); err != nil {
-				return nil, nil, err
-			}
+		return nil, nil, loadModelInputs(c, job)
+	})
+}
+
+// loadModelInputs loads the language model (input lm) and the encoder
+// (input encoder) that are connected, last: Fit owns them from there, and
+// nothing before it can fail and leak them.
+func loadModelInputs(c *stages.Context, job *Job) error {
+	var err error
+	if in := c.Input("encoder"); in != nil {
+		if job.Encoder, err = loadEncoderInput(c, in, job.Device); err != nil {
+			return err
 		}
-		return nil, nil, nil
+	}
+	if in := c.Input("lm"); in != nil {
+		if job.LM, err = loadLM(c, in, job.Device); err != nil {
+			if job.Encoder != nil {
+				job.Encoder.Close()
+				job.Encoder = nil
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// loadEncoderInput fetches an encoder (encoder.pretrain's) and loads it on
+// device, to be fine-tuned.
+func loadEncoderInput(c *stages.Context, in *stages.Input, device gotch.Device) (Encoder, error) {
+	return fetchAndLoad(c, in, "encoder-", func(dir string) (Encoder, error) {
+		m, err := LoadEncoderDir(dir, device)
+		if err != nil {
+			return nil, fmt.Errorf("input encoder: %w", err)
+		}
+		return m, nil
 	})
 }
 

@@ -58,6 +58,13 @@ type TrainConfig struct {
 	// up linearly; it then decays linearly to 0.
 	Warmup      float64 `json:"warmup"`
 	MaxGradNorm float64 `json:"max_grad_norm"` // 0: no clipping
+	// EncoderLearningRate is the peak learning rate of a fine-tuned
+	// encoder's weights (Config.EncoderPlacement), lower than the tagger's:
+	// they start trained, the head does not. 0 keeps them frozen.
+	// EncoderWarmup is its schedule's warm-up fraction; it then decays
+	// linearly to 0 with the tagger's.
+	EncoderLearningRate float64 `json:"encoder_learning_rate,omitempty"`
+	EncoderWarmup       float64 `json:"encoder_warmup,omitempty"`
 	// Patience stops training after that many evaluations on the dev set
 	// without a better F1 (0: never; the best evaluation's weights are kept
 	// either way when there is a dev set).
@@ -134,6 +141,7 @@ func DefaultTrainConfig() TrainConfig {
 	return TrainConfig{
 		Loss: LossCE, Q: 0.7, Tau: 0.7, MissRate: 0.5, Sampling: SamplingUniform, NegRatio: 0.35, Mu: 8,
 		Epochs: 10, BatchSize: 32, LearningRate: 1e-3, Warmup: 0.1, MaxGradNorm: 5, Seed: 1,
+		EncoderLearningRate: 1e-4, EncoderWarmup: 0.1,
 	}
 }
 
@@ -162,6 +170,9 @@ func (c TrainConfig) validate(head string) error {
 	}
 	if c.Warmup < 0 || c.Warmup > 1 || c.MaxGradNorm < 0 || c.Patience < 0 || c.EvalEvery < EvalAuto || c.MinSteps < 0 {
 		errs = append(errs, fmt.Errorf("warmup %v, max grad norm %v, patience %d, eval every %d, min steps %d out of range", c.Warmup, c.MaxGradNorm, c.Patience, c.EvalEvery, c.MinSteps))
+	}
+	if c.EncoderLearningRate < 0 || c.EncoderWarmup < 0 || c.EncoderWarmup > 1 {
+		errs = append(errs, fmt.Errorf("encoder learning rate %v, encoder warmup %v out of range", c.EncoderLearningRate, c.EncoderWarmup))
 	}
 	return errors.Join(errs...)
 }
@@ -310,6 +321,7 @@ func NewTrainer(model *Tagger, cfg TrainConfig, opts ...TrainerOption) (*Trainer
 	}
 	loss, _ := lookupLoss(cfg.Loss) // checked by validate
 	t := &Trainer{model: model, cfg: cfg, loss: loss, log: slog.New(slog.DiscardHandler)}
+	model.TuneEncoder(cfg.EncoderLearningRate > 0)
 	for _, o := range opts {
 		o(t)
 	}
@@ -464,10 +476,30 @@ type fitState struct {
 var (
 	_ kit.Evaluator    = (*fitRun)(nil)
 	_ kit.Checkpointer = (*fitRun)(nil)
+	_ kit.Grouped      = (*fitRun)(nil)
 )
 
-func (r *fitRun) Device() gotch.Device        { return r.t.model.device }
-func (r *fitRun) Weights() []ts.NamedTensor   { return r.t.model.namedWeights() }
+func (r *fitRun) Device() gotch.Device { return r.t.model.device }
+
+// Weights are those training updates: a frozen encoder's are left out.
+func (r *fitRun) Weights() []ts.NamedTensor {
+	if m := r.t.model; m.frozenEnc {
+		return m.ownWeights()
+	}
+	return r.t.model.namedWeights()
+}
+
+// ParamGroups puts a fine-tuned encoder's weights on a schedule of their
+// own.
+func (r *fitRun) ParamGroups() []kit.ParamGroup {
+	m, cfg := r.t.model, r.t.cfg
+	if m.enc == nil || m.frozenEnc {
+		return nil
+	}
+	names, _ := kit.SplitNamed(m.encoderWeights())
+	return []kit.ParamGroup{{Name: "encoder", Weights: names, LearningRate: cfg.EncoderLearningRate, Warmup: cfg.EncoderWarmup}}
+}
+
 func (r *fitRun) Evaluates() bool             { return r.d.devGold != nil }
 func (r *fitRun) Evaluate() (float64, error)  { return r.t.score(r.d.dev, r.d.devGold) }
 func (r *fitRun) State() any                  { return &r.st }
@@ -524,7 +556,7 @@ func (r *fitRun) Step(_ context.Context, s *kit.Step) (kit.StepResult, error) {
 	if r.unlabeled != nil {
 		us.ids = r.unlabeled[s.Batch]
 	}
-	loss, learned, err := t.step(b, ab, exs, r.aug, weights.of(), us, s.Opt, s.LR, r.dropout, r.sampled)
+	loss, learned, err := t.step(b, ab, exs, r.aug, weights.of(), us, s, r.dropout, r.sampled)
 	return kit.StepResult{Loss: loss, Tokens: b.n, Skipped: !learned}, err
 }
 
@@ -571,8 +603,9 @@ func (r *fitRun) LoadCheckpoint(dir string) error {
 // step trains on one batch: forward, loss, backward, update. learned is
 // false when the batch had nothing to learn from. ab, if not nil, is the
 // batch's augmented copy, drawn from aug (WithAugmented); u holds the
-// step's unlabeled sentences, if any (WithUnlabeled).
-func (t *Trainer) step(b, ab *Batch, exs, aug []example, weights []tokenWeights, u unlabeledStep, opt *kit.Adam, lr float64, dropout *rand.Rand, sampled *sampling) (loss float64, learned bool, err error) {
+// step's unlabeled sentences, if any (WithUnlabeled); s the optimizer and
+// the learning rates.
+func (t *Trainer) step(b, ab *Batch, exs, aug []example, weights []tokenWeights, u unlabeledStep, s *kit.Step, dropout *rand.Rand, sampled *sampling) (loss float64, learned bool, err error) {
 	m := t.model
 	g := kit.NewGraph(m.device)
 	defer g.Free()
@@ -588,14 +621,14 @@ func (t *Trainer) step(b, ab *Batch, exs, aug []example, weights []tokenWeights,
 		if l == nil {
 			return // every token ignored or removed
 		}
-		opt.ZeroGrad(g)
+		s.Opt.ZeroGrad(g)
 		if u.ids != nil && u.run.opt != nil {
 			u.run.opt.ZeroGrad(g)
 		}
 		g.Check(l.Backward())
-		opt.Update(g, lr)
+		s.Apply(g, s.Opt)
 		if u.ids != nil && u.run.opt != nil {
-			u.run.opt.Update(g, lr)
+			u.run.opt.Update(g, s.LR)
 		}
 		loss, learned = kit.Item(l), true
 	})

@@ -1,0 +1,252 @@
+package encoder
+
+import (
+	"context"
+	"math"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/sugarme/gotch"
+	"github.com/sugarme/gotch/ts"
+
+	"github.com/nerflow/nerflow/corpus"
+	"github.com/nerflow/nerflow/kit"
+	"github.com/nerflow/nerflow/train/internal/traintest"
+	"github.com/nerflow/nerflow/train/tagger"
+)
+
+// Fine-tuning under the tagger (tagger.Encoder): the encoder of the tiny
+// preset, its vocabulary from the tagger tests' fixture, under a tiny
+// tagger.
+
+func tinyEncoder(t *testing.T, c *corpus.Corpus) *Model {
+	t.Helper()
+	var text [][]string
+	for _, s := range c.Sentences {
+		text = append(text, s.Tokens)
+	}
+	cfg, err := Preset("tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := New(cfg, NewVocab(text, 0, 1), nil, 3, gotch.CPU)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func tinyTagger(head, scheme, placement string) tagger.Config {
+	return tagger.Config{Scheme: scheme, Head: head, WordDim: 12, CharDim: 6, CharFilters: 8, CharKernel: 3, MaxWordLen: 12,
+		CasingDim: 4, Hidden: 10, Layers: 1, Dropout: 0.1, MaxSpan: 4, EncoderPlacement: placement}
+}
+
+func tinyRun(loss string) tagger.TrainConfig {
+	cfg := tagger.DefaultTrainConfig()
+	cfg.Loss, cfg.Epochs, cfg.BatchSize, cfg.LearningRate, cfg.EncoderLearningRate, cfg.Seed = loss, 10, 4, 0.02, 2e-3, 7
+	return cfg
+}
+
+// fineTune trains a tagger over a fresh tiny encoder on the fixture; the
+// tagger owns the encoder, which the test gets back to look at.
+func fineTune(t *testing.T, c *corpus.Corpus, model tagger.Config, run tagger.TrainConfig) (*tagger.Tagger, *Model, *tagger.Result) {
+	t.Helper()
+	enc := tinyEncoder(t, c)
+	m, res, err := tagger.Fit(context.Background(), tagger.Job{Train: c, Model: model, Run: run, Device: gotch.CPU, MinWordCount: 1, Encoder: enc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.Close)
+	return m, enc, res
+}
+
+// TestFineTuningLowersLossAndRoundTrips trains a tagger with the encoder
+// under its BiLSTM and in its place, under every head and one loss of
+// each: the last epoch's loss is at least 40% below the first's, and the
+// saved tagger (its encoder fine-tuned, in its own directory) predicts
+// exactly as the trained one, loaded without the encoder it started from.
+func TestFineTuningLowersLossAndRoundTrips(t *testing.T) {
+	c := traintest.Corpus(traintest.Fixture)
+	for _, tc := range []struct{ head, scheme, loss string }{
+		{tagger.TokenHead, "io", tagger.LossCE},
+		{tagger.TokenHead, "io", tagger.LossGCE},
+		{tagger.CRFHead, "bio", tagger.LossCRF},
+		{tagger.CRFHead, "bio", tagger.LossPartial},
+		{tagger.SpanHead, "bio", tagger.LossNegSample},
+	} {
+		for _, placement := range []string{tagger.EncoderUnder, tagger.EncoderReplace} {
+			t.Run(tc.head+"-"+tc.loss+"-"+placement, func(t *testing.T) {
+				run := tinyRun(tc.loss)
+				if tc.loss == tagger.LossPartial {
+					run.MissRate = 0.1
+				}
+				m, _, res := fineTune(t, c, tinyTagger(tc.head, tc.scheme, placement), run)
+				first, last := res.Epochs[0].TrainLoss, res.Epochs[len(res.Epochs)-1].TrainLoss
+				if !(last < 0.6*first) {
+					t.Fatalf("loss went from %.4f to %.4f, want it down by 40%%", first, last)
+				}
+				before, err := m.Predict(c, 3)
+				if err != nil {
+					t.Fatal(err)
+				}
+				dir := filepath.Join(t.TempDir(), "tagger")
+				if err := m.Save(dir); err != nil {
+					t.Fatal(err)
+				}
+				loaded, err := tagger.LoadModel(dir, gotch.CPU)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer loaded.Close()
+				after, err := loaded.Predict(c, 3)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for i := range before {
+					if !slices.Equal(before[i].Tags, after[i].Tags) {
+						t.Fatalf("sentence %d: tags %v before saving, %v after loading", i+1, before[i].Tags, after[i].Tags)
+					}
+					for tok := range before[i].Probs {
+						if !slices.Equal(before[i].Probs[tok], after[i].Probs[tok]) {
+							t.Fatalf("sentence %d token %d: probabilities differ after loading", i+1, tok+1)
+						}
+					}
+				}
+			})
+		}
+	}
+}
+
+// snapshot copies weights to the host.
+func snapshot(t *testing.T, w []ts.NamedTensor) map[string][]float32 {
+	t.Helper()
+	out := map[string][]float32{}
+	if err := kit.Guard(func() {
+		for _, nt := range w {
+			out[nt.Name] = kit.Float32s(nt.Tensor)
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// largestMove is the largest change of any entry between two snapshots.
+func largestMove(before, after map[string][]float32) float64 {
+	var most float64
+	for name, b := range before {
+		for i, x := range b {
+			most = max(most, math.Abs(float64(after[name][i]-x)))
+		}
+	}
+	return most
+}
+
+// hasGradient says whether the weight has a gradient with a non-zero entry.
+func hasGradient(t *testing.T, x *ts.Tensor) bool {
+	t.Helper()
+	var nonzero bool
+	if err := kit.Guard(func() {
+		g, err := x.Grad(false)
+		if err != nil {
+			kit.Abort(err)
+		}
+		defer g.MustDrop()
+		if ok, _ := g.Defined(); !ok {
+			return
+		}
+		for _, v := range kit.Float32s(g) {
+			if v != 0 {
+				nonzero = true
+			}
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return nonzero
+}
+
+// TestFineTuningStepsEachGroupAtItsRate takes one training step on the
+// whole fixture at learning rate 0.01 for the tagger and 0.001 for the
+// encoder, without warm-up. Adam's first step moves an entry with gradient
+// g by lr·g/(|g|+1e-8): by its group's rate, whatever the gradient's size.
+// So no encoder entry moves by more than 0.001 and the largest move is
+// 0.001, and likewise 0.01 for the tagger's own weights. The gradient of
+// the loss reaches the encoder's weights; with an encoder learning rate of
+// 0, the encoder stays frozen: no gradient, not one entry changed, while
+// the tagger's weights still learn.
+func TestFineTuningStepsEachGroupAtItsRate(t *testing.T) {
+	c := traintest.Corpus(traintest.Fixture)
+	for _, tc := range []struct {
+		placement string
+		encLR     float64
+	}{{tagger.EncoderUnder, 1e-3}, {tagger.EncoderReplace, 1e-3}, {tagger.EncoderUnder, 0}, {tagger.EncoderReplace, 0}} {
+		t.Run(tc.placement+"-"+map[bool]string{true: "frozen", false: "tuned"}[tc.encLR == 0], func(t *testing.T) {
+			const lr = 1e-2
+			run := tinyRun(tagger.LossCE)
+			run.Epochs, run.BatchSize, run.Warmup, run.EncoderWarmup = 1, len(c.Sentences), 0, 0
+			run.LearningRate, run.EncoderLearningRate = lr, tc.encLR
+			enc := tinyEncoder(t, c)
+			m := newTagger(t, c, tinyTagger(tagger.TokenHead, "io", tc.placement), enc)
+			encBefore, ownBefore := snapshot(t, enc.named()), snapshot(t, ownWeights(m))
+			tr, err := tagger.NewTrainer(m, run)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := tr.Run(context.Background(), c, nil); err != nil {
+				t.Fatal(err)
+			}
+			encMove := largestMove(encBefore, snapshot(t, enc.named()))
+			ownMove := largestMove(ownBefore, snapshot(t, ownWeights(m)))
+			near := func(what string, got, want float64) {
+				t.Helper()
+				if math.Abs(got-want) > 1e-3*want+1e-6 {
+					t.Errorf("%s moved by at most %.8g, want %.8g", what, got, want)
+				}
+			}
+			near("the tagger's weights", ownMove, lr)
+			qkv := enc.layers[0].qkvW
+			if tc.encLR == 0 {
+				if encMove != 0 {
+					t.Errorf("a frozen encoder's weights moved by up to %g", encMove)
+				}
+				if hasGradient(t, qkv) {
+					t.Error("a frozen encoder's weights have a gradient")
+				}
+				return
+			}
+			near("the encoder's weights", encMove, tc.encLR)
+			if !hasGradient(t, qkv) {
+				t.Error("the encoder's attention weights got no gradient")
+			}
+		})
+	}
+}
+
+// ownWeights are a tagger's weights without its encoder's.
+func ownWeights(m *tagger.Tagger) []ts.NamedTensor {
+	var out []ts.NamedTensor
+	for _, nt := range m.Weights() {
+		if !strings.HasPrefix(nt.Name, tagger.EncoderWeightPrefix) {
+			out = append(out, nt)
+		}
+	}
+	return out
+}
+
+// newTagger builds a tiny tagger over enc, which it owns, for the fixture.
+func newTagger(t *testing.T, c *corpus.Corpus, cfg tagger.Config, enc *Model) *tagger.Tagger {
+	t.Helper()
+	labels, err := tagger.NewLabels(corpus.IO, []string{"LOC", "PER"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := tagger.NewTagger(cfg, tagger.NewVocab(c, nil, tagger.MinWordCount(1)), labels, nil, 5, gotch.CPU, tagger.WithEncoder(enc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.Close)
+	return m
+}

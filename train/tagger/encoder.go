@@ -1,0 +1,217 @@
+package tagger
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/sugarme/gotch"
+	"github.com/sugarme/gotch/ts"
+
+	"github.com/nerflow/nerflow/kit"
+)
+
+// Fine-tuning a pretrained encoder (package train/encoder, stage
+// encoder.pretrain) under the tagger: the encoder's top states are computed
+// inside the tagger's graph, so that the tagger's loss trains the encoder's
+// weights with its own, at a rate of its own (TrainConfig's
+// EncoderLearningRate and EncoderWarmup, a parameter group of kit.Fit). A
+// language model (lmstates.go) is read frozen, through TokenStates; an
+// encoder here is part of the tagger, saved in its directory encoder/ with
+// the fine-tuned weights.
+//
+// Where the encoder's states go (Config.EncoderPlacement).
+const (
+	EncoderNone = "none"
+	// EncoderUnder concatenates the encoder's states with the tagger's own
+	// word representation (word vector, character CNN, casing) as the
+	// BiLSTM's input: encoder -> BiLSTM -> head.
+	EncoderUnder = "under"
+	// EncoderReplace feeds the encoder's states straight to the head, in
+	// place of the word representation and the BiLSTM (BERT's fine-tuning):
+	// encoder -> head.
+	EncoderReplace = "replace"
+)
+
+// EncoderPlacements lists the placements, for the hyperparameter's choices.
+func EncoderPlacements() []string { return []string{EncoderNone, EncoderUnder, EncoderReplace} }
+
+// Encoder is a pretrained encoder a tagger fine-tunes. Package
+// train/encoder's model is one; it registers its loader with
+// RegisterEncoder. A tagger given one owns it: Tagger.Close closes it,
+// Tagger.Save saves it (fine-tuned) in the tagger's directory.
+type Encoder interface {
+	// Kind names the loader registered for the encoder's files.
+	Kind() string
+	// StateDim is the size of one token's state.
+	StateDim() int
+	// States computes, in g, the top states of every token of the
+	// sentences, [tokens, StateDim], sentence after sentence: the gradient
+	// of what is computed from them reaches Weights (unless under
+	// kit.NoGrad). With train, dropout masks are drawn from rng. Inside
+	// kit.Guard, on the computing thread.
+	States(g *kit.Graph, sentences [][]string, train bool, rng *rand.Rand) *ts.Tensor
+	// Weights are the encoder's parameters, by name.
+	Weights() []ts.NamedTensor
+	// Save writes the encoder's files (its current weights) into dir.
+	Save(dir string) error
+	// Close frees the encoder; closing it again does nothing.
+	Close()
+}
+
+// EncoderLoader loads what an Encoder's Save wrote in dir.
+type EncoderLoader func(dir string, device gotch.Device) (Encoder, error)
+
+var (
+	encodersMu sync.Mutex
+	encoders   = newNamed[EncoderLoader]("encoder")
+	// encoderFiles maps the file that marks a saved encoder's directory to
+	// its kind.
+	encoderFiles = map[string]string{}
+)
+
+// RegisterEncoder makes encoders of kind loadable: from a directory holding
+// file (the encoder input of train.tagger), and with their tagger (Load).
+// It panics on a duplicate.
+func RegisterEncoder(kind, file string, load EncoderLoader) {
+	encodersMu.Lock()
+	defer encodersMu.Unlock()
+	if _, dup := encoderFiles[file]; dup {
+		panic("tagger: encoder file " + file + " registered twice")
+	}
+	encoders.register(kind, load)
+	encoderFiles[file] = kind
+}
+
+// LoadEncoderDir loads the encoder saved in dir, of the kind its files mark.
+func LoadEncoderDir(dir string, device gotch.Device) (Encoder, error) {
+	encodersMu.Lock()
+	var kind string
+	var files []string
+	for file, k := range encoderFiles {
+		files = append(files, file)
+		if _, err := os.Stat(filepath.Join(dir, file)); err == nil {
+			kind = k
+		}
+	}
+	encodersMu.Unlock()
+	if kind == "" {
+		return nil, fmt.Errorf("no encoder in %s: none of the files %s (is the package that registers the encoder linked in?)", dir, strings.Join(files, ", "))
+	}
+	return loadEncoder(kind, dir, device)
+}
+
+func loadEncoder(kind, dir string, device gotch.Device) (Encoder, error) {
+	encodersMu.Lock()
+	load, err := encoders.lookup(kind)
+	encodersMu.Unlock()
+	if err != nil {
+		return nil, fmt.Errorf("%w (is the package that registers it linked in?)", err)
+	}
+	return load(dir, device)
+}
+
+// encoderDir is the directory of a saved tagger that holds its encoder.
+const encoderDir = "encoder"
+
+// EncoderWeightPrefix prefixes the encoder's weights among the tagger's
+// (Weights: checkpoints, the best evaluation's weights, the optimizer's
+// groups).
+const EncoderWeightPrefix = "encoder."
+
+// WithEncoder gives the tagger an encoder, read where
+// Config.EncoderPlacement says; the tagger owns it from then on.
+func WithEncoder(e Encoder) TaggerOption { return func(m *Tagger) { m.enc = e } }
+
+// checkEncoder matches the encoder given to the placement asked for, and
+// records its state size in the config.
+func (m *Tagger) checkEncoder() error {
+	c := &m.Config
+	switch {
+	case c.usesEncoder() && m.enc == nil:
+		return fmt.Errorf("encoder_placement %s needs an encoder", c.EncoderPlacement)
+	case !c.usesEncoder() && m.enc != nil:
+		return fmt.Errorf("an encoder was given, but encoder_placement is %s: say where its states go (%s or %s)", EncoderNone, EncoderUnder, EncoderReplace)
+	case m.enc == nil:
+		c.EncoderDim = 0
+		return nil
+	case c.EncoderDim != 0 && c.EncoderDim != m.enc.StateDim():
+		return fmt.Errorf("the tagger was built for encoder states of size %d, the encoder's are %d", c.EncoderDim, m.enc.StateDim())
+	}
+	c.EncoderDim = m.enc.StateDim()
+	return nil
+}
+
+// usesEncoder says whether the tagger reads an encoder.
+func (c Config) usesEncoder() bool {
+	return c.EncoderPlacement != "" && c.EncoderPlacement != EncoderNone
+}
+
+// replaced says whether the encoder replaces the word representation and
+// the BiLSTM, which the tagger then does not have.
+func (c Config) replaced() bool { return c.EncoderPlacement == EncoderReplace }
+
+// headInput is the size of what the head reads: the BiLSTM's two
+// directions, or the encoder's states in its place.
+func (c Config) headInput() int {
+	if c.replaced() {
+		return c.EncoderDim
+	}
+	return 2 * c.Hidden
+}
+
+// TuneEncoder says whether training updates the encoder's weights (the
+// default): false keeps them frozen, the encoder's states then computed
+// without gradient or dropout. The Trainer sets it from
+// TrainConfig.EncoderLearningRate.
+func (m *Tagger) TuneEncoder(tune bool) { m.frozenEnc = !tune }
+
+// encoderStates runs the encoder over the batch's sentences and returns
+// their states in packed order, [b.n, EncoderDim].
+func (m *Tagger) encoderStates(g *kit.Graph, b *Batch, train bool, rng *rand.Rand) *ts.Tensor {
+	// The encoder lays out the tokens sentence after sentence; the packed
+	// order takes them step by step.
+	start := make([]int, len(b.tokens))
+	n := 0
+	for i, s := range b.tokens {
+		start[i] = n
+		n += len(s)
+	}
+	if n != b.n {
+		kit.Abort(fmt.Errorf("encoder: %d tokens in the batch's sentences, %d in the batch", n, b.n))
+	}
+	order := make([]int64, b.n)
+	for i, s := range b.tokens {
+		for t := range s {
+			order[b.pos(i, t)] = int64(start[i] + t)
+		}
+	}
+	var x *ts.Tensor
+	compute := func() {
+		x = m.enc.States(g, b.tokens, train && !m.frozenEnc, rng)
+		x = g.T(x.IndexSelect(0, g.Ints(order, int64(b.n)), false))
+	}
+	if m.frozenEnc {
+		kit.NoGrad(compute)
+	} else {
+		compute()
+	}
+	return x
+}
+
+// encoderWeights are the encoder's weights under the tagger's names (nil
+// without an encoder).
+func (m *Tagger) encoderWeights() []ts.NamedTensor {
+	if m.enc == nil {
+		return nil
+	}
+	w := m.enc.Weights()
+	out := make([]ts.NamedTensor, len(w))
+	for i, nt := range w {
+		out[i] = ts.NamedTensor{Name: EncoderWeightPrefix + nt.Name, Tensor: nt.Tensor}
+	}
+	return out
+}
