@@ -1,7 +1,10 @@
 package methods
 
 import (
+	"fmt"
+
 	"github.com/nerflow/nerflow/distant"
+	"github.com/nerflow/nerflow/eval"
 	"github.com/nerflow/nerflow/pipeline/spec"
 	"github.com/nerflow/nerflow/registry"
 	// The methods build graphs of the tagger's stages: linking a method
@@ -18,6 +21,8 @@ import (
 //	register       the final model registered, with its dev and test reports
 //	labels-SPLIT   the distant labels scored on a split: the baseline set
 //	               beside every evaluation on it (methods on distant labels)
+//	select         the step models' best on the dev input, when a method
+//	               ends with the best of its steps (bestOnDev)
 //
 // A method with one final model per variant (a parameter that lists them)
 // names the last two after their step too, however many variants a spec
@@ -111,4 +116,39 @@ func labelsBaseline(b *spec.Builder, split string) spec.Ref {
 		readSplit(b, n, split, "gold")
 	}
 	return n.Out("report")
+}
+
+// candidate is one step whose models bestOnDev weighs: a step fanned out
+// over seeds gives one model per seed.
+type candidate struct {
+	step  *spec.NodeBuilder
+	seeds []int // the step's fan-out over seeds (nil: one model)
+	name  string
+}
+
+// bestOnDev adds node select, which keeps the model of the candidates that
+// the dev input scores best (a later step on a tie), and returns it as the
+// final model. A method whose later steps learn from its earlier ones
+// (a student from its teachers) may end below them on a small corpus;
+// choosing on dev keeps the better model and reports every candidate.
+// Without a dev input there is nothing to choose on: it returns nil.
+func bestOnDev(b *spec.Builder, cands ...candidate) *finalModel {
+	if !b.Has("dev") {
+		return nil
+	}
+	sel := b.Node("select", eval.StageSelect)
+	var names []string
+	for _, c := range cands {
+		sel.Input("models", c.step.Out("model"))
+		sel.Input("reports", scoreDev(b, c.step, nil))
+		if len(c.seeds) > 1 {
+			for _, s := range c.seeds {
+				names = append(names, fmt.Sprintf("%s %d", c.name, s))
+			}
+		} else {
+			names = append(names, c.name)
+		}
+	}
+	sel.Set("names", names)
+	return &finalModel{step: sel, name: b.Name()}
 }

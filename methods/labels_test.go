@@ -133,9 +133,8 @@ func TestRosterCRFStudent(t *testing.T) {
 	if _, ok := g.Node("selftrain"); ok {
 		t.Error("a selftrain node after the crf student")
 	}
-	reg, _ := g.Node("register")
-	if i := slices.IndexFunc(reg.Inputs, func(in spec.Input) bool { return in.Port == "model" }); i < 0 || reg.Inputs[i].Node != "distil" {
-		t.Errorf("register reads %+v, want distil's model", reg.Inputs)
+	if got := modelOf(t, g, "register"); got != "select" {
+		t.Errorf("register reads the model of %s, want select's (the best of the seeds and the student on dev)", got)
 	}
 	text = strings.Replace(rosterOnGazetteers, "student: kl,", "student: crf, selftrain: true,", 1)
 	if _, err := expand(t, fixture(t), text); err == nil || !strings.Contains(err.Error(), "set selftrain=false") {

@@ -16,6 +16,7 @@ import (
 //	[label] -> noise (K seeds, gpu queue) -> predict (K) -> average -> distil -> selftrain -> register
 //	       |          \-> eval-noise (K)                               \-> eval-distil \-> eval-selftrain, test
 //	       \-> lm (language models of the training text, [unlabeled]) ---------------/
+//	eval-noise (K), eval-distil, eval-selftrain -> select (the best model on dev) -> eval-select, test, register
 //
 // The default seeds are partial-label CRFs and the student a CRF on the
 // ensemble's labels, without self-training: on the dev splits they beat
@@ -25,7 +26,9 @@ import (
 // (and its cache): gce=false trains with cross entropy, removal=false keeps
 // every label, ensemble=false self-trains the single seed's model,
 // selftrain=false registers the distilled (or single) model, augment=false
-// self-trains without augmented sentences (no node lm).
+// self-trains without augmented sentences (no node lm). The final model is
+// the best of every step's models on the dev split (select=false: the last
+// step's), because the student falls below its seeds on small corpora.
 func init() {
 	d := selftrain.DefaultConfig()
 	spec.RegisterMethod(spec.Method{
@@ -53,6 +56,7 @@ func init() {
 			stages.BoolParam("ensemble", true, "average the seeds' predictions and distil them into one tagger (false: one seed; ablation)"),
 			stages.IntParam("distil_epochs", 2, "distillation epochs", stages.Range(1, 1000)),
 			stages.StringParam("student", studentAuto, "what the ensemble is distilled into: kl (RoSTER: a token classifier fitting the averaged distributions with KL), crf (a partial-label CRF trained on the ensemble's most probable tags, node ensemble-labels; then self-training, which fits a token classifier, is off) or auto (crf with partial seeds, kl otherwise)", stages.OneOf(studentAuto, studentKL, studentCRF)),
+			stages.BoolParam("select", true, "the final model is the one of the seeds, the student and the self-trained model that scores best on the dev input (node select; a later step wins a tie), so that a student below its teachers on a small corpus does not replace them (false: the last step's model; without a dev input, always the last)"),
 			stages.BoolParam("selftrain", true, "self-train the distilled model, with the kl student only: the crf student leaves it off unless set (false: stop after distillation; ablation)"),
 			stages.IntParam("selftrain_epochs", d.Run.Epochs, "self-training epochs", stages.Range(1, 1000)),
 			stages.IntParam("selftrain_update_interval", d.UpdateInterval, "steps between two computations of the self-training targets", stages.AtLeast(1)),
@@ -146,6 +150,7 @@ func buildRoster(b *spec.Builder) error {
 	seedFan := func(n *spec.NodeBuilder) *spec.NodeBuilder { return fanSeeds(n, seeds, false) }
 	scoreDev(b, noise, seedFan)
 	last, model := finalModel{step: noise, fan: seedFan, name: b.Name()}, noise.Out("model")
+	cands := []candidate{{step: noise, seeds: seeds, name: "seed"}}
 
 	// Step 2: the seeds' predictions of the training corpus averaged and
 	// distilled into one tagger.
@@ -168,6 +173,7 @@ func buildRoster(b *spec.Builder) error {
 		readSplit(b, distil, "dev", "dev")
 		scoreDev(b, distil, nil)
 		last, model = finalModel{step: distil, name: b.Name()}, distil.Out("model")
+		cands = append(cands, candidate{step: distil, name: "student"})
 		average = avg.Out("predictions")
 	}
 
@@ -187,6 +193,12 @@ func buildRoster(b *spec.Builder) error {
 		}
 		scoreDev(b, st, nil)
 		last = finalModel{step: st, name: b.Name()}
+		cands = append(cands, candidate{step: st, name: "self-trained"})
+	}
+	if p.Bool("select") && (len(cands) > 1 || len(seeds) > 1) {
+		if best := bestOnDev(b, cands...); best != nil {
+			last = *best
+		}
 	}
 	finish(b, last)
 	return nil

@@ -1,12 +1,14 @@
 package methods_test
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/nerflow/nerflow/augment"
 	"github.com/nerflow/nerflow/ensemble"
+	"github.com/nerflow/nerflow/eval"
 	"github.com/nerflow/nerflow/pipeline/spec"
 	"github.com/nerflow/nerflow/selftrain"
 	"github.com/nerflow/nerflow/train/tagger"
@@ -72,7 +74,7 @@ func TestRosterDefaultRecipe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"vectors", "average", "ensemble-labels", "distil", "eval-distil", "register"}
+	want := []string{"vectors", "average", "ensemble-labels", "distil", "eval-distil", "select", "eval-select", "register"}
 	for s := 1; s <= 3; s++ {
 		for _, n := range []string{"noise", "eval-noise", "predict"} {
 			want = append(want, n+"[seed="+string(rune('0'+s))+"]")
@@ -89,6 +91,37 @@ func TestRosterDefaultRecipe(t *testing.T) {
 		!slices.ContainsFunc(distil.Inputs, func(in spec.Input) bool { return in.Node == "ensemble-labels" }) {
 		t.Errorf("distil params %v, inputs %+v", p, distil.Inputs)
 	}
+	// The final model is the best of the seeds and the student on dev.
+	sel, _ := g.Node("select")
+	var models, reports []string
+	for _, in := range sel.Inputs {
+		switch in.Port {
+		case "models":
+			models = append(models, in.Node+"."+in.Output)
+		case "reports":
+			reports = append(reports, in.Node)
+		}
+	}
+	if want := []string{"noise[seed=1].model", "noise[seed=2].model", "noise[seed=3].model", "distil.model"}; sel.Stage != eval.StageSelect || !slices.Equal(models, want) {
+		t.Errorf("select %s reads models %v, want %v", sel.Stage, models, want)
+	}
+	if want := []string{"eval-noise[seed=1]", "eval-noise[seed=2]", "eval-noise[seed=3]", "eval-distil"}; !slices.Equal(reports, want) {
+		t.Errorf("select reads reports %v, want %v", reports, want)
+	}
+	if p := nodeParams(t, g, "select"); fmt.Sprint(p["names"]) != "[seed 1 seed 2 seed 3 student]" {
+		t.Errorf("select names %v", p["names"])
+	}
+	if got := modelOf(t, g, "register"); got != "select" {
+		t.Errorf("register reads the model of %s, want select's", got)
+	}
+	last, err := expand(t, dir, example(t, "conll03-roster.yaml"), "select=false")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := last.Node("select"); ok || modelOf(t, last, "register") != "distil" {
+		t.Errorf("select=false: register reads the model of %s, want distil's, and no node select", modelOf(t, last, "register"))
+	}
+
 	if _, err := expand(t, dir, example(t, "conll03-roster.yaml"), "selftrain=true"); err == nil || !strings.Contains(err.Error(), "params.student") {
 		t.Errorf("selftrain=true after the crf student: err %v, want a params.student error", err)
 	}
@@ -244,4 +277,19 @@ func TestRosterEnsembleEntityTarget(t *testing.T) {
 	if p := nodeParams(t, single, "selftrain"); p["entity_target"] != selftrain.EntityHard || slices.ContainsFunc(st.Inputs, func(in spec.Input) bool { return in.Port == "soft" }) {
 		t.Errorf("ensemble=false with the default target: selftrain params %v, inputs %+v; want hard, no soft", p, st.Inputs)
 	}
+}
+
+// modelOf returns the node whose model node id reads (its input model).
+func modelOf(t *testing.T, g *spec.Graph, id string) string {
+	t.Helper()
+	n, ok := g.Node(id)
+	if !ok {
+		t.Fatalf("no node %s", id)
+	}
+	for _, in := range n.Inputs {
+		if in.Port == "model" {
+			return in.Node
+		}
+	}
+	return ""
 }

@@ -9,7 +9,7 @@ import (
 	_ "github.com/nerflow/nerflow/distant"       // stages: distant.label, distant.names, distant.tiebreak
 	_ "github.com/nerflow/nerflow/embeddings"    // stage: embeddings.vectors
 	_ "github.com/nerflow/nerflow/ensemble"      // stages: ensemble.average, ensemble.label
-	_ "github.com/nerflow/nerflow/eval"          // stage: eval.table
+	_ "github.com/nerflow/nerflow/eval"          // stages: eval.select, eval.table
 	_ "github.com/nerflow/nerflow/methods"       // methods: autoner, bond, crfvae, distant, negsample, roster, supervised, taglm, vsl
 	_ "github.com/nerflow/nerflow/predict"       // stage: predict.entities
 	_ "github.com/nerflow/nerflow/registry"      // stage: registry.register

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -18,10 +19,12 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/nerflow/nerflow/eval"
 	"github.com/nerflow/nerflow/internal/testenv"
 	"github.com/nerflow/nerflow/pipeline/engine"
 	"github.com/nerflow/nerflow/pipeline/spec"
 	_ "github.com/nerflow/nerflow/pipeline/teststages"
+	"github.com/nerflow/nerflow/registry"
 	"github.com/nerflow/nerflow/storage"
 )
 
@@ -571,5 +574,32 @@ func TestStatusWithoutRedis(t *testing.T) {
 	out, err = runPipelineCLI(ctx, t, dir, "runs")
 	if err != nil || !strings.Contains(out, id) {
 		t.Errorf("runs with Redis down: %v\n%s", err, out)
+	}
+}
+
+// The exported nodes of RoSTER's ending: every step's dev report (read by
+// select, which only compares them), select's report and the final model's
+// scores; not the models that later steps train on, nor register.
+func TestSinksKeepTheReportsASelectionReads(t *testing.T) {
+	node := func(id, stage string, children ...string) *spec.Node {
+		return &spec.Node{ID: id, Stage: stage, Children: children}
+	}
+	nodes := []*spec.Node{
+		node("noise", "train.tagger", "eval-noise", "predict", "select"),
+		node("eval-noise", "train.evaluate", "select"),
+		node("predict", "train.predict", "distil"),
+		node("distil", "train.tagger", "eval-distil", "select"),
+		node("eval-distil", "train.evaluate", "select"),
+		node("select", eval.StageSelect, "eval-select", "test", "register"),
+		node("eval-select", "train.evaluate", "register"),
+		node("test", "train.evaluate", "register"),
+		node("register", registry.StageName),
+	}
+	var got []string
+	for _, n := range sinks(nodes) {
+		got = append(got, n.ID)
+	}
+	if want := []string{"eval-noise", "eval-distil", "eval-select", "test"}; !slices.Equal(got, want) {
+		t.Errorf("sinks %v, want %v", got, want)
 	}
 }

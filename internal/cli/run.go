@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/nerflow/nerflow/eval"
 	"github.com/nerflow/nerflow/internal/config"
 	"github.com/nerflow/nerflow/kit"
 	"github.com/nerflow/nerflow/pipeline/engine"
@@ -158,29 +159,12 @@ func storeLocation(st storage.Store, url string) string {
 }
 
 // exportSinks copies the outputs of the final nodes to dir/NODE/OUTPUT/FILE:
-// those without children, or whose only children register models (the
-// registry keeps the cards; the user wants the models and reports).
+// those without children, or whose only children register models or choose
+// one on the dev scores (the registry keeps the cards, and a selection reads
+// the scores of every step: the user wants the models and reports).
 func exportSinks(ctx context.Context, st storage.Store, run *engine.RunStatus, nodes []*spec.Node, dir string) (int, error) {
-	stage := map[string]string{}
-	for _, node := range nodes {
-		stage[node.ID] = node.Stage
-	}
-	final := func(node *spec.Node) bool {
-		if node.Stage == registry.StageName {
-			return false
-		}
-		for _, c := range node.Children {
-			if stage[c] != registry.StageName {
-				return false
-			}
-		}
-		return true
-	}
 	n := 0
-	for _, node := range nodes {
-		if !final(node) {
-			continue
-		}
+	for _, node := range sinks(nodes) {
 		ns, ok := run.Node(node.ID)
 		if !ok {
 			continue
@@ -194,6 +178,32 @@ func exportSinks(ctx context.Context, st storage.Store, run *engine.RunStatus, n
 		}
 	}
 	return n, nil
+}
+
+// sinks returns the final nodes of a graph, as exportSinks means them.
+func sinks(nodes []*spec.Node) []*spec.Node {
+	stage := map[string]string{}
+	for _, node := range nodes {
+		stage[node.ID] = node.Stage
+	}
+	final := func(node *spec.Node) bool {
+		if node.Stage == registry.StageName {
+			return false
+		}
+		for _, c := range node.Children {
+			if stage[c] != registry.StageName && stage[c] != eval.StageSelect {
+				return false
+			}
+		}
+		return true
+	}
+	var out []*spec.Node
+	for _, node := range nodes {
+		if final(node) {
+			out = append(out, node)
+		}
+	}
+	return out
 }
 
 // safeName turns a node id such as train[seed=3] into a portable file name.
