@@ -40,7 +40,7 @@ func init() {
 			tagger.Param("q"),
 			tagger.Param("tau"),
 			stages.IntParam("update_interval", 200, "batches between noisy-label removals", stages.AtLeast(1)),
-			stages.FloatParam("miss_rate", tagger.DefaultTrainConfig().MissRate, "variant partial: the chance that the distant labels left an entity token O (1 - their recall)", stages.Range(0, 1)),
+			stages.FloatParam("miss_rate", tagger.Param("miss_rate").Default.(float64), "variant partial: the chance that the distant labels left an entity token O (1 - their recall)", stages.Range(0, 1)),
 		}, append(fileParams(), distantParams()...)...),
 		Inputs: distantInputs(),
 		Build:  buildDistant,

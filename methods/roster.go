@@ -48,7 +48,7 @@ func init() {
 			stages.FloatParam("drop_o", 0.5, "fraction of the distant O tokens left out of the loss", stages.Range(0, 0.99)),
 			stages.BoolParam("gce", true, "generalized cross entropy (false: cross entropy; ablation)"),
 			stages.BoolParam("partial", true, "the seeds are partial-label CRFs (loss "+tagger.LossPartial+": a distant O is evidence of strength 1 - miss_rate, a match is kept) instead of token classifiers with generalized cross entropy and noisy-label removal (false: RoSTER's recipe)"),
-			stages.FloatParam("miss_rate", tagger.DefaultTrainConfig().MissRate, "partial: the chance that the distant labels left an entity token O (1 - their recall)", stages.Range(0, 1)),
+			stages.FloatParam("miss_rate", tagger.Param("miss_rate").Default.(float64), "partial: the chance that the distant labels left an entity token O (1 - their recall)", stages.Range(0, 1)),
 			tagger.Param("q"),
 			stages.BoolParam("removal", true, "noisy-label removal (false: every distant label counts; ablation)"),
 			tagger.Param("tau"),

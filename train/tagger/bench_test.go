@@ -451,7 +451,8 @@ func BenchmarkTrainMemory(b *testing.B) {
 	c := benchCorpus(b)
 	c.Sentences = c.Sentences[:min(sentences, len(c.Sentences))]
 	run := DefaultTrainConfig()
-	run.Loss, run.Epochs, run.UpdateInterval, run.DropO = LossGCE, epochs, 50, 0.5
+	run.Loss, run.Epochs, run.DropO = LossGCE, epochs, 0.5
+	run.SetLossParam("update_interval", 50)
 	b.ResetTimer()
 	m, res, err := Fit(context.Background(), Job{Train: c, Model: DefaultConfig(), Run: run, Device: device, MinWordCount: 1})
 	if err != nil {

@@ -35,7 +35,10 @@
 // A new head or loss is one file, in this package or another: a type
 // implementing Head (or Loss) and an init that calls RegisterHead (or
 // RegisterLoss); the stage's choices and docs follow from the registry
-// (plugin_test.go adds a loss from outside the package).
+// (plugin_test.go adds a loss from outside the package). A loss with
+// hyperparameters of its own implements ConfigurableLoss: it declares them
+// as stage parameters, which train.tagger exposes, and receives their
+// values alone.
 //
 // libtorch keeps its grad mode per OS thread: every goroutine that computes
 // with a Tagger must be locked to its thread; the Trainer and Predict run

@@ -171,9 +171,8 @@ type tieBreakLoss struct{}
 func (tieBreakLoss) Doc() string {
 	return "Tie-or-Break: cross entropy of the known gaps (tie or break) plus that of the labeled spans' classes (None or a type); gaps next to an unknown-type (?) token are left out"
 }
-func (tieBreakLoss) Head() string            { return TieBreakHead }
-func (tieBreakLoss) Soft() bool              { return false }
-func (tieBreakLoss) Check(TrainConfig) error { return nil }
+func (tieBreakLoss) Head() string { return TieBreakHead }
+func (tieBreakLoss) Soft() bool   { return false }
 
 func (tieBreakLoss) Compute(lb *LossBatch) *ts.Tensor {
 	w := lb.Head.(*tieBreakWeightsOf)

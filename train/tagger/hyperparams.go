@@ -3,6 +3,8 @@ package tagger
 import (
 	"errors"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -32,7 +34,33 @@ func DefaultHyperparams() Hyperparams {
 // libtorch.
 type Hyperparam struct {
 	stages.Param
-	Field any // *int, *float64, *string, *bool or *uint64
+	Field any // *int, *float64, *string, *bool, *uint64 or a lossParamSlot
+}
+
+// lossParamSlot binds a loss's parameter to its value in a TrainConfig's
+// LossParams, the declared default while it has none.
+type lossParamSlot struct{ run *TrainConfig }
+
+func (s lossParamSlot) get(p stages.Param) any {
+	if v, ok := s.run.LossParams[p.Name]; ok {
+		if c, err := p.Convert(v); err == nil {
+			return c
+		}
+		return v
+	}
+	return p.Default
+}
+
+// lossFields binds every registered loss's parameters (lossParams) to r's
+// LossParams, defaulting to the values there.
+func lossFields(r *TrainConfig) []Hyperparam {
+	var out []Hyperparam
+	for _, p := range lossParams() {
+		slot := lossParamSlot{r}
+		p.Default = slot.get(p)
+		out = append(out, Hyperparam{p, slot})
+	}
+	return out
 }
 
 // IntField declares an int parameter bound to *p, defaulting to its value.
@@ -79,13 +107,23 @@ func ReadInto(fields []Hyperparam, p stages.Params) {
 			*v = p.Bool(f.Name)
 		case *uint64:
 			*v = uint64(p.Int(f.Name))
+		case lossParamSlot:
+			v.run.SetLossParam(f.Name, p.Map()[f.Name])
 		}
 	}
 }
 
 // fields is the table: each parameter's name, doc and range, with its
-// default taken from h.
+// default taken from h; the losses' own parameters, each declared by its
+// loss (ConfigurableLoss), follow loss.
 func (h *Hyperparams) fields() []Hyperparam {
+	shared := sharedFields(h)
+	at := slices.IndexFunc(shared, func(f Hyperparam) bool { return f.Name == "loss" }) + 1
+	return slices.Insert(shared, at, lossFields(&h.Run)...)
+}
+
+// sharedFields is the table without the losses' own parameters.
+func sharedFields(h *Hyperparams) []Hyperparam {
 	m, r := &h.Model, &h.Run
 	intp, floatp, stringp := IntField, FloatField, StringField
 	return append([]Hyperparam{
@@ -106,14 +144,7 @@ func (h *Hyperparams) fields() []Hyperparam {
 		intp(&h.MinWordCount, "min_word_count", "occurrences a training word without a pretrained vector needs to get its own", stages.AtLeast(1)),
 		// Loss and noise handling.
 		stringp(&r.Loss, "loss", lossDoc(), stages.OneOf(LossNames()...)),
-		floatp(&r.Q, "q", "exponent of generalized cross entropy", stages.Range(0, 1)),
-		floatp(&r.Tau, "tau", "noisy-label removal: a distant label the model gives at most this probability is noise", stages.Range(0, 1)),
-		intp(&r.UpdateInterval, "update_interval", "batches between noisy-label removals (0: no removal)", stages.AtLeast(0)),
 		floatp(&r.DropO, "drop_o", "fraction of O tokens left out of the loss (1 with the crf head: partial annotation, the tags of O tokens marginalized)", stages.Range(0, 1)),
-		stringp(&r.Sampling, "sampling", "loss negsample: how negatives are drawn from the unannotated spans, uniform (Li et al. 2021) or weighted (by the model's uncertainty and O margin)", stages.OneOf(samplings...)),
-		floatp(&r.NegRatio, "neg_ratio", "loss negsample: negatives per sentence, ceil(neg_ratio * sentence length) (lambda)", stages.Range(0.01, 10)),
-		floatp(&r.Mu, "mu", "loss negsample, weighted: exponent of the O margin in the weights, u * (1 + v)^mu", stages.Range(0, 64)),
-		floatp(&r.MissRate, "miss_rate", "loss partial: the probability that an entity token was left O by the distant labels (1 - their recall); 0: O is certain, 1: O says nothing", stages.Range(0, 1)),
 		{stages.BoolParam("unknown_as_entity", r.UnknownAsEntity, "tokens of the unknown type \"?\" count as entities of some type (else the loss ignores them)"), &r.UnknownAsEntity},
 		// Optimization.
 		intp(&r.Epochs, "epochs", "training epochs", stages.Range(1, 1000)),
@@ -204,8 +235,53 @@ func (h *Hyperparams) BindFlags(fs *pflag.FlagSet) {
 			fs.BoolVar(v, name, *v, doc)
 		case *uint64:
 			fs.Uint64Var(v, name, *v, doc)
+		case lossParamSlot:
+			fl := fs.VarPF(lossParamFlag{f.Param, v}, name, "", doc)
+			if f.Type == stages.Bool {
+				fl.NoOptDefVal = "true"
+			}
 		}
 	}
+}
+
+// lossParamFlag is the flag of a loss's parameter, which pflag shows as it
+// does a flag of the parameter's type.
+type lossParamFlag struct {
+	p    stages.Param
+	slot lossParamSlot
+}
+
+func (f lossParamFlag) String() string {
+	switch v := f.slot.get(f.p).(type) {
+	case int64:
+		return strconv.FormatInt(v, 10)
+	case float64:
+		return strconv.FormatFloat(v, 'g', -1, 64)
+	case bool:
+		return strconv.FormatBool(v)
+	default:
+		return fmt.Sprint(v)
+	}
+}
+
+func (f lossParamFlag) Set(s string) error {
+	v, err := f.p.Convert(s)
+	if err != nil {
+		return err
+	}
+	f.slot.run.SetLossParam(f.p.Name, v)
+	return nil
+}
+
+// Type is the name pflag gives a flag of the parameter's type.
+func (f lossParamFlag) Type() string {
+	switch f.p.Type {
+	case stages.Int:
+		return "int"
+	case stages.Float:
+		return "float64"
+	}
+	return string(f.p.Type)
 }
 
 // Check validates h's values against the declared ranges and choices, as
@@ -225,6 +301,8 @@ func (h *Hyperparams) Check() error {
 			v = *p
 		case *uint64:
 			v = *p
+		case lossParamSlot:
+			v = p.get(f.Param)
 		}
 		if _, err := f.Convert(v); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", f.Name, err))

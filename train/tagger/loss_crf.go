@@ -9,10 +9,9 @@ func init() { RegisterLoss(LossCRF, crfLoss{}) }
 
 type crfLoss struct{}
 
-func (crfLoss) Doc() string             { return "negative log-likelihood of the tags, mean per sentence" }
-func (crfLoss) Head() string            { return CRFHead }
-func (crfLoss) Soft() bool              { return false }
-func (crfLoss) Check(TrainConfig) error { return nil }
+func (crfLoss) Doc() string  { return "negative log-likelihood of the tags, mean per sentence" }
+func (crfLoss) Head() string { return CRFHead }
+func (crfLoss) Soft() bool   { return false }
 
 func (crfLoss) Compute(lb *LossBatch) *ts.Tensor {
 	gold := packedTargets(lb)

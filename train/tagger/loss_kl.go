@@ -15,9 +15,8 @@ type klLoss struct{}
 func (klLoss) Doc() string {
 	return "KL divergence to the soft targets of the input soft (distillation, self-training)"
 }
-func (klLoss) Head() string            { return TokenHead }
-func (klLoss) Soft() bool              { return true }
-func (klLoss) Check(TrainConfig) error { return nil }
+func (klLoss) Head() string { return TokenHead }
+func (klLoss) Soft() bool   { return true }
 
 func (klLoss) Compute(lb *LossBatch) *ts.Tensor {
 	entity, entityW, types, typeW := klTargets(lb)

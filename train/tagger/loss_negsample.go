@@ -1,8 +1,6 @@
 package tagger
 
 import (
-	"errors"
-	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -11,17 +9,18 @@ import (
 
 	"github.com/nerflow/nerflow/corpus"
 	"github.com/nerflow/nerflow/kit"
+	"github.com/nerflow/nerflow/stages"
 )
 
 // LossNegSample is span-based negative sampling for missing annotations
 // (Li et al. 2021) on the span head: cross entropy over the annotated spans
-// of a sentence (positives) and ceil(NegRatio * n) spans drawn, for a
+// of a sentence (positives) and ceil(neg_ratio * n) spans drawn, for a
 // sentence of n tokens, from its unannotated spans of at most MaxSpan
 // tokens (negatives, class O). Unannotated entities are rarely drawn, so
 // the classifier is seldom told they are O.
 //
 // SamplingUniform draws the negatives uniformly. SamplingWeighted draws
-// them from e = softmax(r / T), r = u * (1 + v)^Mu over the candidates,
+// them from e = softmax(r / T), r = u * (1 + v)^mu over the candidates,
 // from the model's own scores at the step, without gradient: u is the
 // entropy of the span's class distribution and v = z_O - max_l z_l the
 // margin of its O logit over the best entity logit, so spans the model
@@ -40,7 +39,12 @@ var samplings = []string{SamplingUniform, SamplingWeighted}
 
 func init() { RegisterLoss(LossNegSample, negSampleLoss{}) }
 
-type negSampleLoss struct{}
+// negSampleLoss owns how negatives are drawn.
+type negSampleLoss struct {
+	sampling string  // SamplingUniform or SamplingWeighted
+	negRatio float64 // ceil(negRatio * length) negatives per sentence
+	mu       float64 // the weighted draw's exponent of the O margin
+}
 
 func (negSampleLoss) Doc() string {
 	return "cross entropy on the annotated spans and on ceil(neg_ratio * n) negatives per sentence drawn from the unannotated ones (sampling uniform or weighted)"
@@ -48,18 +52,18 @@ func (negSampleLoss) Doc() string {
 func (negSampleLoss) Head() string { return SpanHead }
 func (negSampleLoss) Soft() bool   { return false }
 
-func (negSampleLoss) Check(cfg TrainConfig) error {
-	var errs []error
-	if !slices.Contains(samplings, cfg.Sampling) {
-		errs = append(errs, fmt.Errorf("sampling %q: want %s or %s", cfg.Sampling, SamplingUniform, SamplingWeighted))
+func (negSampleLoss) Params() []stages.Param {
+	return []stages.Param{
+		stages.StringParam("sampling", SamplingUniform, "loss negsample: how negatives are drawn from the unannotated spans, uniform (Li et al. 2021) or weighted (by the model's uncertainty and O margin)", stages.OneOf(samplings...)),
+		stages.FloatParam("neg_ratio", 0.35, "loss negsample: negatives per sentence, ceil(neg_ratio * sentence length) (lambda)", stages.Range(0.01, 10)),
+		stages.FloatParam("mu", 8, "loss negsample, weighted: exponent of the O margin in the weights, u * (1 + v)^mu", stages.Range(0, 64)),
 	}
-	if cfg.NegRatio <= 0 {
-		errs = append(errs, fmt.Errorf("neg_ratio %v, want > 0", cfg.NegRatio))
-	}
-	if cfg.Mu < 0 {
-		errs = append(errs, fmt.Errorf("mu %v, want >= 0", cfg.Mu))
-	}
-	return errors.Join(errs...)
+}
+
+// Configure needs no check of its own: the declarations' choices and
+// ranges keep every value valid.
+func (negSampleLoss) Configure(p stages.Params) (Loss, error) {
+	return negSampleLoss{sampling: p.String("sampling"), negRatio: p.Float("neg_ratio"), mu: p.Float("mu")}, nil
 }
 
 // sampling is the state of negative sampling in one epoch: its draws and
@@ -180,7 +184,7 @@ func annotated(targets []int32, labels *Labels) (positives []corpus.Span, blocke
 
 // compute is the loss of a batch: cross entropy over the positives and the
 // drawn negatives of its sentences, each span one row.
-func (negSampleLoss) Compute(lb *LossBatch) *ts.Tensor {
+func (l negSampleLoss) Compute(lb *LossBatch) *ts.Tensor {
 	w := lb.Head.(*spanWeightsOf)
 	s := lb.sampling
 	classOf := make(map[string]int64, len(w.labels.Types))
@@ -207,12 +211,12 @@ func (negSampleLoss) Compute(lb *LossBatch) *ts.Tensor {
 		pools = append(pools, pool)
 	}
 	var weights [][]float64
-	if lb.Config.Sampling == SamplingWeighted {
-		weights = w.samplingWeights(lb, pools)
+	if l.sampling == SamplingWeighted {
+		weights = w.samplingWeights(lb, pools, l.mu)
 	}
 	for i, id := range lb.Batch.ids {
 		e := &lb.exs[id]
-		k := int(math.Ceil(lb.Config.NegRatio * float64(e.len())))
+		k := int(math.Ceil(l.negRatio * float64(e.len())))
 		var wi []float64
 		if weights != nil {
 			wi = weights[i]
@@ -240,7 +244,7 @@ func (negSampleLoss) Compute(lb *LossBatch) *ts.Tensor {
 // samplingWeights scores each sentence's candidate negatives with the
 // model of the step, without gradient, and returns their distributions
 // for the weighted draw.
-func (w *spanWeightsOf) samplingWeights(lb *LossBatch, pools [][]spanRef) [][]float64 {
+func (w *spanWeightsOf) samplingWeights(lb *LossBatch, pools [][]spanRef, mu float64) [][]float64 {
 	var all []spanRef
 	for _, p := range pools {
 		all = append(all, p...)
@@ -260,7 +264,7 @@ func (w *spanWeightsOf) samplingWeights(lb *LossBatch, pools [][]spanRef) [][]fl
 			logits[j] = z[(at+j)*c : (at+j+1)*c]
 		}
 		at += len(p)
-		out[i] = negativeWeights(logits, lb.Config.Mu, temp)
+		out[i] = negativeWeights(logits, mu, temp)
 	}
 	return out
 }

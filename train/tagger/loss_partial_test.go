@@ -85,15 +85,20 @@ func TestPartialLossMatchesEnumeration(t *testing.T) {
 }
 
 func TestPartialLossChecksMissRate(t *testing.T) {
+	cfg := func(miss float64) TrainConfig {
+		c := TrainConfig{Loss: LossPartial, Epochs: 1, BatchSize: 1, LearningRate: 1}
+		c.SetLossParam("miss_rate", miss)
+		return c
+	}
 	for _, miss := range []float64{-0.1, 1.5} {
-		if err := (TrainConfig{Loss: LossPartial, MissRate: miss, Epochs: 1, BatchSize: 1, LearningRate: 1}).validate(CRFHead); err == nil {
+		if err := cfg(miss).validate(CRFHead); err == nil {
 			t.Errorf("miss_rate %v: want an error", miss)
 		}
 	}
-	if err := (TrainConfig{Loss: LossPartial, MissRate: 0.4, Epochs: 1, BatchSize: 1, LearningRate: 1}).validate(CRFHead); err != nil {
+	if err := cfg(0.4).validate(CRFHead); err != nil {
 		t.Errorf("miss_rate 0.4: %v", err)
 	}
-	if err := (TrainConfig{Loss: LossPartial, MissRate: 0.4, Epochs: 1, BatchSize: 1, LearningRate: 1}).validate(TokenHead); err == nil {
+	if err := cfg(0.4).validate(TokenHead); err == nil {
 		t.Error("partial with the token head: want an error")
 	}
 }

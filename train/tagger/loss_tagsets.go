@@ -32,9 +32,8 @@ type tagSetsLoss struct{}
 func (tagSetsLoss) Doc() string {
 	return "partial-label CRF on the tag sets of soft targets (a token's tags above 0, a nil row any tag): marginal likelihood of the paths within them (a CRF student's self-training)"
 }
-func (tagSetsLoss) Head() string            { return CRFHead }
-func (tagSetsLoss) Soft() bool              { return true }
-func (tagSetsLoss) Check(TrainConfig) error { return nil }
+func (tagSetsLoss) Head() string { return CRFHead }
+func (tagSetsLoss) Soft() bool   { return true }
 
 func (tagSetsLoss) Compute(lb *LossBatch) *ts.Tensor {
 	w := lb.Head.(*crfWeightsOf)

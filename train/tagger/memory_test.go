@@ -68,7 +68,8 @@ func TestTensorsFreedExactlyOnce(t *testing.T) {
 	for i, j := range jobs {
 		wg.Go(func() {
 			run := tinyTrainConfig(j.loss)
-			run.Epochs, run.UpdateInterval, run.Seed = 3, j.removal, uint64(i+1)
+			run.Epochs, run.Seed = 3, uint64(i+1)
+			run.SetLossParam("update_interval", j.removal)
 			m, _, err := Fit(context.Background(), Job{Train: c, Dev: c, Model: tinyConfig(j.head, j.scheme), Run: run,
 				Device: gotch.CPU, MinWordCount: 1, Types: []string{"PER", "LOC"}})
 			if err != nil {

@@ -7,7 +7,85 @@ import (
 	"github.com/sugarme/gotch/ts"
 
 	"github.com/nerflow/nerflow/kit"
+	"github.com/nerflow/nerflow/stages"
 )
+
+// noisyLabelRemoval is the setting of RoSTER's noisy-label removal
+// (removeNoisyLabels): every interval batches (0: never) the model judges
+// the training labels, and a label it gives a probability of tau or less
+// is switched off.
+//
+// It belongs to the token head's losses on hard labels, ce and gce, which
+// declare its parameters (removalParams) and own its setting
+// (removesNoisyLabels), rather than to gce alone or to the trainer: it
+// judges a label by the token head's own entity-vs-O and type
+// probabilities, and it acts by zeroing the per-token weights of
+// hardTokenLoss, the terms that ce and gce alike are made of (RoSTER pairs
+// it with gce, but it is as sound with cross entropy). A CRF or span loss
+// has no per-token terms to switch off, and soft targets no label to
+// doubt.
+type noisyLabelRemoval struct {
+	interval int
+	tau      float64
+}
+
+// removalParams declares noisyLabelRemoval's parameters, once for the
+// losses that own it.
+func removalParams() []stages.Param {
+	return []stages.Param{
+		stages.FloatParam("tau", 0.7, "noisy-label removal: a distant label the model gives at most this probability is noise", stages.Range(0, 1)),
+		stages.IntParam("update_interval", 0, "batches between noisy-label removals (0: no removal)", stages.AtLeast(0)),
+	}
+}
+
+// removalOf reads removalParams' values.
+func removalOf(p stages.Params) (noisyLabelRemoval, error) {
+	r := noisyLabelRemoval{interval: p.Int("update_interval"), tau: p.Float("tau")}
+	if r.interval > 0 && (r.tau <= 0 || r.tau >= 1) {
+		return r, fmt.Errorf("tau %v, want (0, 1)", r.tau)
+	}
+	return r, nil
+}
+
+// removesNoisyLabels is a loss that owns a noisyLabelRemoval.
+type removesNoisyLabels interface {
+	removal() noisyLabelRemoval
+}
+
+// removalOfLoss is l's noisy-label removal, off for a loss without one.
+func removalOfLoss(l Loss) noisyLabelRemoval {
+	if r, ok := l.(removesNoisyLabels); ok {
+		return r.removal()
+	}
+	return noisyLabelRemoval{}
+}
+
+// checkRemovalOwner refuses a run that asks for noisy-label removal
+// (update_interval above 0) with a loss that cannot do it: the other
+// losses leave their peers' parameters unread, but removal changes what is
+// learned from every label, and ignoring a request for it would pass off a
+// plain run as a noise-robust one.
+func checkRemovalOwner(l Loss, cfg TrainConfig) error {
+	if _, ok := l.(removesNoisyLabels); ok {
+		return nil
+	}
+	raw, given := cfg.LossParams["update_interval"]
+	if !given {
+		return nil
+	}
+	p := removalParams()[1]
+	v, err := p.Convert(raw)
+	if err != nil {
+		return fmt.Errorf("update_interval: %w", err)
+	}
+	if v.(int64) == 0 {
+		return nil
+	}
+	if l.Soft() {
+		return fmt.Errorf("noisy-label removal applies to hard labels, not to the soft targets of loss %s", cfg.Loss)
+	}
+	return fmt.Errorf("noisy-label removal needs the token head and a loss of it on hard labels (%s or %s), not loss %s", LossCE, LossGCE, cfg.Loss)
+}
 
 // noiseWeights are the 0/1 loss weights of noisy-label removal (RoSTER,
 // Meng et al. 2021, section 3.2), one pair per training token. Disabled,
@@ -85,7 +163,7 @@ func (n *noiseWeights) unpack(entity, typ []byte) error {
 }
 
 // removeNoisyLabels recomputes the weights from the current model, as
-// RoSTER does every UpdateInterval batches:
+// RoSTER does every update_interval batches:
 //
 //   - the type loss of an entity token is switched off when the model gives
 //     its distant type a probability (softmax over the types) of tau or less;
@@ -97,7 +175,7 @@ func (n *noiseWeights) unpack(entity, typ []byte) error {
 func (t *Trainer) removeNoisyLabels(exs []example, weights *noiseWeights) error {
 	m := t.model
 	types := m.numTypes()
-	r := newRemoval(float32(t.cfg.Tau), types)
+	r := newRemoval(float32(t.removal.tau), types)
 	// A prediction over the whole training set.
 	err := m.inference(exs, lengthBatches(exs, 64), func(g *kit.Graph, b *Batch, h *ts.Tensor) {
 		pTypes, pEntity := m.tokenScores(g, h)

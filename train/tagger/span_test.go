@@ -161,7 +161,9 @@ func TestMissampling(t *testing.T) {
 	for _, sampling := range samplings {
 		m := newTiny(t, masked, spanConfig(), 1)
 		cfg := tinyTrainConfig(LossNegSample)
-		cfg.Epochs, cfg.NegRatio, cfg.Sampling = 2, 10, sampling
+		cfg.Epochs = 2
+		cfg.SetLossParam("neg_ratio", 10)
+		cfg.SetLossParam("sampling", sampling)
 		tr, err := NewTrainer(m, cfg, WithCompleteAnnotation(complete))
 		if err != nil {
 			t.Fatal(err)
@@ -200,7 +202,8 @@ func TestSpanTrainingLowersLossAndRoundTrips(t *testing.T) {
 		t.Run(sampling, func(t *testing.T) {
 			m := newTiny(t, c, spanConfig(), 1)
 			cfg := tinyTrainConfig(LossNegSample)
-			cfg.Sampling, cfg.Epochs = sampling, 15 // drawn negatives make the loss noisier than the taggers'
+			cfg.SetLossParam("sampling", sampling)
+			cfg.Epochs = 15 // drawn negatives make the loss noisier than the taggers'
 			checkLossFalls(t, m, cfg, c)
 			before, err := m.Predict(c, 3)
 			if err != nil {
@@ -227,7 +230,7 @@ func TestSpanTrainingLowersLossAndRoundTrips(t *testing.T) {
 
 func TestNegSampleConfig(t *testing.T) {
 	cfg := tinyTrainConfig(LossNegSample)
-	cfg.Sampling = "greedy"
+	cfg.SetLossParam("sampling", "greedy")
 	m := newTiny(t, fixtureCorpus(fixture), spanConfig(), 1)
 	if _, err := NewTrainer(m, cfg); err == nil {
 		t.Error("sampling greedy: no error")

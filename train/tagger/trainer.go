@@ -1,13 +1,17 @@
 package tagger
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"path/filepath"
+	"slices"
 
 	"github.com/sugarme/gotch"
 	"github.com/sugarme/gotch/ts"
@@ -15,21 +19,24 @@ import (
 	"github.com/nerflow/nerflow/corpus"
 	"github.com/nerflow/nerflow/eval"
 	"github.com/nerflow/nerflow/kit"
+	"github.com/nerflow/nerflow/stages"
 )
 
-// TrainConfig are the hyperparameters of a training run.
+// TrainConfig are the hyperparameters of a training run: those every
+// run shares, and the values of its loss's own (LossParams).
 type TrainConfig struct {
 	// Loss is a registered loss of the tagger's head: LossCE, LossGCE or
 	// LossKL (soft targets, see WithSoftTargets) for the token head,
-	// LossCRF for the CRF.
+	// LossCRF or LossPartial for the CRF, LossNegSample for the span head.
 	Loss string `json:"loss"`
-	// Q is the exponent of generalized cross entropy.
-	Q float64 `json:"q"`
-	// UpdateInterval is the number of batches between two noisy-label
-	// removal passes (0: no removal). Tau is the probability under which a
-	// token's distant label counts as noise.
-	UpdateInterval int     `json:"update_interval"`
-	Tau            float64 `json:"tau"`
+	// LossParams are values of the loss's own hyperparameters
+	// (ConfigurableLoss.Params) by name, such as gce's "q" or partial's
+	// "miss_rate"; a parameter not there takes its declared default. The
+	// trainer hands the loss its own values alone and leaves those of other
+	// losses' parameters unread. In JSON they sit beside the other fields,
+	// under their names. Set them with SetLossParam, which copies the map:
+	// a TrainConfig copied by value keeps its own values.
+	LossParams map[string]any `json:"-"`
 	// DropO is the fraction of O tokens left out of the loss, drawn once
 	// per run (distant labels miss many entities, so an O is weak evidence).
 	// 1 leaves every O out: with the CRF, a partially annotated corpus
@@ -40,16 +47,6 @@ type TrainConfig struct {
 	// entity-vs-O loss as entities (and, for the CRF, restricts them to
 	// entity tags); by default they are ignored by the loss altogether.
 	UnknownAsEntity bool `json:"unknown_as_entity"`
-	// MissRate is LossPartial's weight of an entity tag on a token the
-	// distant labels left O: the chance that the labeler missed an entity
-	// there.
-	MissRate float64 `json:"miss_rate,omitempty"`
-	// Sampling, NegRatio and Mu configure LossNegSample: how negatives
-	// are drawn (SamplingUniform or SamplingWeighted), how many per
-	// sentence (ceil(NegRatio * length)), and the weighted draw's exponent.
-	Sampling string  `json:"sampling,omitempty"`
-	NegRatio float64 `json:"neg_ratio,omitempty"`
-	Mu       float64 `json:"mu,omitempty"`
 
 	Epochs       int     `json:"epochs"`
 	BatchSize    int     `json:"batch_size"`
@@ -138,29 +135,102 @@ func (c TrainConfig) withSteps(stepsPerEpoch int) TrainConfig {
 
 // DefaultTrainConfig is supervised training with cross entropy.
 func DefaultTrainConfig() TrainConfig {
-	return TrainConfig{
-		Loss: LossCE, Q: 0.7, Tau: 0.7, MissRate: 0.5, Sampling: SamplingUniform, NegRatio: 0.35, Mu: 8,
-		Epochs: 10, BatchSize: 32, LearningRate: 1e-3, Warmup: 0.1, MaxGradNorm: 5, Seed: 1,
-		EncoderLearningRate: 1e-4, EncoderWarmup: 0.1,
+	return TrainConfig{Loss: LossCE, Epochs: 10, BatchSize: 32, LearningRate: 1e-3, Warmup: 0.1, MaxGradNorm: 5, Seed: 1,
+		EncoderLearningRate: 1e-4, EncoderWarmup: 0.1}
+}
+
+// SetLossParam sets the value of a loss's hyperparameter name (checked
+// when a trainer is made), in a copy of c.LossParams.
+func (c *TrainConfig) SetLossParam(name string, v any) {
+	m := maps.Clone(c.LossParams)
+	if m == nil {
+		m = map[string]any{}
 	}
+	m[name] = v
+	c.LossParams = m
+}
+
+// trainConfigJSON is TrainConfig's fields but LossParams, for its JSON.
+type trainConfigJSON TrainConfig
+
+// MarshalJSON writes the loss's own hyperparameters beside the other
+// fields, under their names, with their defaults filled in (as given when
+// they do not resolve): a report's run then reads as the stage's
+// parameters do.
+func (c TrainConfig) MarshalJSON() ([]byte, error) {
+	b, err := json.Marshal(trainConfigJSON(c))
+	if err != nil {
+		return nil, err
+	}
+	params := c.LossParams
+	if l, err := lookupLoss(c.Loss); err == nil {
+		if p, err := ownParams(l, c); err == nil {
+			params = p.Map()
+		}
+	}
+	if len(params) == 0 {
+		return b, nil
+	}
+	var extra bytes.Buffer
+	for _, name := range slices.Sorted(maps.Keys(params)) {
+		v, err := json.Marshal(params[name])
+		if err != nil {
+			return nil, fmt.Errorf("loss parameter %s: %w", name, err)
+		}
+		k, _ := json.Marshal(name)
+		extra.WriteByte(',')
+		extra.Write(k)
+		extra.WriteByte(':')
+		extra.Write(v)
+	}
+	// b is an object with at least the field loss: the parameters go
+	// before its closing brace.
+	return append(append(b[:len(b)-1:len(b)-1], extra.Bytes()...), '}'), nil
+}
+
+// UnmarshalJSON reads what MarshalJSON writes, and the runs written before
+// the losses owned their hyperparameters, which held every loss's
+// parameters as fields: the values of the loss's own parameters (of every
+// registered loss's, when the loss is not registered) go to LossParams,
+// the rest, never read by the run, are dropped.
+func (c *TrainConfig) UnmarshalJSON(b []byte) error {
+	var shared trainConfigJSON
+	if err := json.Unmarshal(b, &shared); err != nil {
+		return err
+	}
+	var all map[string]any
+	if err := json.Unmarshal(b, &all); err != nil {
+		return err
+	}
+	*c = TrainConfig(shared)
+	c.LossParams = nil
+	wanted := lossParamDecls()
+	if l, err := lookupLoss(c.Loss); err == nil {
+		wanted = map[string]stages.Param{}
+		for _, p := range paramsOf(l) {
+			wanted[p.Name] = p
+		}
+	}
+	for name, v := range all {
+		p, ok := wanted[name]
+		if !ok {
+			continue
+		}
+		if canonical, err := p.Convert(v); err == nil {
+			v = canonical // else as written, for validate to refuse
+		}
+		c.SetLossParam(name, v)
+	}
+	return nil
 }
 
 func (c TrainConfig) validate(head string) error {
 	var errs []error
-	if err := checkLoss(c.Loss, head, c); err != nil {
+	if _, err := configureLoss(c, head); err != nil {
 		errs = append(errs, err)
 	}
-	if c.UpdateInterval < 0 {
-		errs = append(errs, fmt.Errorf("update interval %d", c.UpdateInterval))
-	}
-	if c.UpdateInterval > 0 && head != TokenHead {
-		errs = append(errs, errors.New("noisy-label removal needs the token head"))
-	}
-	if c.UpdateInterval > 0 && (c.Tau <= 0 || c.Tau >= 1) {
-		errs = append(errs, fmt.Errorf("tau %v, want (0, 1)", c.Tau))
-	}
-	if l, err := lookupLoss(c.Loss); err == nil && l.Soft() && (c.UpdateInterval > 0 || c.DropO > 0) {
-		errs = append(errs, fmt.Errorf("noisy-label removal and drop_o apply to hard labels, not to the soft targets of loss %s", c.Loss))
+	if l, err := lookupLoss(c.Loss); err == nil && l.Soft() && c.DropO > 0 {
+		errs = append(errs, fmt.Errorf("drop_o applies to hard labels, not to the soft targets of loss %s", c.Loss))
 	}
 	if c.DropO < 0 || c.DropO > 1 {
 		errs = append(errs, fmt.Errorf("drop_o %v, want [0, 1]", c.DropO))
@@ -230,8 +300,10 @@ type Result struct {
 type Trainer struct {
 	model *Tagger
 	cfg   TrainConfig
-	loss  Loss // cfg.Loss
-	log   *slog.Logger
+	loss  Loss // cfg.Loss, set to its own hyperparameters
+	// removal is the loss's noisy-label removal (off for most).
+	removal noisyLabelRemoval
+	log     *slog.Logger
 	// fit holds the loop's progress, checkpoint and resume options.
 	fit  kit.FitOptions
 	soft [][][]float32
@@ -319,8 +391,11 @@ func NewTrainer(model *Tagger, cfg TrainConfig, opts ...TrainerOption) (*Trainer
 	if err := cfg.validate(model.Config.Head); err != nil {
 		return nil, fmt.Errorf("training config: %w", err)
 	}
-	loss, _ := lookupLoss(cfg.Loss) // checked by validate
-	t := &Trainer{model: model, cfg: cfg, loss: loss, log: slog.New(slog.DiscardHandler)}
+	loss, err := configureLoss(cfg, model.Config.Head) // checked by validate
+	if err != nil {
+		return nil, fmt.Errorf("training config: %w", err)
+	}
+	t := &Trainer{model: model, cfg: cfg, loss: loss, removal: removalOfLoss(loss), log: slog.New(slog.DiscardHandler)}
 	model.TuneEncoder(cfg.EncoderLearningRate > 0)
 	for _, o := range opts {
 		o(t)
@@ -447,7 +522,7 @@ func (t *Trainer) prepareData(trainSet, dev *corpus.Corpus) (*runData, error) {
 		ignoreUnknown(exs)
 	}
 	dropOutside(exs, cfg.DropO, t.rng(streamDropO))
-	d.weights = newNoiseWeights(exs, cfg.UpdateInterval > 0)
+	d.weights = newNoiseWeights(exs, t.removal.interval > 0)
 	return d, nil
 }
 
@@ -535,7 +610,7 @@ func (r *fitRun) StartEpoch(epoch int) (int, error) {
 // are due, then trains on the batch.
 func (r *fitRun) Step(_ context.Context, s *kit.Step) (kit.StepResult, error) {
 	t, exs, weights := r.t, r.d.train, r.d.weights
-	if t.cfg.UpdateInterval > 0 && (s.Done+1)%t.cfg.UpdateInterval == 0 {
+	if every := t.removal.interval; every > 0 && (s.Done+1)%every == 0 {
 		if err := t.removeNoisyLabels(exs, weights); err != nil {
 			return kit.StepResult{}, fmt.Errorf("noisy-label removal: %w", err)
 		}
@@ -610,10 +685,10 @@ func (t *Trainer) step(b, ab *Batch, exs, aug []example, weights []tokenWeights,
 	g := kit.NewGraph(m.device)
 	defer g.Free()
 	err = kit.Guard(func() {
-		lb := &LossBatch{G: g, Head: m.head, H: m.forward(g, b, true, dropout), Batch: b, exs: exs, weights: weights, K: m.Labels.NumTags(), Config: t.cfg, sampling: sampled}
+		lb := &LossBatch{G: g, Head: m.head, H: m.forward(g, b, true, dropout), Batch: b, exs: exs, weights: weights, K: m.Labels.NumTags(), sampling: sampled}
 		l := t.loss.Compute(lb)
 		if ab != nil {
-			l = addLosses(g, l, augmentedLoss(&LossBatch{G: g, Head: m.head, H: m.forward(g, ab, true, dropout), Batch: ab, exs: aug, K: m.Labels.NumTags(), Config: t.cfg}, lb))
+			l = addLosses(g, l, augmentedLoss(&LossBatch{G: g, Head: m.head, H: m.forward(g, ab, true, dropout), Batch: ab, exs: aug, K: m.Labels.NumTags()}, lb))
 		}
 		if u.ids != nil {
 			l = addLosses(g, l, t.unlabeledLoss(g, u.run, u.ids, dropout, u.noise))

@@ -128,7 +128,8 @@ func TestTrainingIsReproducible(t *testing.T) {
 	weightsAfter := func(seed uint64) []float32 {
 		m := newTiny(t, c, tinyConfig(TokenHead, "io"), seed)
 		cfg := tinyTrainConfig(LossGCE)
-		cfg.Epochs, cfg.DropO, cfg.UpdateInterval = 2, 0.3, 2
+		cfg.Epochs, cfg.DropO = 2, 0.3
+		cfg.SetLossParam("update_interval", 2)
 		tr, err := NewTrainer(m, cfg)
 		if err != nil {
 			t.Fatal(err)
@@ -161,7 +162,8 @@ func TestTrainingIsReproducible(t *testing.T) {
 func TestResumeContinuesExactly(t *testing.T) {
 	c := fixtureCorpus(fixture)
 	cfg := tinyTrainConfig(LossGCE)
-	cfg.Epochs, cfg.UpdateInterval, cfg.DropO = 4, 3, 0.2
+	cfg.Epochs, cfg.DropO = 4, 0.2
+	cfg.SetLossParam("update_interval", 3)
 	dev := fixtureCorpus(fixture[:4])
 
 	whole := newTiny(t, c, tinyConfig(TokenHead, "io"), 5)
