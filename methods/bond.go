@@ -52,14 +52,15 @@ func init() {
 			stages.IntParam("selftrain_epochs", d.Run.Epochs, "stage 2: self-training epochs", stages.Range(1, 1000)),
 			stages.IntParam("selftrain_eval_every", d.Run.EvalEvery, "stage 2: steps between two scores on the dev set (0: per epoch; -1: auto, at each new teacher)", stages.AtLeast(tagger.EvalAuto)),
 			stages.IntParam("selftrain_patience", d.Run.Patience, "stage 2: stop after this many scores without a better dev F1 (0: never)", stages.AtLeast(0)),
-		}, append(fileParams(), distantParams()...)...),
-		Inputs: distantInputs(),
+		}, append(append(fileParams(), distantParams()...), encoderParams()...)...),
+		Inputs: append(distantInputs(), encoderInput()),
 		Build:  buildBond,
 	})
 }
 
 func buildBond(b *spec.Builder) error {
 	checkFiles(b)
+	checkEncoder(b)
 	p := b.Params()
 	corpus := trainingCorpus(b)
 	// Stage 1: the distant labels, stopped early; stage 2 follows the
@@ -67,6 +68,7 @@ func buildBond(b *spec.Builder) error {
 	early := b.Node("early", tagger.StageTrain).Queue("gpu").
 		Pass("seed", "scheme", "epochs", "min_steps", "eval_every", "patience").
 		Input("embeddings", vectors(b))
+	withEncoder(b, early)
 	if p.Bool("partial") {
 		early.Set("head", tagger.CRFHead).Set("loss", tagger.LossPartial).Pass("miss_rate")
 		if b.IsSet("drop_o") {
@@ -88,6 +90,7 @@ func buildBond(b *spec.Builder) error {
 		st := b.Node("selftrain", selftrain.StageTeacher).Queue("gpu").Input("model", early.Out("model")).
 			Pass("seed", "labels", "threshold", "period").
 			PassAs("epochs", "selftrain_epochs").PassAs("eval_every", "selftrain_eval_every").PassAs("patience", "selftrain_patience")
+		tuneEncoder(b, st)
 		corpus(st) // its tags are not used
 		readSplit(b, st, "dev", "dev")
 		scoreDev(b, st, nil)

@@ -35,15 +35,17 @@ func init() {
 			stages.IntParam("patience", 4, "stop after this many epochs without a better dev F1 (0: never)", stages.AtLeast(0)),
 			stages.IntParam("seed", 1, "seed of the split, the mask, the initial weights, batches, dropout and noise", stages.AtLeast(0)),
 			stages.StringParam("unlabeled_file", "", "file of the unlabeled input holding the sentences (empty: its only file)"),
-		}, fileParams()...),
+		}, append(fileParams(), encoderParams()...)...),
 		Inputs: append(corpusInputs("sentences with gold tags, split into labeled and unlabeled ones (or masked, with partial)"),
-			stages.Port{Name: "unlabeled", Kind: "text", Optional: true, Doc: "unlabeled sentences (instead of the split's rest)"}),
+			stages.Port{Name: "unlabeled", Kind: "text", Optional: true, Doc: "unlabeled sentences (instead of the split's rest)"},
+			encoderInput()),
 		Build: buildCRFVAE,
 	})
 }
 
 func buildCRFVAE(b *spec.Builder) error {
 	checkFiles(b)
+	checkEncoder(b)
 	p := b.Params()
 	partial, labeled := p.Float("partial") > 0, p.Float("labeled")
 	switch {
@@ -59,6 +61,7 @@ func buildCRFVAE(b *spec.Builder) error {
 	vec := vectors(b, b.In("unlabeled"))
 	t := b.Node("train", crfvae.StageName).Pass("generator", "beta", "relax_tau", "unlabeled_weight", "scheme", "epochs", "patience", "seed").
 		Input("embeddings", vec)
+	withEncoder(b, t) // the posterior is a tagger: the encoder under its BiLSTM feeds the CRF and the ELBO alike
 	readSplit(b, t, "dev", "dev")
 	switch {
 	case partial:

@@ -41,15 +41,17 @@ func init() {
 			stages.BoolParam("select", true, "the dev input selects each tagger's best epoch (one prediction of the dev set per epoch); false: the last epoch's tagger"),
 			stages.StringParam("complete_file", "", "file of the complete input holding the sentences (empty: its only file)"),
 			stages.StringParam("complete_labels", "", "labels file of the complete input, parallel to complete_file"),
-		}, append(fileParams(), distantParams()...)...),
+		}, append(append(fileParams(), distantParams()...), encoderParams()...)...),
 		Inputs: append(distantInputs(), stages.Port{Name: "complete", Kind: "corpus", Optional: true,
-			Doc: "the train sentences completely annotated (e.g. CoNLL-2003's true labels beside the distant ones): each epoch reports the missampling rate (with mask, the unmasked train input is used)"}),
+			Doc: "the train sentences completely annotated (e.g. CoNLL-2003's true labels beside the distant ones): each epoch reports the missampling rate (with mask, the unmasked train input is used)"},
+			encoderInput()),
 		Build: buildNegSample,
 	})
 }
 
 func buildNegSample(b *spec.Builder) error {
 	checkFiles(b)
+	checkEncoder(b)
 	p := b.Params()
 	samplings := slices.Compact(slices.Clone(p.Strings("sampling")))
 	if len(samplings) == 0 {
@@ -61,6 +63,7 @@ func buildNegSample(b *spec.Builder) error {
 	t := b.Node("train", tagger.StageTrain).
 		Set("head", tagger.SpanHead).Set("loss", tagger.LossNegSample).
 		Pass("scheme", "epochs", "max_span", "neg_ratio", "mu", "seed").Input("embeddings", vec)
+	withEncoder(b, t)
 	var fans []func(*spec.NodeBuilder) // the fan-outs of the train node, for the nodes paired with it
 	var rows, columns []string
 	rowKey, columnKey := "sampling", ""

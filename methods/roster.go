@@ -63,9 +63,10 @@ func init() {
 			stages.FloatParam("entity_threshold", d.Targets.Threshold, "self-training: p(entity) under which a token's types are left out", stages.Range(0, 1)),
 			stages.StringParam("entity_target", selftrain.EntityEnsemble, "self-training's entity-vs-O target: ensemble (the averaged predictions' p(entity), fixed, as RoSTER's code; hard when ensemble=false leaves no average), hard (the model's decision), model (its p(entity)) or sharpen (the model's [p(O), p(entity)] squared and divided by their frequencies, as BOND)", stages.OneOf(selftrain.EntityTargets...)),
 			stages.BoolParam("augment", true, "self-training on contextual augmentations too, from language models trained on the gpu queue (false: originals only; ablation)"),
-		}, append(fileParams(), distantParams()...)...),
+		}, append(append(fileParams(), distantParams()...), encoderParams()...)...),
 		Inputs: append(distantInputs(), stages.Port{Name: "unlabeled", Kind: "text", Many: true, Optional: true,
-			Doc: "more text for the language models of the augmentation: Brown-corpus files (stage " + augment.StageLM + "'s defaults)"}),
+			Doc: "more text for the language models of the augmentation: Brown-corpus files (stage " + augment.StageLM + "'s defaults)"},
+			encoderInput()),
 		Build: buildRoster,
 	})
 }
@@ -79,6 +80,7 @@ const (
 
 func buildRoster(b *spec.Builder) error {
 	checkFiles(b)
+	checkEncoder(b)
 	p := b.Params()
 	seeds := p.Ints("seeds")
 	student := p.String("student")
@@ -126,6 +128,7 @@ func buildRoster(b *spec.Builder) error {
 	// Step 1: noise-robust training, one tagger per seed.
 	noise := fanSeeds(b.Node("noise", tagger.StageTrain), seeds, true).Queue("gpu").
 		Pass("scheme", "epochs").Input("embeddings", vec)
+	withEncoder(b, noise)
 	switch {
 	case p.Bool("partial"):
 		// The CRF's marginals are the distributions the ensemble averages;
@@ -160,6 +163,7 @@ func buildRoster(b *spec.Builder) error {
 		avg := b.Node("average", ensemble.StageAverage).Input("predictions", pred.Out("predictions"))
 		distil := b.Node("distil", tagger.StageTrain).Queue("gpu").Pass("scheme").PassAs("epochs", "distil_epochs").
 			Set("seed", seeds[0]).Input("embeddings", vec)
+		withEncoder(b, distil)
 		if student == studentCRF {
 			// The ensemble's labels find more entities than the distant
 			// ones; an unlabeled token is still only weak evidence of O.
@@ -181,6 +185,7 @@ func buildRoster(b *spec.Builder) error {
 	if selftrainOn {
 		st := b.Node("selftrain", selftrain.StageTagger).Queue("gpu").Input("model", model).
 			PassAs("epochs", "selftrain_epochs").PassAs("update_interval", "selftrain_update_interval").Pass("entity_threshold").Set("entity_target", entityTarget)
+		tuneEncoder(b, st)
 		corpus(st) // its tags are not used
 		readSplit(b, st, "dev", "dev")
 		if entityTarget == selftrain.EntityEnsemble {

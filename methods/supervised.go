@@ -21,14 +21,15 @@ func init() {
 			stages.IntParam("epochs", 15, "training epochs", stages.Range(1, 1000)),
 			stages.IntParam("patience", 4, "stop after this many epochs without a better dev F1 (0: never)", stages.AtLeast(0)),
 			stages.IntParam("seed", 1, "seed of the initial weights, batches and dropout", stages.AtLeast(0)),
-		}, fileParams()...),
-		Inputs: corpusInputs("sentences with gold tags"),
+		}, append(fileParams(), encoderParams()...)...),
+		Inputs: append(corpusInputs("sentences with gold tags"), encoderInput()),
 		Build:  buildSupervised,
 	})
 }
 
 func buildSupervised(b *spec.Builder) error {
 	checkFiles(b)
+	checkEncoder(b)
 	p := b.Params()
 	loss := tagger.LossCRF
 	if p.String("head") == tagger.TokenHead {
@@ -37,6 +38,7 @@ func buildSupervised(b *spec.Builder) error {
 	vec := vectors(b)
 	t := b.Node("train", tagger.StageTrain).Pass("head", "scheme", "epochs", "patience", "seed").Set("loss", loss).
 		Input("embeddings", vec)
+	withEncoder(b, t)
 	readSplit(b, t, "train", "corpus")
 	readSplit(b, t, "dev", "dev")
 	finish(b, finalModel{step: t})

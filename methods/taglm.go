@@ -49,16 +49,18 @@ func init() {
 			stages.IntParam("epochs", 15, "training epochs of the taggers", stages.Range(1, 1000)),
 			stages.IntParam("patience", 4, "stop after this many epochs without a better dev F1 (0: never)", stages.AtLeast(0)),
 			stages.IntParam("seed", 1, "seed of the language models and the taggers", stages.AtLeast(0)),
-		}, fileParams()...),
+		}, append(fileParams(), encoderParams()...)...),
 		Inputs: append(corpusInputs("sentences with gold tags: all of them labeled, or (labeled < 1) the corpus to split"),
 			stages.Port{Name: "unlabeled", Kind: "text", Many: true, Optional: true,
-				Doc: "text for the language models, beside the labeled sentences' (and the split's unlabeled part): files matching unlabeled_files"}),
+				Doc: "text for the language models, beside the labeled sentences' (and the split's unlabeled part): files matching unlabeled_files"},
+			encoderInput()),
 		Build: buildTagLM,
 	})
 }
 
 func buildTagLM(b *spec.Builder) error {
 	checkFiles(b)
+	checkEncoder(b)
 	p := b.Params()
 	variants := slices.Compact(p.Strings("variants"))
 	if len(variants) == 0 {
@@ -109,6 +111,7 @@ func buildTagLM(b *spec.Builder) error {
 		t := b.Node("tagger-"+v, tagger.StageTrain).Queue("gpu").
 			Set("head", tagger.CRFHead).Set("loss", tagger.LossCRF).Set("lm_placement", v).
 			Pass("scheme", "layers", "epochs", "patience", "seed").Input("embeddings", vec)
+		withEncoder(b, t)
 		labeled(t)
 		readSplit(b, t, "dev", "dev")
 		if v != tagger.LMNone {

@@ -42,7 +42,8 @@ func init() {
 			stages.IntParam("seed", int(d.Run.Seed), "seed of the initial weights, batches, dropout and latent samples", stages.AtLeast(0)),
 		}, fileParams()...),
 		Inputs: append(corpusInputs("sentences with gold tags, split into the labeled and unlabeled parts"),
-			stages.Port{Name: "unlabeled", Kind: "text", Optional: true, Doc: "unlabeled text, one sentence per line, with labeled=1 (else the split gives it)"}),
+			stages.Port{Name: "unlabeled", Kind: "text", Optional: true, Doc: "unlabeled text, one sentence per line, with labeled=1 (else the split gives it)"},
+			stages.Port{Name: "encoder", Kind: "encoder", Optional: true, Doc: "not supported yet: the VSL is a model of its own, not the tagger, and does not take an encoder (refused; docs/vsl.md)"}),
 		Build: buildVSL,
 	})
 }
@@ -52,6 +53,9 @@ func buildVSL(b *spec.Builder) error {
 	p := b.Params()
 	if !b.Has("vectors") {
 		b.Errorf("inputs.vectors", "the VSL reads fixed pretrained word vectors: connect them")
+	}
+	if b.Has("encoder") {
+		b.Errorf("inputs.encoder", "not supported: the VSL (train.vsl) is a model of its own, not the tagger, with its own input layer, training loop and saved format, none of which takes an encoder yet (docs/vsl.md); crfvae, the semi-supervised method whose model is the tagger, fine-tunes one")
 	}
 	split := p.Float("labeled") < 1
 	switch {

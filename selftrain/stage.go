@@ -72,6 +72,8 @@ func runParams(d tagger.TrainConfig) []stages.Param {
 	params = append(params,
 		stages.IntParam("patience", d.Patience, "stop after this many evaluations on the dev set without a better F1 (0: never)", stages.AtLeast(0)),
 		stages.IntParam("seed", int(d.Seed), "seed of the batches and dropout", stages.AtLeast(0)),
+		stages.FloatParam("encoder_learning_rate", d.EncoderLearningRate, "peak learning rate of the model's fine-tuned encoder, if it has one (0: frozen)", stages.Range(0, 1)),
+		stages.FloatParam("encoder_warmup", d.EncoderWarmup, "fraction of the steps of the encoder's warm-up", stages.Range(0, 1)),
 	)
 	params = append(params, dataset.SourceParams("corpus", "training sentences")...)
 	return append(params, dataset.SourceParams("dev", "dev sentences")...)
@@ -81,6 +83,7 @@ func runParams(d tagger.TrainConfig) []stages.Param {
 func readRun(p stages.Params, run *tagger.TrainConfig) {
 	run.BatchSize, run.LearningRate, run.Warmup = p.Int("batch_size"), p.Float("learning_rate"), p.Float("warmup")
 	run.MaxGradNorm, run.Patience, run.Seed = p.Float("max_grad_norm"), p.Int("patience"), uint64(p.Int("seed"))
+	run.EncoderLearningRate, run.EncoderWarmup = p.Float("encoder_learning_rate"), p.Float("encoder_warmup")
 }
 
 func configOf(p stages.Params) Config {

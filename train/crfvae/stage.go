@@ -43,6 +43,7 @@ func init() {
 			{Name: "unlabeled", Kind: "text", Optional: true, Doc: "unlabeled sentences (e.g. subset.split's), one a line or in any corpus format; tags, if any, are not used"},
 			{Name: "dev", Kind: "corpus", Optional: true, Doc: "sentences with gold tags, for model selection"},
 			{Name: "embeddings", Kind: "embeddings", Optional: true, Doc: "pretrained word vectors (stage embeddings.vectors)"},
+			tagger.EncoderPort(),
 		},
 		Outputs: []stages.Port{
 			{Name: "model", Kind: "checkpoint", Doc: "the posterior tagger, as " + tagger.StageTrain + " writes it"},

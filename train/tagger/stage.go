@@ -40,7 +40,7 @@ func init() {
 			{Name: "complete", Kind: "corpus", Optional: true, Doc: "the training sentences completely annotated (the gold before masking, the true labels of distant ones): each epoch reports the share of negative spans drawn by loss negsample that are entities there (missampling)"},
 			{Name: "soft", Kind: "predictions", Optional: true, Doc: "soft targets for loss kl, aligned with corpus (" + dataset.PredictionsFile + ", e.g. averaged predictions of several taggers)"},
 			{Name: "lm", Kind: "lm", Optional: true, Doc: "TagLM: language models from augment.lm, or an encoder from encoder.pretrain, frozen, whose states join the tagger where lm_placement says"},
-			{Name: "encoder", Kind: "encoder", Optional: true, Doc: "an encoder from encoder.pretrain, fine-tuned with the tagger (encoder_learning_rate; 0: frozen), its states where encoder_placement says"},
+			EncoderPort(),
 		},
 		Outputs: []stages.Port{
 			{Name: "model", Kind: "checkpoint", Doc: TaggerFile + ", " + WeightsFile + ", with pretrained vectors " + VectorsFile + ", with a language model its files in lm/, with an encoder its fine-tuned files in encoder/"},
@@ -105,30 +105,23 @@ func runTrainStage(c *stages.Context) error {
 				return nil, nil, err
 			}
 		}
-		return nil, nil, loadModelInputs(c, job)
+		if in := c.Input("lm"); in != nil {
+			// Loaded last (the encoder after it, by Train): Fit owns the
+			// language model from there, and nothing before it can fail
+			// and leak it.
+			if job.LM, err = loadLM(c, in, job.Device); err != nil {
+				return nil, nil, err
+			}
+		}
+		return nil, nil, nil
 	})
 }
 
-// loadModelInputs loads the language model (input lm) and the encoder
-// (input encoder) that are connected, last: Fit owns them from there, and
-// nothing before it can fail and leak them.
-func loadModelInputs(c *stages.Context, job *Job) error {
-	var err error
-	if in := c.Input("encoder"); in != nil {
-		if job.Encoder, err = loadEncoderInput(c, in, job.Device); err != nil {
-			return err
-		}
-	}
-	if in := c.Input("lm"); in != nil {
-		if job.LM, err = loadLM(c, in, job.Device); err != nil {
-			if job.Encoder != nil {
-				job.Encoder.Close()
-				job.Encoder = nil
-			}
-			return err
-		}
-	}
-	return nil
+// EncoderPort declares the input encoder of a stage that trains a tagger
+// through Train, which loads it.
+func EncoderPort() stages.Port {
+	return stages.Port{Name: "encoder", Kind: "encoder", Optional: true,
+		Doc: "an encoder from encoder.pretrain, fine-tuned with the tagger (encoder_learning_rate; 0: frozen), its states where encoder_placement says; saved fine-tuned with the model"}
 }
 
 // loadEncoderInput fetches an encoder (encoder.pretrain's) and loads it on
@@ -146,7 +139,8 @@ func loadEncoderInput(c *stages.Context, in *stages.Input, device gotch.Device) 
 // Train is the body of a stage that trains a tagger with h: it reads the
 // inputs corpus, dev and embeddings (those connected), trains with
 // checkpoints and progress, and writes the outputs model and report, as
-// train.tagger does. extend, if not nil, completes the job before training
+// train.tagger does, and the input encoder (EncoderPort) if the stage
+// declares it. extend, if not nil, completes the job before training
 // and returns more trainer options (a stage's own objective); the report
 // then also holds extra.
 func Train(c *stages.Context, h Hyperparams, extend func(job *Job) (opts []TrainerOption, extra map[string]any, err error)) error {
@@ -184,6 +178,16 @@ func Train(c *stages.Context, h Hyperparams, extend func(job *Job) (opts []Train
 			return err
 		}
 		opts, extra = append(opts, more...), ex
+	}
+	if in := c.Input("encoder"); in != nil {
+		// Loaded last: Fit owns it from there, and the language model
+		// extend may have loaded is closed if this fails.
+		if job.Encoder, err = loadEncoderInput(c, in, device); err != nil {
+			if job.LM != nil {
+				job.LM.Close()
+			}
+			return err
+		}
 	}
 	m, res, err := Fit(c, job, opts...)
 	if err != nil {

@@ -1,0 +1,66 @@
+package methods
+
+import (
+	"github.com/nerflow/nerflow/pipeline/spec"
+	"github.com/nerflow/nerflow/stages"
+	"github.com/nerflow/nerflow/train/tagger"
+)
+
+// A pretrained encoder (stage encoder.pretrain, docs/encoder.md) that a
+// method fine-tunes: the method's optional input encoder, connected to
+// every node that trains a tagger from scratch (train.tagger,
+// crfvae.train), with the placement and the encoder's learning rate; the
+// nodes that continue training a model (selftrain.tagger,
+// selftrain.teacher) get the learning rate only, since the model they load
+// carries its fine-tuned encoder. The encoder is an input, not a node the
+// method adds, so that one pretraining (a node of the spec's own, or an
+// artifact exported from another run) serves every method; encoder.pretrain
+// is cached by its text and parameters either way.
+
+// encoderInput declares the input encoder of a method.
+func encoderInput() stages.Port {
+	return stages.Port{Name: "encoder", Kind: "encoder", Optional: true,
+		Doc: "a pretrained encoder (stage encoder.pretrain's output: a node of the spec's own, e.g. pretrain.encoder, or an exported artifact) fine-tuned under every tagger the method trains (docs/encoder.md)"}
+}
+
+// encoderParams declares the fine-tuning parameters of a method with an
+// encoder input.
+func encoderParams() []stages.Param {
+	return []stages.Param{
+		stages.StringParam("encoder_placement", tagger.EncoderUnder, "with the encoder input: where its states go, under (beside the word representation, under the BiLSTM) or replace (straight to the head, no BiLSTM)",
+			stages.OneOf(tagger.EncoderUnder, tagger.EncoderReplace)),
+		tagger.Param("encoder_learning_rate"),
+		tagger.Param("encoder_warmup"),
+	}
+}
+
+// checkEncoder reports fine-tuning parameters set without the encoder
+// input.
+func checkEncoder(b *spec.Builder) {
+	if b.Has("encoder") {
+		return
+	}
+	for _, name := range []string{"encoder_placement", "encoder_learning_rate", "encoder_warmup"} {
+		if b.IsSet(name) {
+			b.Errorf("params."+name, "only matters with the encoder input: connect a pretrained encoder (encoder.pretrain)")
+		}
+	}
+}
+
+// withEncoder connects the encoder input, if given, to a node that trains
+// a tagger from scratch.
+func withEncoder(b *spec.Builder, n *spec.NodeBuilder) *spec.NodeBuilder {
+	if !b.Has("encoder") {
+		return n
+	}
+	return n.Input("encoder", b.In("encoder")).Pass("encoder_placement", "encoder_learning_rate", "encoder_warmup")
+}
+
+// tuneEncoder gives a node that continues training a model with the
+// encoder (a self-training stage) the encoder's learning rate.
+func tuneEncoder(b *spec.Builder, n *spec.NodeBuilder) *spec.NodeBuilder {
+	if !b.Has("encoder") {
+		return n
+	}
+	return n.Pass("encoder_learning_rate", "encoder_warmup")
+}

