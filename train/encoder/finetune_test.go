@@ -80,7 +80,7 @@ func TestFineTuningLowersLossAndRoundTrips(t *testing.T) {
 			t.Run(tc.head+"-"+tc.loss+"-"+placement, func(t *testing.T) {
 				run := tinyRun(tc.loss)
 				if tc.loss == tagger.LossPartial {
-					run.MissRate = 0.1
+					run.LossParams = map[string]any{"miss_rate": 0.1}
 				}
 				m, _, res := fineTune(t, c, tinyTagger(tc.head, tc.scheme, placement), run)
 				first, last := res.Epochs[0].TrainLoss, res.Epochs[len(res.Epochs)-1].TrainLoss
