@@ -2,7 +2,9 @@ package encoder
 
 import (
 	"context"
+	"errors"
 	"math"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -249,4 +251,108 @@ func newTagger(t *testing.T, c *corpus.Corpus, cfg tagger.Config, enc *Model) *t
 	}
 	t.Cleanup(m.Close)
 	return m
+}
+
+// TestFineTuningResumesAndContinues: a fine-tuning run stopped after its
+// second epoch and resumed from that checkpoint, by a tagger and an encoder
+// of other initial weights, ends with the weights of the uninterrupted run,
+// the encoder's included (its weights and moments are in the checkpoint).
+// The saved tagger, loaded back, fine-tunes its encoder further, as the
+// self-training stages do with the model they load.
+func TestFineTuningResumesAndContinues(t *testing.T) {
+	c := traintest.Corpus(traintest.Fixture)
+	run := tinyRun(tagger.LossCE)
+	run.Epochs = 4
+	cfg := tinyTagger(tagger.TokenHead, "io", tagger.EncoderUnder)
+	whole := newTagger(t, c, cfg, tinyEncoder(t, c))
+	tr, err := tagger.NewTrainer(whole, run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tr.Run(context.Background(), c, nil); err != nil {
+		t.Fatal(err)
+	}
+
+	saved, stop := t.TempDir(), errors.New("stop")
+	first := newTagger(t, c, cfg, tinyEncoder(t, c))
+	tr, err = tagger.NewTrainer(first, run, tagger.WithCheckpoints(t.TempDir(), func(dir string, epoch int) error {
+		if epoch < 2 {
+			return nil
+		}
+		if err := os.CopyFS(saved, os.DirFS(dir)); err != nil {
+			return err
+		}
+		return stop
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tr.Run(context.Background(), c, nil); !errors.Is(err, stop) {
+		t.Fatalf("the interrupted run: error %v", err)
+	}
+	ref := tinyEncoder(t, c)
+	ref.Close()
+	other, err := New(ref.Config, ref.Vocab, nil, 99, gotch.CPU) // the same vocabulary, other weights
+	if err != nil {
+		t.Fatal(err)
+	}
+	labels, _ := tagger.NewLabels(corpus.IO, []string{"LOC", "PER"})
+	resumed, err := tagger.NewTagger(cfg, tagger.NewVocab(c, nil, tagger.MinWordCount(1)), labels, nil, 99, gotch.CPU, tagger.WithEncoder(other))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resumed.Close()
+	tr, err = tagger.NewTrainer(resumed, run, tagger.Resume(saved))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := tr.Run(context.Background(), c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Resumed != 2 {
+		t.Fatalf("resumed %d epochs, want 2", res.Resumed)
+	}
+	want, got := snapshot(t, whole.Weights()), snapshot(t, resumed.Weights())
+	var encoderWeights int
+	for name, w := range want {
+		if !slices.Equal(w, got[name]) {
+			t.Fatalf("%s differs between the resumed and the uninterrupted run", name)
+		}
+		if strings.HasPrefix(name, tagger.EncoderWeightPrefix) {
+			encoderWeights++
+		}
+	}
+	if encoderWeights == 0 || len(got) != len(want) {
+		t.Fatalf("%d weights (%d of the encoder), the uninterrupted run has %d", len(got), encoderWeights, len(want))
+	}
+
+	dir := filepath.Join(t.TempDir(), "tagger")
+	if err := whole.Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	loaded, err := tagger.Load(dir, gotch.CPU)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer loaded.Close()
+	before := snapshot(t, loaded.Weights())
+	run.Epochs = 1
+	tr, err = tagger.NewTrainer(loaded, run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tr.Run(context.Background(), c, nil); err != nil {
+		t.Fatal(err)
+	}
+	after := snapshot(t, loaded.Weights())
+	moved := 0.0
+	for name, w := range before {
+		if strings.HasPrefix(name, tagger.EncoderWeightPrefix) {
+			moved = max(moved, largestMove(map[string][]float32{name: w}, after))
+		}
+	}
+	if moved == 0 {
+		t.Error("the loaded tagger's encoder did not learn")
+	}
 }
