@@ -67,10 +67,7 @@ func outputPorts(report string) []stages.Port {
 // runParams declares the trainer's settings that the self-training stages
 // share, with d's defaults, and their corpus and dev inputs' files.
 func runParams(d tagger.TrainConfig) []stages.Param {
-	params := []stages.Param{stages.IntParam("batch_size", d.BatchSize, "sentences per batch", stages.Range(1, 4096))}
-	params = append(params, tagger.OptimizerParams(d.LearningRate, d.Warmup, d.MaxGradNorm)...)
-	params = append(params,
-		stages.IntParam("patience", d.Patience, "stop after this many evaluations on the dev set without a better F1 (0: never)", stages.AtLeast(0)),
+	params := append(tagger.FitParams(d),
 		stages.IntParam("seed", int(d.Seed), "seed of the batches and dropout", stages.AtLeast(0)),
 		stages.FloatParam("encoder_learning_rate", d.EncoderLearningRate, "peak learning rate of the model's fine-tuned encoder, if it has one (0: frozen)", stages.Range(0, 1)),
 		stages.FloatParam("encoder_warmup", d.EncoderWarmup, "fraction of the steps of the encoder's warm-up", stages.Range(0, 1)),

@@ -148,11 +148,11 @@ func sharedFields(h *Hyperparams) []Hyperparam {
 		{stages.BoolParam("unknown_as_entity", r.UnknownAsEntity, "tokens of the unknown type \"?\" count as entities of some type (else the loss ignores them)"), &r.UnknownAsEntity},
 		// Optimization.
 		intp(&r.Epochs, "epochs", "training epochs", stages.Range(1, 1000)),
-		intp(&r.BatchSize, "batch_size", "sentences per batch", stages.Range(1, 4096)),
+		batchSizeField(&r.BatchSize),
 	}, append(OptimizerFields(&r.LearningRate, &r.Warmup, &r.MaxGradNorm), []Hyperparam{
 		floatp(&r.EncoderLearningRate, "encoder_learning_rate", "peak learning rate of a fine-tuned encoder's weights (0: frozen)", stages.Range(0, 1)),
 		floatp(&r.EncoderWarmup, "encoder_warmup", "fraction of the steps of the encoder's linear warm-up, before the same decay as the tagger's", stages.Range(0, 1)),
-		intp(&r.Patience, "patience", "stop after this many evaluations on the dev set without a better F1 (0: never)", stages.AtLeast(0)),
+		patienceField(&r.Patience),
 		intp(&r.EvalEvery, "eval_every", "score on the dev set every this many steps too, not only after each epoch, keeping the best step's weights (0: per epoch; -1: auto, an eighth of an epoch and at least 50 steps)", stages.AtLeast(EvalAuto)),
 		intp(&r.MinSteps, "min_steps", "train at least this many steps: epochs is raised to ceil(min_steps / steps per epoch) where that is more (0: epochs as given)", stages.AtLeast(0)),
 		SeedField(&r.Seed, "seed of the initial weights, batches, dropout and dropped O tokens"),
@@ -180,6 +180,23 @@ func OptimizerFields(learningRate, warmup, maxGradNorm *float64) []Hyperparam {
 		FloatField(warmup, "warmup", "fraction of the steps of linear warm-up before linear decay", stages.Range(0, 1)),
 		FloatField(maxGradNorm, "max_grad_norm", "gradient norm clipping (0: none)", stages.AtLeast(0)),
 	}
+}
+
+func batchSizeField(p *int) Hyperparam {
+	return IntField(p, "batch_size", "sentences per batch", stages.Range(1, 4096))
+}
+
+func patienceField(p *int) Hyperparam {
+	return IntField(p, "patience", "stop after this many evaluations on the dev set without a better F1 (0: never)", stages.AtLeast(0))
+}
+
+// FitParams declares, with d's values as defaults, the fit settings that a
+// stage training a tagger with a loop of its own (package selftrain)
+// shares with train.tagger: the batch size, the optimizer's
+// (OptimizerFields) and the patience, under train.tagger's declarations.
+func FitParams(d TrainConfig) []stages.Param {
+	fields := append([]Hyperparam{batchSizeField(&d.BatchSize)}, OptimizerFields(&d.LearningRate, &d.Warmup, &d.MaxGradNorm)...)
+	return DeclsOf(append(fields, patienceField(&d.Patience)))
 }
 
 // OptimizerParams is OptimizerFields for a stage that reads its parameters

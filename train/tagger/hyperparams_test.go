@@ -262,3 +262,23 @@ func TestHeadAndLossRegistries(t *testing.T) {
 		t.Errorf("unknown loss: %v", err)
 	}
 }
+
+// FitParams are train.tagger's own declarations of the fit settings, with
+// the defaults given.
+func TestFitParamsAreTheTaggers(t *testing.T) {
+	d := DefaultTrainConfig()
+	for _, p := range FitParams(d) {
+		if want := Param(p.Name); !reflect.DeepEqual(p, want) {
+			t.Errorf("%s: %+v, train.tagger declares %+v", p.Name, p, want)
+		}
+	}
+	d.BatchSize, d.Patience = 16, 3
+	for _, p := range FitParams(d) {
+		if (p.Name == "batch_size" && p.Default != int64(16)) || (p.Name == "patience" && p.Default != int64(3)) {
+			t.Errorf("%s: default %v", p.Name, p.Default)
+		}
+	}
+	if got := len(FitParams(d)); got != 5 {
+		t.Errorf("%d fit params, want batch_size, learning_rate, warmup, max_grad_norm and patience", got)
+	}
+}
