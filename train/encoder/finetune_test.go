@@ -15,6 +15,7 @@ import (
 
 	"github.com/nerflow/nerflow/corpus"
 	"github.com/nerflow/nerflow/kit"
+	"github.com/nerflow/nerflow/predict"
 	"github.com/nerflow/nerflow/train/internal/traintest"
 	"github.com/nerflow/nerflow/train/tagger"
 )
@@ -53,10 +54,16 @@ func tinyRun(loss string) tagger.TrainConfig {
 
 // fineTune trains a tagger over a fresh tiny encoder on the fixture; the
 // tagger owns the encoder, which the test gets back to look at.
+// With loss kl, the soft targets are the one-hot gold tags.
 func fineTune(t *testing.T, c *corpus.Corpus, model tagger.Config, run tagger.TrainConfig) (*tagger.Tagger, *Model, *tagger.Result) {
 	t.Helper()
+	job := tagger.Job{Train: c, Model: model, Run: run, Device: gotch.CPU, MinWordCount: 1}
+	if run.Loss == tagger.LossKL {
+		job.Soft = oneHot(t, c, model.Scheme)
+	}
 	enc := tinyEncoder(t, c)
-	m, res, err := tagger.Fit(context.Background(), tagger.Job{Train: c, Model: model, Run: run, Device: gotch.CPU, MinWordCount: 1, Encoder: enc})
+	job.Encoder = enc
+	m, res, err := tagger.Fit(context.Background(), job)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,8 +72,8 @@ func fineTune(t *testing.T, c *corpus.Corpus, model tagger.Config, run tagger.Tr
 }
 
 // TestFineTuningLowersLossAndRoundTrips trains a tagger with the encoder
-// under its BiLSTM and in its place, under every head and one loss of
-// each: the last epoch's loss is at least 40% below the first's, and the
+// under its BiLSTM and in its place, under every head and a loss of each
+// (three for the token head, two for the CRF): the last epoch's loss is at least 40% below the first's, and the
 // saved tagger (its encoder fine-tuned, in its own directory) predicts
 // exactly as the trained one, loaded without the encoder it started from.
 func TestFineTuningLowersLossAndRoundTrips(t *testing.T) {
@@ -74,9 +81,11 @@ func TestFineTuningLowersLossAndRoundTrips(t *testing.T) {
 	for _, tc := range []struct{ head, scheme, loss string }{
 		{tagger.TokenHead, "io", tagger.LossCE},
 		{tagger.TokenHead, "io", tagger.LossGCE},
+		{tagger.TokenHead, "io", tagger.LossKL},
 		{tagger.CRFHead, "bio", tagger.LossCRF},
 		{tagger.CRFHead, "bio", tagger.LossPartial},
 		{tagger.SpanHead, "bio", tagger.LossNegSample},
+		{tagger.TieBreakHead, "bio", tagger.LossTieBreak},
 	} {
 		for _, placement := range []string{tagger.EncoderUnder, tagger.EncoderReplace} {
 			t.Run(tc.head+"-"+tc.loss+"-"+placement, func(t *testing.T) {
@@ -119,6 +128,42 @@ func TestFineTuningLowersLossAndRoundTrips(t *testing.T) {
 			})
 		}
 	}
+}
+
+// oneHot are the gold tags of c, in scheme, as soft targets (tagger.WithSoftTargets).
+func oneHot(t *testing.T, c *corpus.Corpus, scheme string) [][][]float32 {
+	t.Helper()
+	sch, err := corpus.ParseScheme(scheme)
+	if err != nil {
+		t.Fatal(err)
+	}
+	types, err := tagger.TypesOf(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	labels, err := tagger.NewLabels(sch, types)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out [][][]float32
+	for _, s := range c.Sentences {
+		tags, err := corpus.Convert(s.Tags, corpus.AnyScheme, sch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rows [][]float32
+		for _, tag := range tags {
+			i, ok := labels.Index(tag)
+			if !ok {
+				t.Fatalf("tag %s not in %v", tag, labels.Tags)
+			}
+			row := make([]float32, len(labels.Tags))
+			row[i] = 1
+			rows = append(rows, row)
+		}
+		out = append(out, rows)
+	}
+	return out
 }
 
 // snapshot copies weights to the host.
@@ -354,5 +399,52 @@ func TestFineTuningResumesAndContinues(t *testing.T) {
 	}
 	if moved == 0 {
 		t.Error("the loaded tagger's encoder did not learn")
+	}
+}
+
+// TestServingLoadsAFineTunedTagger: the loader of nerflow serve and
+// predict.entities (package predict) loads a fine-tuned tagger from its
+// directory alone and finds the entities the trained tagger predicts.
+func TestServingLoadsAFineTunedTagger(t *testing.T) {
+	c := traintest.Corpus(traintest.Fixture)
+	m, _, _ := fineTune(t, c, tinyTagger(tagger.TokenHead, "io", tagger.EncoderUnder), tinyRun(tagger.LossCE))
+	want, err := m.Predict(c, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "tagger")
+	if err := m.Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	served, err := predict.LoadDir(dir, gotch.CPU, predict.Info{Name: "finetuned"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer served.Close()
+	var req predict.Request
+	for _, s := range c.Sentences {
+		req.Sentences = append(req.Sentences, s.Tokens)
+	}
+	resp, err := served.Annotate(req, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := 0
+	for i, r := range resp.Results {
+		spans, err := corpus.IO.Spans(want[i].Tags)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []corpus.Span
+		for _, e := range r.Entities {
+			got = append(got, corpus.Span{Start: e.TokenStart, End: e.TokenEnd, Label: e.Type})
+		}
+		if !slices.Equal(got, spans) {
+			t.Errorf("sentence %d: served %v, the trained tagger %v", i+1, got, spans)
+		}
+		found += len(spans)
+	}
+	if found == 0 {
+		t.Error("the trained tagger found no entity: nothing compared")
 	}
 }
