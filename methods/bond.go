@@ -45,6 +45,7 @@ func init() {
 			stages.FloatParam("drop_o", 0, "stage 1: fraction of the distant O tokens left out of the loss (BOND: none; not with partial)", stages.Range(0, 0.99)),
 			stages.BoolParam("partial", false, "both stages partial-label CRFs: stage 1 with loss "+tagger.LossPartial+" (a distant O is evidence of strength 1 - miss_rate, a match is kept), stage 2's student with loss "+tagger.LossTagSets+" (the teacher's tag where it is confident, any tag elsewhere; soft labels: the fewest tags holding threshold of its marginals) (false: BOND's token classifiers with cross entropy, then KL)"),
 			tagger.Param("miss_rate"),
+			stages.BoolParam("select", true, "the final model is the one of the two stages that scores best on the dev input (node select; stage 2 wins a tie): self-training that lowers the dev F1 does not replace its teacher (false: stage 2's model; without a dev input, always stage 2's)"),
 			stages.BoolParam("selftrain", true, "stage 2, teacher-student self-training (false: register the early-stopped model; ablation)"),
 			stages.StringParam("labels", d.Pseudo.Labels, "stage 2 pseudo-labels: soft (BOND's best) or hard", stages.OneOf(selftrain.LabelsSoft, selftrain.LabelsHard)),
 			stages.FloatParam("threshold", d.Pseudo.Threshold, "stage 2: confidence under which a token is left out of the student's loss (0: keep all)", stages.Range(0, 1)),
@@ -83,7 +84,7 @@ func buildBond(b *spec.Builder) error {
 	corpus(early)
 	readSplit(b, early, "dev", "dev")
 	scoreDev(b, early, nil)
-	last := early
+	last := finalModel{step: early, name: b.Name()}
 
 	// Stage 2: teacher-student self-training.
 	if p.Bool("selftrain") {
@@ -94,8 +95,13 @@ func buildBond(b *spec.Builder) error {
 		corpus(st) // its tags are not used
 		readSplit(b, st, "dev", "dev")
 		scoreDev(b, st, nil)
-		last = st
+		last = finalModel{step: st, name: b.Name()}
+		if p.Bool("select") {
+			if best := bestOnDev(b, candidate{step: early, name: "early-stopped"}, candidate{step: st, name: "self-trained"}); best != nil {
+				last = *best
+			}
+		}
 	}
-	finish(b, finalModel{step: last, name: b.Name()})
+	finish(b, last)
 	return nil
 }

@@ -18,7 +18,7 @@ func TestBondGraph(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"vectors", "early", "eval-early", "selftrain", "eval-selftrain", "register"}
+	want := []string{"vectors", "early", "eval-early", "selftrain", "eval-selftrain", "select", "eval-select", "register"}
 	if got := ids(g); !slices.Equal(slices.Sorted(slices.Values(got)), slices.Sorted(slices.Values(want))) {
 		t.Fatalf("nodes %v, want %v", got, want)
 	}
@@ -37,14 +37,14 @@ func TestBondGraph(t *testing.T) {
 		// The dev input is a dataset, not a node.
 		t.Errorf("selftrain reads %+v, want early's model", st.Inputs)
 	}
-	for node, model := range map[string]string{"eval-early": "early", "eval-selftrain": "selftrain", "register": "selftrain"} {
+	for node, model := range map[string]string{"eval-early": "early", "eval-selftrain": "selftrain", "eval-select": "select", "register": "select"} {
 		n, _ := g.Node(node)
 		if portIn(n, "model").Node != model {
 			t.Errorf("%s reads %+v, want %s's model", node, n.Inputs, model)
 		}
 	}
 	reg, _ := g.Node("register")
-	if portIn(reg, "reports").Node != "eval-selftrain" {
+	if portIn(reg, "reports").Node != "eval-select" {
 		t.Errorf("register reads %+v, want the final model's dev report", reg.Inputs)
 	}
 }
@@ -74,6 +74,26 @@ func TestBondAblations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The final model is the better stage on dev; select=false keeps
+	// stage 2's whatever the dev split says.
+	sel, _ := full.Node("select")
+	var models []string
+	for _, in := range sel.Inputs {
+		if in.Port == "models" {
+			models = append(models, in.Node)
+		}
+	}
+	if !slices.Equal(models, []string{"early", "selftrain"}) {
+		t.Errorf("select reads the models of %v, want early's and selftrain's", models)
+	}
+	last, err := expand(t, dir, example(t, "conll03-bond.yaml"), "select=false")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := last.Node("select"); ok || modelOf(t, last, "register") != "selftrain" {
+		t.Errorf("select=false: register reads the model of %s, want selftrain's, and no node select", modelOf(t, last, "register"))
+	}
+
 	if got := ids(alone); !slices.Equal(slices.Sorted(slices.Values(got)), []string{"early", "eval-early", "register", "vectors"}) {
 		t.Errorf("selftrain=false: nodes %v", got)
 	}

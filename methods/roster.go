@@ -44,7 +44,8 @@ func init() {
 		Params: append([]stages.Param{
 			stages.IntListParam("seeds", []int{1, 2, 3, 4, 5}, "seeds of the noise-robust taggers (K = 5), trained in parallel on the gpu queue", stages.AtLeast(0)),
 			tagger.SchemeParam("io", "tag scheme of the labels and the taggers"),
-			stages.IntParam("epochs", 3, "noise-robust training epochs of each seed", stages.Range(1, 1000)),
+			stages.IntParam("epochs", 3, "noise-robust training epochs of each seed, raised to reach min_steps", stages.Range(1, 1000)),
+			stages.IntParam("min_steps", 1000, "the seeds and the student train at least this many steps each: their epochs are raised to ceil(min_steps / steps per epoch) (CoNLL-2003 at batch 32: 439 steps an epoch, so its 4 and 3 epochs stand; 1,100 sentences at batch 16: 69, so 15 epochs) (0: epochs as given)", stages.AtLeast(0)),
 			stages.FloatParam("drop_o", 0.5, "fraction of the distant O tokens left out of the loss", stages.Range(0, 0.99)),
 			stages.BoolParam("gce", true, "generalized cross entropy (false: cross entropy; ablation)"),
 			stages.BoolParam("partial", true, "the seeds are partial-label CRFs (loss "+tagger.LossPartial+": a distant O is evidence of strength 1 - miss_rate, a match is kept) instead of token classifiers with generalized cross entropy and noisy-label removal (false: RoSTER's recipe)"),
@@ -54,7 +55,7 @@ func init() {
 			tagger.Param("tau"),
 			stages.IntParam("update_interval", 200, "batches between noisy-label removals", stages.AtLeast(1)),
 			stages.BoolParam("ensemble", true, "average the seeds' predictions and distil them into one tagger (false: one seed; ablation)"),
-			stages.IntParam("distil_epochs", 2, "distillation epochs", stages.Range(1, 1000)),
+			stages.IntParam("distil_epochs", 2, "distillation epochs, raised to reach min_steps", stages.Range(1, 1000)),
 			stages.StringParam("student", studentAuto, "what the ensemble is distilled into: kl (RoSTER: a token classifier fitting the averaged distributions with KL), crf (a partial-label CRF trained on the ensemble's most probable tags, node ensemble-labels; then self-training, which fits a token classifier, is off) or auto (crf with partial seeds, kl otherwise)", stages.OneOf(studentAuto, studentKL, studentCRF)),
 			stages.BoolParam("select", true, "the final model is the one of the seeds, the student and the self-trained model that scores best on the dev input (node select; a later step wins a tie), so that a student below its teachers on a small corpus does not replace them (false: the last step's model; without a dev input, always the last)"),
 			stages.BoolParam("selftrain", true, "self-train the distilled model, with the kl student only: the crf student leaves it off unless set (false: stop after distillation; ablation)"),
@@ -127,7 +128,7 @@ func buildRoster(b *spec.Builder) error {
 
 	// Step 1: noise-robust training, one tagger per seed.
 	noise := fanSeeds(b.Node("noise", tagger.StageTrain), seeds, true).Queue("gpu").
-		Pass("scheme", "epochs").Input("embeddings", vec)
+		Pass("scheme", "epochs", "min_steps").Input("embeddings", vec)
 	withEncoder(b, noise)
 	switch {
 	case p.Bool("partial"):
@@ -161,7 +162,7 @@ func buildRoster(b *spec.Builder) error {
 		pred := fanSeeds(b.Node("predict", tagger.StagePredict), seeds, false).Input("model", model)
 		corpus(pred)
 		avg := b.Node("average", ensemble.StageAverage).Input("predictions", pred.Out("predictions"))
-		distil := b.Node("distil", tagger.StageTrain).Queue("gpu").Pass("scheme").PassAs("epochs", "distil_epochs").
+		distil := b.Node("distil", tagger.StageTrain).Queue("gpu").Pass("scheme", "min_steps").PassAs("epochs", "distil_epochs").
 			Set("seed", seeds[0]).Input("embeddings", vec)
 		withEncoder(b, distil)
 		if student == studentCRF {

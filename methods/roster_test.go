@@ -83,11 +83,11 @@ func TestRosterDefaultRecipe(t *testing.T) {
 	if got := ids(g); !slices.Equal(slices.Sorted(slices.Values(got)), slices.Sorted(slices.Values(want))) {
 		t.Fatalf("nodes %v\nwant  %v", got, want)
 	}
-	if p := nodeParams(t, g, "noise[seed=2]"); p["head"] != tagger.CRFHead || p["loss"] != tagger.LossPartial || p["miss_rate"] != 0.5 || p["epochs"] != 4.0 {
+	if p := nodeParams(t, g, "noise[seed=2]"); p["head"] != tagger.CRFHead || p["loss"] != tagger.LossPartial || p["miss_rate"] != 0.5 || p["epochs"] != 4.0 || p["min_steps"] != 1000.0 {
 		t.Errorf("noise[seed=2] params %v", p)
 	}
 	distil, _ := g.Node("distil")
-	if p := nodeParams(t, g, "distil"); p["head"] != tagger.CRFHead || p["loss"] != tagger.LossPartial || p["epochs"] != 3.0 ||
+	if p := nodeParams(t, g, "distil"); p["head"] != tagger.CRFHead || p["loss"] != tagger.LossPartial || p["epochs"] != 3.0 || p["min_steps"] != 1000.0 ||
 		!slices.ContainsFunc(distil.Inputs, func(in spec.Input) bool { return in.Node == "ensemble-labels" }) {
 		t.Errorf("distil params %v, inputs %+v", p, distil.Inputs)
 	}
