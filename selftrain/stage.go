@@ -68,10 +68,9 @@ func outputPorts(report string) []stages.Port {
 // share, with d's defaults, and their corpus and dev inputs' files.
 func runParams(d tagger.TrainConfig) []stages.Param {
 	params := append(tagger.FitParams(d),
-		stages.IntParam("seed", int(d.Seed), "seed of the batches and dropout", stages.AtLeast(0)),
-		stages.FloatParam("encoder_learning_rate", d.EncoderLearningRate, "peak learning rate of the model's fine-tuned encoder, if it has one (0: frozen)", stages.Range(0, 1)),
-		stages.FloatParam("encoder_warmup", d.EncoderWarmup, "fraction of the steps of the encoder's warm-up", stages.Range(0, 1)),
-	)
+		stages.IntParam("seed", int(d.Seed), "seed of the batches and dropout", stages.AtLeast(0)))
+	// The model may carry a fine-tuned encoder (docs/encoder.md).
+	params = append(params, tagger.EncoderParams(d)...)
 	params = append(params, dataset.SourceParams("corpus", "training sentences")...)
 	return append(params, dataset.SourceParams("dev", "dev sentences")...)
 }
