@@ -163,11 +163,11 @@ func (c Config) headInput() int {
 	return 2 * c.Hidden
 }
 
-// TuneEncoder says whether training updates the encoder's weights (the
+// tuneEncoder says whether training updates the encoder's weights (the
 // default): false keeps them frozen, the encoder's states then computed
 // without gradient or dropout. The Trainer sets it from
 // TrainConfig.EncoderLearningRate.
-func (m *Tagger) TuneEncoder(tune bool) { m.frozenEnc = !tune }
+func (m *Tagger) tuneEncoder(tune bool) { m.frozenEnc = !tune }
 
 // encoderStates runs the encoder over the batch's sentences and returns
 // their states in packed order, [b.n, EncoderDim].

@@ -131,7 +131,7 @@ type Tagger struct {
 	// lm is the frozen language model of TagLM (nil: none).
 	lm LanguageModel
 	// enc is the encoder fine-tuned under the tagger (nil: none);
-	// frozenEnc keeps its weights as they are (TuneEncoder).
+	// frozenEnc keeps its weights as they are (tuneEncoder).
 	enc       Encoder
 	frozenEnc bool
 }

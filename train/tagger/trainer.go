@@ -396,7 +396,7 @@ func NewTrainer(model *Tagger, cfg TrainConfig, opts ...TrainerOption) (*Trainer
 		return nil, fmt.Errorf("training config: %w", err)
 	}
 	t := &Trainer{model: model, cfg: cfg, loss: loss, removal: removalOfLoss(loss), log: slog.New(slog.DiscardHandler)}
-	model.TuneEncoder(cfg.EncoderLearningRate > 0)
+	model.tuneEncoder(cfg.EncoderLearningRate > 0)
 	for _, o := range opts {
 		o(t)
 	}
