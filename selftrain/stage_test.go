@@ -144,7 +144,7 @@ func TestTeacherStage(t *testing.T) {
 	if rep.Config.Period != 2 || rep.Config.Pseudo != (Pseudo{Labels: LabelsHard, Threshold: 0.6}) || rep.Config.Run.Loss != tagger.LossKL {
 		t.Errorf("reported config %+v", rep.Config)
 	}
-	if n := strings.Count(logs.String(), "msg=teacher"); n != 3 {
+	if n := strings.Count(logs.String(), "msg=teacher "); n != 3 {
 		t.Errorf("%d teachers logged, want 3:\n%s", n, logs.String())
 	}
 }
