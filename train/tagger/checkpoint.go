@@ -142,7 +142,7 @@ func Load(dir string, device gotch.Device) (*Tagger, error) {
 		if spec.Encoder.Dir != encoderDir {
 			return nil, fmt.Errorf("loading tagger: %s: encoder directory %q, want %q", TaggerFile, spec.Encoder.Dir, encoderDir)
 		}
-		enc, err := loadEncoder(spec.Encoder.Kind, filepath.Join(dir, encoderDir), device)
+		enc, err := LoadEncoder(spec.Encoder.Kind, filepath.Join(dir, encoderDir), device)
 		if err != nil {
 			return nil, fmt.Errorf("loading tagger: encoder: %w", err)
 		}

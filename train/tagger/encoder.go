@@ -101,10 +101,12 @@ func LoadEncoderDir(dir string, device gotch.Device) (Encoder, error) {
 	if kind == "" {
 		return nil, fmt.Errorf("no encoder in %s: none of the files %s (is the package that registers the encoder linked in?)", dir, strings.Join(files, ", "))
 	}
-	return loadEncoder(kind, dir, device)
+	return LoadEncoder(kind, dir, device)
 }
 
-func loadEncoder(kind, dir string, device gotch.Device) (Encoder, error) {
+// LoadEncoder loads the encoder of kind saved in dir (a model saved with
+// its encoder reads it back so).
+func LoadEncoder(kind, dir string, device gotch.Device) (Encoder, error) {
 	encodersMu.Lock()
 	load, err := encoders.lookup(kind)
 	encodersMu.Unlock()
@@ -172,34 +174,54 @@ func (m *Tagger) tuneEncoder(tune bool) { m.frozenEnc = !tune }
 // encoderStates runs the encoder over the batch's sentences and returns
 // their states in packed order, [b.n, EncoderDim].
 func (m *Tagger) encoderStates(g *kit.Graph, b *Batch, train bool, rng *rand.Rand) *ts.Tensor {
+	return PackedEncoderStates(g, m.enc, b.tokens, b.pos, b.n, train, m.frozenEnc, rng)
+}
+
+// PackedEncoderStates runs enc over the sentences of a batch in the packed
+// layout of libtorch's RNNs (n tokens; token t of the i-th sentence at
+// pos(i, t)) and returns their states in that order, [n, StateDim]. With
+// frozen, they are computed without gradient or dropout; else, with train,
+// with the encoder's dropout drawn from rng. Inside kit.Guard.
+func PackedEncoderStates(g *kit.Graph, enc Encoder, sentences [][]string, pos func(i, t int) int, n int, train, frozen bool, rng *rand.Rand) *ts.Tensor {
 	// The encoder lays out the tokens sentence after sentence; the packed
 	// order takes them step by step.
-	start := make([]int, len(b.tokens))
-	n := 0
-	for i, s := range b.tokens {
-		start[i] = n
-		n += len(s)
-	}
-	if n != b.n {
-		kit.Abort(fmt.Errorf("encoder: %d tokens in the batch's sentences, %d in the batch", n, b.n))
-	}
-	order := make([]int64, b.n)
-	for i, s := range b.tokens {
+	order := make([]int64, n)
+	at := 0
+	for i, s := range sentences {
 		for t := range s {
-			order[b.pos(i, t)] = int64(start[i] + t)
+			p := pos(i, t)
+			if p < 0 || p >= n {
+				kit.Abort(fmt.Errorf("encoder: token %d of sentence %d at %d, outside the batch's %d tokens", t, i, p, n))
+			}
+			order[p] = int64(at)
+			at++
 		}
+	}
+	if at != n {
+		kit.Abort(fmt.Errorf("encoder: %d tokens in the batch's sentences, %d in the batch", at, n))
 	}
 	var x *ts.Tensor
 	compute := func() {
-		x = m.enc.States(g, b.tokens, train && !m.frozenEnc, rng)
-		x = g.T(x.IndexSelect(0, g.Ints(order, int64(b.n)), false))
+		x = enc.States(g, sentences, train && !frozen, rng)
+		x = g.T(x.IndexSelect(0, g.Ints(order, int64(n)), false))
 	}
-	if m.frozenEnc {
+	if frozen {
 		kit.NoGrad(compute)
 	} else {
 		compute()
 	}
 	return x
+}
+
+// EncoderWeights are enc's weights under the names a model that carries it
+// gives them (EncoderWeightPrefix).
+func EncoderWeights(enc Encoder) []ts.NamedTensor {
+	w := enc.Weights()
+	out := make([]ts.NamedTensor, len(w))
+	for i, nt := range w {
+		out[i] = ts.NamedTensor{Name: EncoderWeightPrefix + nt.Name, Tensor: nt.Tensor}
+	}
+	return out
 }
 
 // encoderWeights are the encoder's weights under the tagger's names (nil
@@ -208,10 +230,5 @@ func (m *Tagger) encoderWeights() []ts.NamedTensor {
 	if m.enc == nil {
 		return nil
 	}
-	w := m.enc.Weights()
-	out := make([]ts.NamedTensor, len(w))
-	for i, nt := range w {
-		out[i] = ts.NamedTensor{Name: EncoderWeightPrefix + nt.Name, Tensor: nt.Tensor}
-	}
-	return out
+	return EncoderWeights(m.enc)
 }

@@ -149,7 +149,7 @@ func sharedFields(h *Hyperparams) []Hyperparam {
 		// Optimization.
 		intp(&r.Epochs, "epochs", "training epochs", stages.Range(1, 1000)),
 		batchSizeField(&r.BatchSize),
-	}, slices.Concat(OptimizerFields(&r.LearningRate, &r.Warmup, &r.MaxGradNorm), encoderFields(&r.EncoderLearningRate, &r.EncoderWarmup), []Hyperparam{
+	}, slices.Concat(OptimizerFields(&r.LearningRate, &r.Warmup, &r.MaxGradNorm), EncoderFields(&r.EncoderLearningRate, &r.EncoderWarmup), []Hyperparam{
 		patienceField(&r.Patience),
 		intp(&r.EvalEvery, "eval_every", "score on the dev set every this many steps too, not only after each epoch, keeping the best step's weights (0: per epoch; -1: auto, an eighth of an epoch and at least 50 steps)", stages.AtLeast(EvalAuto)),
 		intp(&r.MinSteps, "min_steps", "train at least this many steps: epochs is raised to ceil(min_steps / steps per epoch) where that is more (0: epochs as given)", stages.AtLeast(0)),
@@ -157,9 +157,10 @@ func sharedFields(h *Hyperparams) []Hyperparam {
 	})...)
 }
 
-// encoderFields declares the learning-rate schedule of a fine-tuned
-// encoder's weights (TrainConfig's EncoderLearningRate, EncoderWarmup).
-func encoderFields(learningRate, warmup *float64) []Hyperparam {
+// EncoderFields declares the learning-rate schedule of a fine-tuned
+// encoder's weights (TrainConfig's EncoderLearningRate, EncoderWarmup),
+// bound to the fields given and defaulting to their values.
+func EncoderFields(learningRate, warmup *float64) []Hyperparam {
 	return []Hyperparam{
 		FloatField(learningRate, "encoder_learning_rate", "peak learning rate of a fine-tuned encoder's weights (0: frozen)", stages.Range(0, 1)),
 		FloatField(warmup, "encoder_warmup", "fraction of the steps of the encoder's linear warm-up, before the same decay as the tagger's", stages.Range(0, 1)),
@@ -170,7 +171,7 @@ func encoderFields(learningRate, warmup *float64) []Hyperparam {
 // values as defaults, for a stage that continues training a tagger that
 // may carry a fine-tuned encoder (the self-training stages).
 func EncoderParams(d TrainConfig) []stages.Param {
-	return DeclsOf(encoderFields(&d.EncoderLearningRate, &d.EncoderWarmup))
+	return DeclsOf(EncoderFields(&d.EncoderLearningRate, &d.EncoderWarmup))
 }
 
 // Schemes are the tag schemes a tagger predicts in.

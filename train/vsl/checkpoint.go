@@ -24,7 +24,13 @@ const (
 	VectorsFile = embeddings.FileName
 )
 
-const modelFormat = 1
+// modelFormat 2 is a model with a fine-tuned encoder, saved in its
+// directory encoder/; one without is still written in format 1.
+const (
+	modelFormat          = 2
+	modelFormatNoEncoder = 1
+	encoderDir           = "encoder"
+)
 
 type modelSpec struct {
 	Format int           `json:"format"`
@@ -32,6 +38,9 @@ type modelSpec struct {
 	Types  []string      `json:"types"`
 	Vocab  *tagger.Vocab `json:"vocab"`
 	Recon  []string      `json:"recon"`
+	// Encoder is the kind of the fine-tuned encoder saved in encoder/
+	// (format 2).
+	Encoder string `json:"encoder,omitempty"`
 }
 
 // Save writes the model into dir (created if needed).
@@ -39,7 +48,14 @@ func (m *Model) Save(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("saving vsl: %w", err)
 	}
-	b, err := json.Marshal(modelSpec{Format: modelFormat, Config: m.Config, Types: m.Labels.Types, Vocab: m.Vocab, Recon: m.Recon[1:]})
+	spec := modelSpec{Format: modelFormatNoEncoder, Config: m.Config, Types: m.Labels.Types, Vocab: m.Vocab, Recon: m.Recon[1:]}
+	if m.enc != nil {
+		spec.Format, spec.Encoder = modelFormat, m.enc.Kind()
+		if err := m.enc.Save(filepath.Join(dir, encoderDir)); err != nil {
+			return fmt.Errorf("saving vsl: encoder: %w", err)
+		}
+	}
+	b, err := json.Marshal(spec)
 	if err == nil {
 		err = os.WriteFile(filepath.Join(dir, ModelFile), b, 0o644)
 	}
@@ -77,8 +93,8 @@ func Load(dir string, device gotch.Device) (*Model, error) {
 	if err := json.Unmarshal(b, &spec); err != nil {
 		return nil, fmt.Errorf("loading vsl: %s: %w", ModelFile, err)
 	}
-	if spec.Format != modelFormat {
-		return nil, fmt.Errorf("loading vsl: %s: format %d, this build reads %d", ModelFile, spec.Format, modelFormat)
+	if spec.Format < modelFormatNoEncoder || spec.Format > modelFormat {
+		return nil, fmt.Errorf("loading vsl: %s: format %d, this build reads %d to %d", ModelFile, spec.Format, modelFormatNoEncoder, modelFormat)
 	}
 	if spec.Vocab == nil || len(spec.Vocab.Chars) < 2 {
 		return nil, fmt.Errorf("loading vsl: %s: no vocabulary", ModelFile)
@@ -96,7 +112,15 @@ func Load(dir string, device gotch.Device) (*Model, error) {
 	if err != nil {
 		return nil, fmt.Errorf("loading vsl: %s: %w", ModelFile, err)
 	}
-	m, err := New(spec.Config, labels, spec.Vocab, spec.Recon, 0, device)
+	var opts []ModelOption
+	if spec.Encoder != "" {
+		enc, err := tagger.LoadEncoder(spec.Encoder, filepath.Join(dir, encoderDir), device)
+		if err != nil {
+			return nil, fmt.Errorf("loading vsl: encoder: %w", err)
+		}
+		opts = append(opts, WithEncoder(enc))
+	}
+	m, err := New(spec.Config, labels, spec.Vocab, spec.Recon, 0, device, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("loading vsl: %w", err)
 	}

@@ -16,6 +16,7 @@ const ignored = -1
 
 // example is one sentence encoded for the model.
 type example struct {
+	tokens  []string  // for a fine-tuned encoder
 	words   []int64   // rows of Model.words
 	chars   [][]int64 // per token, at most Config.MaxWordLen
 	recon   []int64   // reconstruction targets
@@ -40,7 +41,7 @@ func (m *Model) encode(c *corpus.Corpus, labeled bool) ([]example, error) {
 
 func (m *Model) encodeSentence(s corpus.Sentence, labeled bool) (example, error) {
 	n := len(s.Tokens)
-	e := example{words: make([]int64, n), chars: make([][]int64, n), recon: make([]int64, n)}
+	e := example{tokens: s.Tokens, words: make([]int64, n), chars: make([][]int64, n), recon: make([]int64, n)}
 	for j, tok := range s.Tokens {
 		e.words[j] = m.wordRow(tok)
 		e.chars[j] = m.Vocab.CharIDs(tok, m.Config.MaxWordLen)
@@ -123,6 +124,7 @@ type batch struct {
 	targets      []int64 // ignored for unlabeled sentences
 	labeled      int     // tokens with a class target
 	chars        kit.CharRows
+	tokens       [][]string // per sentence, in ids order
 }
 
 func (b *batch) pos(i, t int) int { return b.offsets[t] + i }
@@ -144,6 +146,7 @@ func newBatch(exs []example, ids []int) *batch {
 	rows := make([][]int64, b.n)
 	for i, id := range ids {
 		e := &exs[id]
+		b.tokens = append(b.tokens, e.tokens)
 		for t := range e.len() {
 			p := b.pos(i, t)
 			b.words[p], b.recon[p], rows[p] = e.words[t], e.recon[t], e.chars[t]

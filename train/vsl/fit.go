@@ -21,12 +21,22 @@ type Job struct {
 	Table     *embeddings.Table
 	Hyper     Hyperparams
 	Device    gotch.Device
+	// Encoder is a pretrained encoder fine-tuned with the model (optional);
+	// the model owns it, or Fit closes it when it fails.
+	Encoder tagger.Encoder
 }
 
 // Fit builds a model for the job (tag set from the labeled tags, character
 // and reconstruction vocabularies from the labeled and unlabeled text, the
 // table's vectors fixed) and trains it.
-func Fit(ctx context.Context, job Job, o Options) (*Model, *Result, error) {
+func Fit(ctx context.Context, job Job, o Options) (m *Model, res *Result, err error) {
+	if job.Encoder != nil {
+		defer func() {
+			if m == nil {
+				job.Encoder.Close() // closing twice (after the model's Close) is harmless
+			}
+		}()
+	}
 	if job.Table == nil {
 		return nil, nil, errors.New("vsl: no word vectors")
 	}
@@ -50,14 +60,18 @@ func Fit(ctx context.Context, job Job, o Options) (*Model, *Result, error) {
 	// Every word keeps its pretrained vector (or is unknown): no word gets
 	// a trained row, whatever its count.
 	vocab := tagger.NewVocab(text, job.Table, tagger.MinWordCount(math.MaxInt))
-	m, err := New(cfg, labels, vocab, ReconVocab(cfg.ReconWords, text), job.Hyper.Run.Seed, job.Device)
+	var opts []ModelOption
+	if job.Encoder != nil {
+		opts = append(opts, WithEncoder(job.Encoder))
+	}
+	model, err := New(cfg, labels, vocab, ReconVocab(cfg.ReconWords, text), job.Hyper.Run.Seed, job.Device, opts...)
 	if err != nil {
 		return nil, nil, err
 	}
-	res, err := Train(ctx, m, job.Labeled, job.Unlabeled, job.Dev, job.Hyper.Run, o)
+	res, err = Train(ctx, model, job.Labeled, job.Unlabeled, job.Dev, job.Hyper.Run, o)
 	if err != nil {
-		m.Close()
+		model.Close()
 		return nil, nil, err
 	}
-	return m, res, nil
+	return model, res, nil
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/sugarme/gotch/ts"
 
 	"github.com/nerflow/nerflow/kit"
+	"github.com/nerflow/nerflow/train/tagger"
 )
 
 // gaussian is a diagonal Gaussian per token: mean and log-variance,
@@ -24,13 +25,18 @@ type latents struct {
 }
 
 // encode runs the inference network: fixed word vectors and character
-// features, dropout, BiGRU, dropout; [tokens, 2*Hidden] in packed order.
+// features (and a fine-tuned encoder's states), dropout, BiGRU, dropout;
+// [tokens, 2*Hidden] in packed order.
 func (m *Model) encodeBatch(g *kit.Graph, b *batch, training bool, rng *rand.Rand) *ts.Tensor {
 	c := m.Config
 	n := int64(b.n)
 	words := g.T(ts.Embedding(m.words, g.Ints(b.words, n), -1, false, false))
 	chars := g.CharCNN(m.charEmb, m.convW, m.convB, b.chars)
-	x := g.T(ts.Cat([]*ts.Tensor{words, chars}, 1))
+	parts := []*ts.Tensor{words, chars}
+	if m.enc != nil {
+		parts = append(parts, tagger.PackedEncoderStates(g, m.enc, b.tokens, b.pos, b.n, training, m.frozenEnc, rng))
+	}
+	x := g.T(ts.Cat(parts, 1))
 	if training {
 		x = g.Dropout(x, c.Dropout, rng)
 	}

@@ -42,7 +42,7 @@ func (h *Hyperparams) fields() []tagger.Hyperparam {
 		// Optimization.
 		intp(&r.Epochs, "epochs", "passes over the labeled sentences; each step pairs a labeled batch with an unlabeled one", stages.Range(1, 1000)),
 		intp(&r.BatchSize, "batch_size", "sentences per batch (labeled, and unlabeled)", stages.Range(1, 4096)),
-	}, append(tagger.OptimizerFields(&r.LearningRate, &r.Warmup, &r.MaxGradNorm), []tagger.Hyperparam{
+	}, append(append(tagger.OptimizerFields(&r.LearningRate, &r.Warmup, &r.MaxGradNorm), tagger.EncoderFields(&r.EncoderLearningRate, &r.EncoderWarmup)...), []tagger.Hyperparam{
 		intp(&r.Patience, "patience", "stop after this many epochs without a better dev F1 (0: never)", stages.AtLeast(0)),
 		tagger.SeedField(&r.Seed, "seed of the initial weights, batches, dropout and latent samples"),
 	}...)...)

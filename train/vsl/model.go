@@ -72,6 +72,9 @@ type Config struct {
 	// (the mean of q(y|x), as at prediction) or ClassifySample (a sample
 	// of y, whose noise the KL term keeps near unit variance).
 	Classify string `json:"classify"`
+	// EncoderDim is the size of a fine-tuned encoder's states, which join
+	// the BiGRU's input (0: none); set from the encoder (WithEncoder).
+	EncoderDim int `json:"encoder_dim,omitempty"`
 }
 
 // What the classifier reads in training.
@@ -133,7 +136,22 @@ type Model struct {
 	charEmb, convW, convB *ts.Tensor
 	gru                   []*ts.Tensor // the 8 weights of a bidirectional GRU layer, in libtorch's order
 	qY, qZ, pZ, cls, dec  linear       // pZ: hier only
+
+	// enc is a pretrained encoder fine-tuned with the model, its states
+	// beside the word vectors and character features (nil: none);
+	// frozenEnc keeps its weights as they are (TrainConfig's
+	// EncoderLearningRate 0).
+	enc       tagger.Encoder
+	frozenEnc bool
 }
+
+// ModelOption configures a new Model.
+type ModelOption func(*Model)
+
+// WithEncoder gives the model a pretrained encoder to fine-tune, whose
+// states join the BiGRU's input (docs/encoder.md); the model owns it from
+// then on, even when New fails.
+func WithEncoder(e tagger.Encoder) ModelOption { return func(m *Model) { m.enc = e } }
 
 // linear is y = x W^T + b.
 type linear struct{ w, b *ts.Tensor }
@@ -145,15 +163,30 @@ func (l linear) apply(g *kit.Graph, x *ts.Tensor) *ts.Tensor {
 // New builds a model with weights drawn from seed, over the fixed word
 // vectors of vocab's frozen table and a reconstruction vocabulary of
 // recon's words (the unknown word is added first).
-func New(cfg Config, labels *tagger.Labels, vocab *tagger.Vocab, recon []string, seed uint64, device gotch.Device) (*Model, error) {
+func New(cfg Config, labels *tagger.Labels, vocab *tagger.Vocab, recon []string, seed uint64, device gotch.Device, opts ...ModelOption) (*Model, error) {
+	m := &Model{Config: cfg, Labels: labels, Vocab: vocab, Recon: append([]string{"<unk>"}, recon...), device: device, vs: nn.NewVarStore(device)}
+	for _, o := range opts {
+		o(m)
+	}
+	fail := func(err error) (*Model, error) {
+		m.Close()
+		return nil, err
+	}
 	if err := cfg.validate(); err != nil {
-		return nil, fmt.Errorf("vsl config: %w", err)
+		return fail(fmt.Errorf("vsl config: %w", err))
+	}
+	switch {
+	case m.enc == nil && cfg.EncoderDim != 0:
+		return fail(fmt.Errorf("vsl config: built for encoder states of size %d, and no encoder was given", cfg.EncoderDim))
+	case m.enc != nil && cfg.EncoderDim != 0 && cfg.EncoderDim != m.enc.StateDim():
+		return fail(fmt.Errorf("vsl config: built for encoder states of size %d, the encoder's are %d", cfg.EncoderDim, m.enc.StateDim()))
+	case m.enc != nil:
+		m.Config.EncoderDim = m.enc.StateDim()
 	}
 	table := vocab.Frozen()
 	if table == nil {
-		return nil, errors.New("vsl: the vocabulary has no word vectors (connect embeddings)")
+		return fail(errors.New("vsl: the vocabulary has no word vectors (connect embeddings)"))
 	}
-	m := &Model{Config: cfg, Labels: labels, Vocab: vocab, Recon: append([]string{"<unk>"}, recon...), device: device, vs: nn.NewVarStore(device)}
 	m.index()
 	rng := rand.New(rand.NewPCG(seed, 0x75e1))
 	err := m.uploadWords(table)
@@ -183,6 +216,10 @@ func (m *Model) Close() {
 	if m.words != nil {
 		_ = m.words.Drop()
 		m.words = nil
+	}
+	if m.enc != nil {
+		m.enc.Close()
+		m.enc = nil
 	}
 }
 
@@ -218,7 +255,7 @@ func (m *Model) build(rng *rand.Rand, wordDim int) {
 	m.convW = u("char_conv_w", 1/math.Sqrt(fanIn), c.CharFilters, c.CharDim, c.CharKernel)
 	m.convB = u("char_conv_b", 1/math.Sqrt(fanIn), c.CharFilters)
 
-	in := wordDim + c.CharFilters
+	in := wordDim + c.CharFilters + c.EncoderDim
 	bound := 1 / math.Sqrt(float64(c.Hidden))
 	for _, dir := range []string{"", "_reverse"} {
 		m.gru = append(m.gru,
@@ -246,7 +283,17 @@ func (m *Model) parameters() ([]string, []*ts.Tensor) {
 	return kit.SplitNamed(m.named())
 }
 
+// named are the model's own weights, without its encoder's (WeightsFile).
 func (m *Model) named() []ts.NamedTensor { return kit.NamedParams(m.vs) }
+
+// trained are the weights training updates: the model's own and a
+// fine-tuned encoder's, prefixed tagger.EncoderWeightPrefix.
+func (m *Model) trained() []ts.NamedTensor {
+	if m.enc == nil || m.frozenEnc {
+		return m.named()
+	}
+	return append(m.named(), tagger.EncoderWeights(m.enc)...)
+}
 
 // TagSet is the scheme and tags of the model's predictions
 // (tagger.Predictor).

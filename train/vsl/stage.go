@@ -2,6 +2,7 @@ package vsl
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 
 	"github.com/sugarme/gotch"
@@ -34,6 +35,7 @@ func init() {
 			{Name: "unlabeled", Kind: "text", Optional: true, Doc: "unlabeled sentences (e.g. " + "subset.split's unlabeled part); tags, if any, are ignored"},
 			{Name: "dev", Kind: "corpus", Optional: true, Doc: "sentences with gold tags, for model selection"},
 			{Name: "embeddings", Kind: "embeddings", Doc: "pretrained word vectors (stage " + embeddings.StageName + "), fixed in training"},
+			{Name: "encoder", Kind: "encoder", Optional: true, Doc: "an encoder from encoder.pretrain, fine-tuned with the model (encoder_learning_rate; 0: frozen), its states beside the word vectors at the BiGRU's input; saved fine-tuned with the model"},
 		},
 		Outputs: []stages.Port{
 			{Name: "model", Kind: "checkpoint", Doc: ModelFile + ", " + WeightsFile + " and " + VectorsFile},
@@ -72,6 +74,19 @@ func runTrain(c *stages.Context) error {
 	}
 	if job.Table, err = embeddings.ReadInput(c.Input("embeddings"), "embeddings"); err != nil {
 		return err
+	}
+	if in := c.Input("encoder"); in != nil {
+		// Loaded last: Fit owns it from here.
+		dir, err := os.MkdirTemp(c.WorkDir(), "encoder-")
+		if err != nil {
+			return err
+		}
+		if err := in.Fetch(dir); err != nil {
+			return err
+		}
+		if job.Encoder, err = tagger.LoadEncoderDir(dir, device); err != nil {
+			return stages.Permanent(fmt.Errorf("input encoder: %w", err))
+		}
 	}
 	m, res, err := Fit(c, job, Options{Log: c.Log, Progress: func(p Progress) {
 		c.Progress(int64(p.Step), int64(p.Steps), fmt.Sprintf("epoch %d/%d, loss %.4f", p.Epoch, p.Epochs, p.Loss))

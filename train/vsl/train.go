@@ -15,6 +15,7 @@ import (
 	"github.com/nerflow/nerflow/dataset"
 	"github.com/nerflow/nerflow/eval"
 	"github.com/nerflow/nerflow/kit"
+	"github.com/nerflow/nerflow/train/tagger"
 )
 
 // TrainConfig are the hyperparameters of a training run.
@@ -38,13 +39,19 @@ type TrainConfig struct {
 	UnlabeledWeight float64 `json:"unlabeled_weight"`
 	Patience        int     `json:"patience"` // epochs without a better dev F1 before stopping (0: never)
 	Seed            uint64  `json:"seed"`
+	// EncoderLearningRate and EncoderWarmup are the schedule of a
+	// fine-tuned encoder's weights (WithEncoder), as the tagger's
+	// (tagger.TrainConfig); a rate of 0 keeps the encoder frozen.
+	EncoderLearningRate float64 `json:"encoder_learning_rate,omitempty"`
+	EncoderWarmup       float64 `json:"encoder_warmup,omitempty"`
 }
 
 // DefaultTrainConfig trains for 30 epochs of the labeled sentences (on
 // CoNLL-2003's 10%, dev F1 still rose through the 15th).
 func DefaultTrainConfig() TrainConfig {
 	return TrainConfig{Epochs: 30, BatchSize: 32, LearningRate: 1e-3, Warmup: 0.05, MaxGradNorm: 5,
-		KLWeight: 1, KLWarmup: 300, ClassWeight: 10, UnlabeledWeight: 1, Seed: 1}
+		KLWeight: 1, KLWarmup: 300, ClassWeight: 10, UnlabeledWeight: 1, Seed: 1,
+		EncoderLearningRate: tagger.DefaultTrainConfig().EncoderLearningRate, EncoderWarmup: tagger.DefaultTrainConfig().EncoderWarmup}
 }
 
 func (c TrainConfig) validate() error {
@@ -54,6 +61,9 @@ func (c TrainConfig) validate() error {
 	if c.Warmup < 0 || c.Warmup > 1 || c.MaxGradNorm < 0 || c.KLWeight < 0 || c.KLWarmup < 0 || c.ClassWeight < 0 || c.UnlabeledWeight < 0 || c.Patience < 0 {
 		return fmt.Errorf("warmup %v, max grad norm %v, kl weight %v, kl warmup %d, class weight %v, patience %d: out of range",
 			c.Warmup, c.MaxGradNorm, c.KLWeight, c.KLWarmup, c.ClassWeight, c.Patience)
+	}
+	if c.EncoderLearningRate < 0 || c.EncoderWarmup < 0 || c.EncoderWarmup > 1 {
+		return fmt.Errorf("encoder learning rate %v, encoder warmup %v: out of range", c.EncoderLearningRate, c.EncoderWarmup)
 	}
 	return nil
 }
@@ -103,6 +113,7 @@ func Train(ctx context.Context, m *Model, labeled, unlabeled, dev *corpus.Corpus
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
+	m.frozenEnc = cfg.EncoderLearningRate == 0
 	r := &fitRun{m: m, cfg: cfg, log: o.Log}
 	var err error
 	if r.lab, err = m.encode(labeled, true); err != nil {
@@ -157,12 +168,25 @@ type fitRun struct {
 	tokens, labeled int
 }
 
-var _ kit.Evaluator = (*fitRun)(nil)
+var (
+	_ kit.Evaluator = (*fitRun)(nil)
+	_ kit.Grouped   = (*fitRun)(nil)
+)
 
 func (r *fitRun) Device() gotch.Device       { return r.m.device }
-func (r *fitRun) Weights() []ts.NamedTensor  { return r.m.named() }
+func (r *fitRun) Weights() []ts.NamedTensor  { return r.m.trained() }
 func (r *fitRun) Evaluates() bool            { return r.devGold != nil }
 func (r *fitRun) Evaluate() (float64, error) { return r.m.score(r.dev, r.devGold) }
+
+// ParamGroups puts a fine-tuned encoder's weights on a schedule of their
+// own.
+func (r *fitRun) ParamGroups() []kit.ParamGroup {
+	if r.m.enc == nil || r.m.frozenEnc {
+		return nil
+	}
+	names, _ := kit.SplitNamed(tagger.EncoderWeights(r.m.enc))
+	return []kit.ParamGroup{{Name: "encoder", Weights: names, LearningRate: r.cfg.EncoderLearningRate, Warmup: r.cfg.EncoderWarmup}}
+}
 
 func (r *fitRun) StepsPerEpoch() (int, error) {
 	return len(batches(r.lab, r.cfg.BatchSize, rand.New(rand.NewPCG(r.cfg.Seed, 0)))), nil
