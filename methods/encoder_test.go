@@ -32,6 +32,7 @@ func TestMethodsFineTuneTheEncoder(t *testing.T) {
 		{"bond", distant, "seed: 1", []string{"early"}, []string{"selftrain"}},
 		{"negsample", distant, "sampling: [uniform]", []string{"train[sampling=uniform]"}, nil},
 		{"taglm", gold + "  unlabeled: ../../data/raw.txt\n", "variants: [none, layer1]", []string{"tagger-none", "tagger-layer1"}, nil},
+		{"taglm", gold, "variants: [none]", []string{"tagger-none"}, nil}, // the encoder in place of the language models: no lm node, no unlabeled text
 		{"crfvae", gold, "labeled: 0.5", []string{"train"}, nil},
 		{"supervised", gold, "head: crf", []string{"train"}, nil},
 	} {
