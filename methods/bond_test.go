@@ -9,12 +9,12 @@ import (
 	"github.com/nerflow/nerflow/train/tagger"
 )
 
-// The example makes BOND's graph with its defaults: stage 1 cross entropy
+// The example with partial=false makes BOND's own graph: stage 1 cross entropy
 // on the distant labels, at least 1,000 steps, scored at the automatic
 // interval and stopped early, stage 2 teacher-student self-training from
 // its model with the automatic period, both scored on the dev set.
 func TestBondGraph(t *testing.T) {
-	g, err := expand(t, fixture(t), example(t, "conll03-bond.yaml"))
+	g, err := expand(t, fixture(t), example(t, "conll03-bond.yaml"), "partial=false")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,17 +130,17 @@ inputs:
 	}
 }
 
-// partial=true makes stage 1 a partial-label CRF with the method's
+// partial=true (the default) makes stage 1 a partial-label CRF with the method's
 // miss_rate; stage 2 is the same teacher-student node, reading a CRF model
 // (selftrain.teacher picks the CRF's pseudo-labels and loss from it).
 // Everything else, stage 2's parameters included, is as without it.
 func TestBondPartialGraph(t *testing.T) {
 	dir := fixture(t)
-	plain, err := expand(t, dir, example(t, "conll03-bond.yaml"))
+	plain, err := expand(t, dir, example(t, "conll03-bond.yaml"), "partial=false")
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := expand(t, dir, example(t, "conll03-bond.yaml"), "partial=true", "miss_rate=0.4")
+	g, err := expand(t, dir, example(t, "conll03-bond.yaml"), "miss_rate=0.4") // partial by default
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +173,7 @@ func TestBondPartialParamsBelongToTheirRecipe(t *testing.T) {
 		want string
 	}{
 		{[]string{"partial=true", "drop_o=0.3"}, "params.drop_o"},
-		{[]string{"miss_rate=0.3"}, "params.miss_rate"},
+		{[]string{"partial=false", "miss_rate=0.3"}, "params.miss_rate"},
 	} {
 		if _, err := expand(t, dir, example(t, "conll03-bond.yaml"), tc.sets...); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: error %v, want one at %s", tc.sets, err, tc.want)
