@@ -516,7 +516,9 @@ nodes:
 	if _, err := run("cancel", id); err == nil {
 		t.Error("cancelling a failed run succeeded")
 	}
-	long := c.submit(t, fmt.Sprintf(resumableSpec, "cancel"))
+	// A minute of work, cancelled after its first step: under load a
+	// command can take longer to start than resumableSpec's 2.5 s run.
+	long := c.submit(t, fmt.Sprintf(strings.Replace(resumableSpec, "steps: 25", "steps: 600", 1), "cancel"))
 	c.waitFor(t, long, "slow running", func(st *engine.RunStatus) bool { return slowProgress(st) >= 1 })
 	if out, err := run("cancel", long); err != nil {
 		t.Fatalf("cancel: %v\n%s", err, out)
