@@ -200,6 +200,19 @@ func Float32s(x *ts.Tensor) []float32 {
 	return out
 }
 
+// HostCopies copies the values of named float32 tensors to the host, keyed
+// by name: a snapshot that later steps on the device do not change, to set
+// weights before and after a step, or of two runs, side by side.
+func HostCopies(named []ts.NamedTensor) (map[string][]float32, error) {
+	out := make(map[string][]float32, len(named))
+	err := Guard(func() {
+		for _, nt := range named {
+			out[nt.Name] = Float32s(nt.Tensor)
+		}
+	})
+	return out, err
+}
+
 // Item reads a one-element float32 tensor; inside Guard.
 func Item(x *ts.Tensor) float64 {
 	v := Float32s(x)

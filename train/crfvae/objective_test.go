@@ -66,12 +66,7 @@ func fit(t *testing.T, job tagger.Job, cfg *Config) (map[string][]float32, *tagg
 		t.Fatal(err)
 	}
 	defer kit.DropTensors(named)
-	out := map[string][]float32{}
-	err = kit.Guard(func() {
-		for _, nt := range named {
-			out[nt.Name] = kit.Float32s(nt.Tensor)
-		}
-	})
+	out, err := kit.HostCopies(named)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -169,18 +169,13 @@ func oneHot(t *testing.T, c *corpus.Corpus, scheme string) [][][]float32 {
 // snapshot copies weights to the host.
 func snapshot(t *testing.T, w []ts.NamedTensor) map[string][]float32 {
 	t.Helper()
-	out := map[string][]float32{}
-	if err := kit.Guard(func() {
-		for _, nt := range w {
-			out[nt.Name] = kit.Float32s(nt.Tensor)
-		}
-	}); err != nil {
+	out, err := kit.HostCopies(w)
+	if err != nil {
 		t.Fatal(err)
 	}
 	return out
 }
 
-// largestMove is the largest change of any entry between two snapshots.
 func largestMove(before, after map[string][]float32) float64 {
 	var most float64
 	for name, b := range before {

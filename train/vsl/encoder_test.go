@@ -39,12 +39,8 @@ func tinyEncoder(t *testing.T, c *corpus.Corpus) *encoder.Model {
 
 func hostWeights(t *testing.T, w []ts.NamedTensor) map[string][]float32 {
 	t.Helper()
-	out := map[string][]float32{}
-	if err := kit.Guard(func() {
-		for _, nt := range w {
-			out[nt.Name] = kit.Float32s(nt.Tensor)
-		}
-	}); err != nil {
+	out, err := kit.HostCopies(w)
+	if err != nil {
 		t.Fatal(err)
 	}
 	return out
