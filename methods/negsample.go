@@ -34,7 +34,8 @@ func init() {
 			stages.IntParam("mask_seed", 1, "seed of the dropped entities", stages.AtLeast(0)),
 			stages.IntParam("seed", 1, "seed of the taggers", stages.AtLeast(0)),
 			tagger.SchemeParam("bio", "tag scheme of the predictions"),
-			stages.IntParam("epochs", 10, "training epochs", stages.Range(1, 1000)),
+			stages.IntParam("epochs", 10, "training epochs, raised to reach min_steps", stages.Range(1, 1000)),
+			stages.IntParam("min_steps", 1000, "train at least this many steps: epochs raised to ceil(min_steps / steps per epoch) (CoNLL-2003's 10 epochs are 4,390 steps and stand; 1,100 sentences are 35 steps an epoch, so 29 epochs) (0: epochs as given)", stages.AtLeast(0)),
 			stages.IntParam("max_span", 10, "longest span classified, in tokens", stages.Range(1, 64)),
 			stages.FloatParam("neg_ratio", 0.35, "negatives per sentence: ceil(neg_ratio * length) (lambda)", stages.Range(0.01, 10)),
 			stages.FloatParam("mu", 8, "weighted sampling: exponent of the O margin", stages.Range(0, 64)),
@@ -62,7 +63,7 @@ func buildNegSample(b *spec.Builder) error {
 
 	t := b.Node("train", tagger.StageTrain).
 		Set("head", tagger.SpanHead).Set("loss", tagger.LossNegSample).
-		Pass("scheme", "epochs", "max_span", "neg_ratio", "mu", "seed").Input("embeddings", vec)
+		Pass("scheme", "epochs", "min_steps", "max_span", "neg_ratio", "mu", "seed").Input("embeddings", vec)
 	withEncoder(b, t)
 	var fans []func(*spec.NodeBuilder) // the fan-outs of the train node, for the nodes paired with it
 	var rows, columns []string

@@ -46,7 +46,7 @@ func TestNegSampleMaskGrid(t *testing.T) {
 		t.Errorf("train[p=0.9,sampling=weighted] reads corpus %q, complete %q", corpusFrom, completeFrom)
 	}
 	p := nodeParams(t, g, tr.ID)
-	if p["head"] != tagger.SpanHead || p["loss"] != tagger.LossNegSample || p["sampling"] != tagger.SamplingWeighted || p["complete_labels"] != "train_label_true.txt" || p["epochs"] != 3.0 {
+	if p["head"] != tagger.SpanHead || p["loss"] != tagger.LossNegSample || p["sampling"] != tagger.SamplingWeighted || p["complete_labels"] != "train_label_true.txt" || p["epochs"] != 3.0 || p["min_steps"] != 1000.0 {
 		t.Errorf("%s params %v", tr.ID, p)
 	}
 	table, _ := g.Node("table-dev")
