@@ -42,3 +42,27 @@ func TestEntrySentences(t *testing.T) {
 		t.Errorf("entry sentences:\n got %q\nwant %q", got, want)
 	}
 }
+
+// Spread keeps n sentences evenly over the list, or the whole list when
+// it is no longer than n.
+func TestSpread(t *testing.T) {
+	var ss []corpus.Sentence
+	for i := range 10 {
+		ss = append(ss, corpus.Sentence{Tokens: []string{string(rune('a' + i))}})
+	}
+	words := func(ss []corpus.Sentence) string {
+		var b strings.Builder
+		for _, s := range ss {
+			b.WriteString(s.Tokens[0])
+		}
+		return b.String()
+	}
+	for _, c := range []struct {
+		n    int
+		want string
+	}{{4, "acfh"}, {1, "a"}, {0, ""}, {10, "abcdefghij"}, {25, "abcdefghij"}, {-1, ""}} {
+		if got := words(Spread(ss, c.n)); got != c.want {
+			t.Errorf("Spread(10 sentences, %d) = %q, want %q", c.n, got, c.want)
+		}
+	}
+}

@@ -68,3 +68,22 @@ func (m *Matcher) EntrySentences(gazetteers []*Gazetteer, scheme corpus.Scheme) 
 	}
 	return out, nil
 }
+
+// Spread returns at most n of the sentences, spread evenly over them in
+// their order (the i-th kept is at floor(i·len/n)): all of them when there
+// are no more than n. An even spread over a gazetteer in file order keeps
+// each type and each part of an alphabetized list in proportion, without a
+// seed to carry.
+func Spread(sentences []corpus.Sentence, n int) []corpus.Sentence {
+	if n < 0 {
+		n = 0
+	}
+	if len(sentences) <= n {
+		return sentences
+	}
+	out := make([]corpus.Sentence, n)
+	for i := range n {
+		out[i] = sentences[i*len(sentences)/n]
+	}
+	return out
+}

@@ -25,6 +25,7 @@ func init() {
 			stages.StringParam("scheme", "bio", "tag scheme of the labels", stages.OneOf("io", "bio", "iob1", "bioes")),
 			stages.StringParam("format", "conll", "format of the labeled corpus", stages.OneOf("conll", "jsonl", "jsonl-spans", "ck")),
 			stages.BoolParam("entry_sentences", false, "append every typed gazetteer entry to the labeled corpus as a sentence of its own, so that a tagger trained on it learns the entries the corpus never mentions (for gazetteers of up to a few thousand entries: a large dictionary would outweigh the corpus)"),
+			stages.FloatParam("entry_share", 0.5, "entry_sentences: at most this many entry sentences per sentence of the corpus; a gazetteer with more typed entries contributes an evenly spread subset of them, so that the text, where entities have context, still outweighs isolated phrases (0: every entry)", stages.Range(0, 1000)),
 			stages.IntParam("top", 20, "frequent and ambiguous phrases listed in the report", stages.Range(0, 10000)),
 		}, append(matchParams("label of phrases with tied types: unknown (\"?\") or o"),
 			append(dataset.SourceParams("corpus", "sentences to label"), dataset.SourceParams("gold", "gold sentences")...)...)...),
@@ -94,8 +95,12 @@ func runStage(c *stages.Context) error {
 		if err != nil {
 			return stages.Permanent(err)
 		}
+		typed := len(entries.Sentences)
+		if share := p.Float("entry_share"); share > 0 {
+			entries.Sentences = Spread(entries.Sentences, int(share*float64(len(text.Sentences))))
+		}
 		labeled.Sentences = append(labeled.Sentences, entries.Sentences...)
-		c.Log.Info("appended gazetteer entries as sentences", "sentences", len(entries.Sentences))
+		c.Log.Info("appended gazetteer entries as sentences", "sentences", len(entries.Sentences), "typed_entries", typed)
 	}
 
 	format := corpus.Format(p.String("format"))

@@ -115,6 +115,8 @@ func distantParams() []stages.Param {
 	return []stages.Param{
 		stages.StringParam("case", "exact", "with gazetteers: letter case matching of every labeling node (label, labels-dev, labels-test): exact, fold, or variants (as written, UPPER, lower)", stages.OneOf("exact", "fold", "variants")),
 		stages.BoolParam("entry_sentences", false, "with gazetteers: every typed entry is also a training sentence of its own, so that the taggers learn the entries the corpus never mentions (for gazetteers of up to a few thousand entries)"),
+		stages.FloatParam("entry_share", 0.5, "entry_sentences: at most this many entry sentences per sentence of the training corpus, an evenly spread subset of the entries where the gazetteers have more (0: every entry); the text, where entities have context, keeps outweighing isolated phrases",
+			stages.Range(0, 1000)),
 	}
 }
 
@@ -136,7 +138,7 @@ func trainingCorpus(b *spec.Builder) func(n *spec.NodeBuilder) {
 			b.Errorf("params."+f, "the gazetteers label the train input, which is one file of raw sentences: connect that file instead")
 		}
 	}
-	label := b.Node("label", distant.StageName).Pass("scheme", "case", "entry_sentences").
+	label := b.Node("label", distant.StageName).Pass("scheme", "case", "entry_sentences", "entry_share").
 		Input("corpus", b.In("train")).Input("gazetteers", gazetteersFor(b)...).Input("stopwords", b.In("stopwords"))
 	return func(n *spec.NodeBuilder) { n.Input("corpus", label.Out("labeled")) }
 }

@@ -58,7 +58,7 @@ func TestLabelsOfEverySplitAreTheBaseline(t *testing.T) {
 			t.Errorf("%s matches with case %v, want the method's fold", label, p["case"])
 		}
 	}
-	if p := nodeParams(t, g, "label"); p["entry_sentences"] != true {
+	if p := nodeParams(t, g, "label"); p["entry_sentences"] != true || p["entry_share"] != 0.5 {
 		t.Errorf("label params %v", p)
 	}
 	for _, ev := range []string{"eval-noise[seed=1]", "eval-distil", "eval-selftrain"} {
