@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/nerflow/nerflow/stages"
 )
@@ -142,4 +143,28 @@ func (p *Predictions) Soft() [][][]float32 {
 		out[i] = s.Probs
 	}
 	return out
+}
+
+// SamePredictions tells where two predictions of one corpus differ: the
+// first sentence whose tags, or token whose probabilities, are not exactly
+// the same (nil when none is). A model loaded back from its files must
+// predict what it predicted before it was saved.
+func SamePredictions(a, b []Prediction) error {
+	if len(a) != len(b) {
+		return fmt.Errorf("%d sentences against %d", len(a), len(b))
+	}
+	for i := range a {
+		if !slices.Equal(a[i].Tags, b[i].Tags) {
+			return fmt.Errorf("sentence %d: tags %v against %v", i+1, a[i].Tags, b[i].Tags)
+		}
+		if len(a[i].Probs) != len(b[i].Probs) {
+			return fmt.Errorf("sentence %d: probabilities of %d tokens against %d", i+1, len(a[i].Probs), len(b[i].Probs))
+		}
+		for tok := range a[i].Probs {
+			if !slices.Equal(a[i].Probs[tok], b[i].Probs[tok]) {
+				return fmt.Errorf("sentence %d token %d: probabilities differ", i+1, tok+1)
+			}
+		}
+	}
+	return nil
 }

@@ -174,20 +174,7 @@ func TestTieBreakTrainingLowersLossAndRoundTrips(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i, p := range before {
-		if err := corpus.BIO.Validate(p.Tags); err != nil {
-			t.Errorf("sentence %d: tags %v: %v", i+1, p.Tags, err)
-		}
-		for tok, row := range p.Probs {
-			var sum float32
-			for _, x := range row {
-				sum += x
-			}
-			if math.Abs(float64(sum)-1) > 1e-4 {
-				t.Fatalf("sentence %d, token %d: probabilities sum to %v", i+1, tok+1, sum)
-			}
-		}
-	}
+	checkValidPredictions(t, before)
 	checkRoundTrip(t, m, c, before)
 	if _, err := NewTrainer(m, tinyTrainConfig(LossCE)); err == nil {
 		t.Error("loss ce on the tie-or-break head: no error")

@@ -209,20 +209,7 @@ func TestSpanTrainingLowersLossAndRoundTrips(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for i, p := range before {
-				if err := corpus.BIO.Validate(p.Tags); err != nil {
-					t.Errorf("sentence %d: tags %v: %v", i+1, p.Tags, err)
-				}
-				for tok, row := range p.Probs {
-					var sum float32
-					for _, x := range row {
-						sum += x
-					}
-					if math.Abs(float64(sum)-1) > 1e-4 {
-						t.Fatalf("sentence %d, token %d: probabilities sum to %v", i+1, tok+1, sum)
-					}
-				}
-			}
+			checkValidPredictions(t, before)
 			checkRoundTrip(t, m, c, before)
 		})
 	}
@@ -308,6 +295,26 @@ func TestSpanLogitsFactored(t *testing.T) {
 	for i := range want {
 		if math.Abs(float64(got[i]-want[i])) > 1e-5 {
 			t.Fatalf("logit %d: factored %v, direct %v", i, got[i], want[i])
+		}
+	}
+}
+
+// checkValidPredictions fails on a prediction whose tags break BIO or
+// whose probabilities of a token do not sum to 1.
+func checkValidPredictions(t *testing.T, preds []Prediction) {
+	t.Helper()
+	for i, p := range preds {
+		if err := corpus.BIO.Validate(p.Tags); err != nil {
+			t.Errorf("sentence %d: tags %v: %v", i+1, p.Tags, err)
+		}
+		for tok, row := range p.Probs {
+			var sum float32
+			for _, x := range row {
+				sum += x
+			}
+			if math.Abs(float64(sum)-1) > 1e-4 {
+				t.Fatalf("sentence %d, token %d: probabilities sum to %v", i+1, tok+1, sum)
+			}
 		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/sugarme/gotch"
 
 	"github.com/nerflow/nerflow/corpus"
+	"github.com/nerflow/nerflow/dataset"
 	"github.com/nerflow/nerflow/kit"
 	"github.com/nerflow/nerflow/train/internal/traintest"
 )
@@ -109,15 +110,8 @@ func checkRoundTrip(t *testing.T, m *Tagger, c *corpus.Corpus, before []Predicti
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i := range before {
-		if !slices.Equal(before[i].Tags, after[i].Tags) {
-			t.Fatalf("sentence %d: tags %v before saving, %v after loading", i+1, before[i].Tags, after[i].Tags)
-		}
-		for tok := range before[i].Probs {
-			if !slices.Equal(before[i].Probs[tok], after[i].Probs[tok]) {
-				t.Fatalf("sentence %d token %d: probabilities differ after loading", i+1, tok+1)
-			}
-		}
+	if err := dataset.SamePredictions(before, after); err != nil {
+		t.Fatalf("before saving and after loading: %v", err)
 	}
 }
 

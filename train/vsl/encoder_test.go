@@ -4,7 +4,6 @@ import (
 	"context"
 	"math"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
@@ -12,6 +11,7 @@ import (
 	"github.com/sugarme/gotch/ts"
 
 	"github.com/nerflow/nerflow/corpus"
+	"github.com/nerflow/nerflow/dataset"
 	"github.com/nerflow/nerflow/kit"
 	"github.com/nerflow/nerflow/train/encoder"
 	"github.com/nerflow/nerflow/train/internal/traintest"
@@ -103,15 +103,8 @@ func TestFineTunedEncoder(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for i := range p1 {
-			if !slices.Equal(p1[i].Tags, p2[i].Tags) {
-				t.Fatalf("sentence %d: %v before saving, %v after", i+1, p1[i].Tags, p2[i].Tags)
-			}
-			for j := range p1[i].Probs {
-				if !slices.Equal(p1[i].Probs[j], p2[i].Probs[j]) {
-					t.Fatalf("sentence %d token %d: probabilities differ after loading", i+1, j+1)
-				}
-			}
+		if err := dataset.SamePredictions(p1, p2); err != nil {
+			t.Fatalf("before saving and after loading: %v", err)
 		}
 	}
 
