@@ -41,7 +41,7 @@ func init() {
 			stages.IntParam("seed", 1, "seed of the initial weights, batches and dropout", stages.AtLeast(0)),
 			tagger.SchemeParam("io", "tag scheme of the labels and the tagger"),
 			stages.IntParam("epochs", 3, "stage 1: at most this many epochs on the distant labels, the step chosen on the dev set (BOND: 900 steps of 16 sentences with RoBERTa; a BiLSTM learns slower), raised to reach min_steps", stages.Range(1, 1000)),
-			stages.IntParam("min_steps", 1000, "stage 1: train at least this many steps, epochs raised to ceil(min_steps / steps per epoch) (CoNLL-2003's 3 epochs are 1,317 steps, its best step 1,150; an 800-sentence corpus has 25 steps an epoch) (0: epochs as given)", stages.AtLeast(0)),
+			minStepsParam("stage 1:"),
 			stages.IntParam("eval_every", tagger.EvalAuto, "stage 1: steps between two scores on the dev set, the best step's model kept (0: per epoch; -1: auto, an eighth of an epoch and at least 50 steps: 55 on CoNLL-2003)", stages.AtLeast(tagger.EvalAuto)),
 			stages.IntParam("patience", 4, "stage 1: stop after this many scores without a better dev F1 (0: run every epoch)", stages.AtLeast(0)),
 			stages.FloatParam("drop_o", 0, "stage 1: fraction of the distant O tokens left out of the loss (BOND: none; not with partial)", stages.Range(0, 0.99)),

@@ -159,3 +159,13 @@ func fanSeeds(n *spec.NodeBuilder, seeds []int, param bool) *spec.NodeBuilder {
 	}
 	return n
 }
+
+// minStepsParam declares min_steps, the floor on training steps that the
+// distant methods pass to their training nodes (what names those nodes):
+// a BiLSTM needs updates, not epochs, and a small corpus has few steps an
+// epoch.
+func minStepsParam(what string) stages.Param {
+	return stages.IntParam("min_steps", 1000, what+" train at least this many steps: epochs raised to "+
+		"ceil(min_steps / steps per epoch) (CoNLL-2003 at batch 32 has 439 steps an epoch and keeps its epochs; "+
+		"1,100 sentences at batch 16 have 69) (0: epochs as given)", stages.AtLeast(0))
+}

@@ -35,7 +35,7 @@ func init() {
 			stages.IntParam("seed", 1, "seed of the taggers", stages.AtLeast(0)),
 			tagger.SchemeParam("bio", "tag scheme of the predictions"),
 			stages.IntParam("epochs", 10, "training epochs, raised to reach min_steps", stages.Range(1, 1000)),
-			stages.IntParam("min_steps", 1000, "train at least this many steps: epochs raised to ceil(min_steps / steps per epoch) (CoNLL-2003's 10 epochs are 4,390 steps and stand; 1,100 sentences are 35 steps an epoch, so 29 epochs) (0: epochs as given)", stages.AtLeast(0)),
+			minStepsParam("the taggers"),
 			stages.IntParam("max_span", 10, "longest span classified, in tokens", stages.Range(1, 64)),
 			stages.FloatParam("neg_ratio", 0.35, "negatives per sentence: ceil(neg_ratio * length) (lambda)", stages.Range(0.01, 10)),
 			stages.FloatParam("mu", 8, "weighted sampling: exponent of the O margin", stages.Range(0, 64)),

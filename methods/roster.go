@@ -45,7 +45,7 @@ func init() {
 			stages.IntListParam("seeds", []int{1, 2, 3, 4, 5}, "seeds of the noise-robust taggers (K = 5), trained in parallel on the gpu queue", stages.AtLeast(0)),
 			tagger.SchemeParam("io", "tag scheme of the labels and the taggers"),
 			stages.IntParam("epochs", 3, "noise-robust training epochs of each seed, raised to reach min_steps", stages.Range(1, 1000)),
-			stages.IntParam("min_steps", 1000, "the seeds and the student train at least this many steps each: their epochs are raised to ceil(min_steps / steps per epoch) (CoNLL-2003 at batch 32: 439 steps an epoch, so its 4 and 3 epochs stand; 1,100 sentences at batch 16: 69, so 15 epochs) (0: epochs as given)", stages.AtLeast(0)),
+			minStepsParam("the seeds and the student each"),
 			stages.FloatParam("drop_o", 0.5, "fraction of the distant O tokens left out of the loss", stages.Range(0, 0.99)),
 			stages.BoolParam("gce", true, "generalized cross entropy (false: cross entropy; ablation)"),
 			stages.BoolParam("partial", true, "the seeds are partial-label CRFs (loss "+tagger.LossPartial+": a distant O is evidence of strength 1 - miss_rate, a match is kept) instead of token classifiers with generalized cross entropy and noisy-label removal (false: RoSTER's recipe)"),
