@@ -131,12 +131,30 @@ func runStage(c *stages.Context) error {
 // gazetteers, stopwords and matching params; it returns the gazetteers too.
 // A malformed gazetteer is a permanent error naming its file and line.
 func stageMatcher(c *stages.Context, more ...Option) (*Matcher, []*Gazetteer, error) {
-	p := c.Params
-	opts, err := ParseOptions(p.String("case"), p.String("unicode"), p.String("untyped"), p.String("ambiguous"), p.String("tokenizer"))
+	opts, err := stageOptions(c)
+	if err != nil {
+		return nil, nil, err
+	}
+	opts = append(opts, more...)
+	gazetteers, err := readGazetteers(c, c.Params.Ints("priorities"), c.Params.Strings("types"), opts...)
+	if err != nil {
+		return nil, nil, err
+	}
+	m, err := NewMatcher(gazetteers, opts...)
 	if err != nil {
 		return nil, nil, stages.Permanent(err)
 	}
-	opts = append(opts, more...)
+	return m, gazetteers, nil
+}
+
+// stageOptions reads the matching params (matchParams) and the stopwords
+// input of a stage into options.
+func stageOptions(c *stages.Context) ([]Option, error) {
+	p := c.Params
+	opts, err := ParseOptions(p.String("case"), p.String("unicode"), p.String("untyped"), p.String("ambiguous"), p.String("tokenizer"))
+	if err != nil {
+		return nil, stages.Permanent(err)
+	}
 	if in := c.Input("stopwords"); in != nil {
 		var words []string
 		for _, f := range in.Files {
@@ -146,20 +164,12 @@ func stageMatcher(c *stages.Context, more ...Option) (*Matcher, []*Gazetteer, er
 				return err
 			})
 			if err != nil {
-				return nil, nil, err
+				return nil, err
 			}
 		}
 		opts = append(opts, WithStopwords(words))
 	}
-	gazetteers, err := readGazetteers(c, p.Ints("priorities"), p.Strings("types"), opts...)
-	if err != nil {
-		return nil, nil, err
-	}
-	m, err := NewMatcher(gazetteers, opts...)
-	if err != nil {
-		return nil, nil, stages.Permanent(err)
-	}
-	return m, gazetteers, nil
+	return opts, nil
 }
 
 // readGazetteers reads every file of every artifact of the input

@@ -30,6 +30,10 @@ type Info struct {
 	Digest string   `json:"digest,omitempty"`
 	Scheme string   `json:"scheme"`
 	Types  []string `json:"types"`
+	// Overlay is the mode in which the checkpoint's overlay (a gazetteer's
+	// matches, see package overlay) combines with the tagger's entities;
+	// empty without one.
+	Overlay string `json:"overlay,omitempty"`
 }
 
 // Model is a loaded tagger with what decoding needs.
@@ -42,6 +46,7 @@ type Model struct {
 func NewModel(t *tagger.Tagger, info Info) *Model {
 	info.Scheme = t.Labels.Scheme.String()
 	info.Types = slices.Clone(t.Labels.Types)
+	info.Overlay = string(t.OverlayMode())
 	return &Model{Info: info, tagger: t}
 }
 
@@ -96,6 +101,8 @@ type Entity struct {
 	TokenEnd   int `json:"token_end"`
 	// Confidence is the mean, over the entity's tokens, of the probability
 	// the tagger gives the tag it chose (the CRF's marginal for a CRF).
+	// Where an overlay changed a token's tag, the probability is half the
+	// tagger's own plus one half (overlay.Weight).
 	Confidence float64 `json:"confidence"`
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/nerflow/nerflow/corpus"
 	"github.com/nerflow/nerflow/embeddings"
 	"github.com/nerflow/nerflow/kit"
+	"github.com/nerflow/nerflow/train/overlay"
 )
 
 // Files of a saved tagger (a "checkpoint" artifact).
@@ -57,9 +58,9 @@ type taggerSpec struct {
 
 // Save writes the tagger into dir (created if needed): TaggerFile and
 // WeightsFile, VectorsFile with a frozen table, the language model's files
-// in lm/ with one, and the encoder's (its fine-tuned weights, its
-// architecture and vocabulary) in encoder/ with one, so that the checkpoint
-// tags on its own.
+// in lm/ with one, the encoder's (its fine-tuned weights, its
+// architecture and vocabulary) in encoder/ with one, and its overlay in
+// overlay.Dir with one, so that the checkpoint tags on its own.
 func (m *Tagger) Save(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("saving tagger: %w", err)
@@ -93,10 +94,17 @@ func (m *Tagger) Save(dir string) error {
 	if err := kit.SaveTensors(m.ownWeights(), filepath.Join(dir, WeightsFile)); err != nil {
 		return fmt.Errorf("saving tagger: weights: %w", err)
 	}
+	if m.overlay != nil {
+		if err := m.overlay.Write(dir); err != nil {
+			return fmt.Errorf("saving tagger: %w", err)
+		}
+	}
 	return nil
 }
 
-// Load reads a tagger saved by Save onto device.
+// Load reads a tagger saved by Save onto device, with its overlay when the
+// checkpoint has one (the overlay's kind must be registered: package
+// distant registers the gazetteer's).
 func Load(dir string, device gotch.Device) (*Tagger, error) {
 	b, err := os.ReadFile(filepath.Join(dir, TaggerFile))
 	if err != nil {
@@ -165,6 +173,10 @@ func Load(dir string, device gotch.Device) (*Tagger, error) {
 		return nil, fmt.Errorf("loading tagger: %w", err)
 	}
 	if err := kit.LoadWeights(filepath.Join(dir, WeightsFile), m.device, m.ownWeights()); err != nil {
+		m.Close()
+		return nil, fmt.Errorf("loading tagger: %w", err)
+	}
+	if m.overlay, err = overlay.Read(dir); err != nil {
 		m.Close()
 		return nil, fmt.Errorf("loading tagger: %w", err)
 	}

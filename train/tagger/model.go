@@ -15,6 +15,7 @@ import (
 	"github.com/nerflow/nerflow/corpus"
 	"github.com/nerflow/nerflow/embeddings"
 	"github.com/nerflow/nerflow/kit"
+	"github.com/nerflow/nerflow/train/overlay"
 )
 
 // Config is the architecture of a tagger:
@@ -134,6 +135,9 @@ type Tagger struct {
 	// frozenEnc keeps its weights as they are (tuneEncoder).
 	enc       Encoder
 	frozenEnc bool
+	// overlay combines another source's entities with the tagger's in
+	// Predict (nil: none; see package overlay).
+	overlay *overlay.Attached
 }
 
 // NewTagger builds a tagger with freshly initialized weights, drawn from

@@ -16,6 +16,8 @@ type Prediction = dataset.Prediction
 
 // Predict tags every sentence of c (tags, if any, are ignored), batchSize
 // sentences at a time, on an OS thread of its own (see onComputeThread).
+// A tagger with an overlay combines the overlay's entities with its own
+// (see SetOverlay).
 func (m *Tagger) Predict(c *corpus.Corpus, batchSize int) (preds []Prediction, err error) {
 	kit.OnComputeThread(func(func()) {
 		var exs []example
@@ -23,6 +25,9 @@ func (m *Tagger) Predict(c *corpus.Corpus, batchSize int) (preds []Prediction, e
 			preds, err = m.predictExamples(exs, batchSize)
 		}
 	})
+	if err == nil {
+		err = m.applyOverlay(c, preds)
+	}
 	return preds, err
 }
 

@@ -1,0 +1,255 @@
+package distant
+
+import (
+	"bufio"
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/nerflow/nerflow/corpus"
+	"github.com/nerflow/nerflow/train/overlay"
+)
+
+// OverlayKind is the kind of the gazetteer's overlay in a checkpoint
+// (package overlay): a tagger saved with it combines the gazetteer's
+// typed matches of a sentence with its own entities.
+const OverlayKind = "gazetteer"
+
+// Files of the gazetteer's overlay, in the checkpoint's overlay.Dir.
+const (
+	overlaySettingsFile = "gazetteer.json"
+	overlayEntriesFile  = "entries.jsonl"
+)
+
+func init() { overlay.Register(OverlayKind, LoadOverlay) }
+
+// overlaySettings are the matching options a saved overlay compiles its
+// matcher with: those of NewMatcher that change which phrases match. The
+// tokenizer is not among them (the entries are saved tokenized), nor how
+// untyped and ambiguous matches are labeled (the overlay adds typed
+// matches only; the others still keep shorter matches out of them).
+type overlaySettings struct {
+	Case      string   `json:"case"`
+	Unicode   string   `json:"unicode"`
+	Stopwords []string `json:"stopwords,omitempty"`
+	// Sources name the gazetteers the entries came from, for a reader.
+	Sources []string `json:"sources,omitempty"`
+	Entries int      `json:"entries"`
+}
+
+// overlayEntry is one line of overlayEntriesFile: a gazetteer entry as
+// its loader tokenized it (the matcher normalizes it as distant.label's
+// does), its type ("" untyped) and its gazetteer's priority.
+type overlayEntry struct {
+	Tokens   []string `json:"tokens"`
+	Type     string   `json:"type,omitempty"`
+	Priority int      `json:"priority,omitempty"`
+}
+
+// GazetteerOverlay is the overlay of gazetteers: a sentence's entities are
+// the typed matches distant.label would label in it with the same
+// gazetteers and options. It is safe for concurrent use.
+type GazetteerOverlay struct {
+	m        *Matcher
+	settings overlaySettings
+	entries  []overlayEntry
+	scanners sync.Pool
+}
+
+// NewOverlay compiles gazetteers into an overlay with the matching options
+// of distant.label (case, Unicode form, stopwords, priorities).
+func NewOverlay(gazetteers []*Gazetteer, opts ...Option) (*GazetteerOverlay, error) {
+	m, err := NewMatcher(gazetteers, opts...)
+	if err != nil {
+		return nil, err
+	}
+	s := overlaySettings{Case: m.cfg.caseMode.String(), Unicode: m.cfg.form.String(), Stopwords: slices.Sorted(maps.Keys(m.cfg.stopwords))}
+	var entries []overlayEntry
+	for _, g := range gazetteers {
+		s.Sources = append(s.Sources, g.Name)
+		for _, e := range g.Entries {
+			entries = append(entries, overlayEntry{Tokens: e.Tokens, Type: e.Type, Priority: g.Priority})
+		}
+	}
+	s.Entries = len(entries)
+	return newGazetteerOverlay(m, s, entries), nil
+}
+
+func newGazetteerOverlay(m *Matcher, s overlaySettings, entries []overlayEntry) *GazetteerOverlay {
+	o := &GazetteerOverlay{m: m, settings: s, entries: entries}
+	o.scanners.New = func() any { return m.Scanner() }
+	return o
+}
+
+// Kind is OverlayKind.
+func (o *GazetteerOverlay) Kind() string { return OverlayKind }
+
+// Types returns the entity types the overlay can add, sorted.
+func (o *GazetteerOverlay) Types() []string { return o.m.Types() }
+
+// Stats describes the compiled gazetteers.
+func (o *GazetteerOverlay) Stats() BuildStats { return o.m.Stats() }
+
+// Spans returns the typed matches of a sentence: distant.label's
+// entities of it. Untyped and ambiguous matches name no type to add.
+func (o *GazetteerOverlay) Spans(tokens []string) []corpus.Span {
+	sc := o.scanners.Get().(*Scanner)
+	defer o.scanners.Put(sc)
+	var out []corpus.Span
+	for _, mt := range sc.Match(tokens) {
+		if mt.Kind == Typed {
+			out = append(out, corpus.Span{Start: mt.Start, End: mt.End, Label: mt.Type})
+		}
+	}
+	return out
+}
+
+// Save writes the settings and the entries into dir.
+func (o *GazetteerOverlay) Save(dir string) error {
+	b, err := json.MarshalIndent(o.settings, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, overlaySettingsFile), append(b, '\n'), 0o644); err != nil {
+		return err
+	}
+	f, err := os.Create(filepath.Join(dir, overlayEntriesFile))
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriter(f)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	for _, e := range o.entries {
+		if err := enc.Encode(e); err != nil {
+			f.Close()
+			return err
+		}
+	}
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// LoadOverlay reads a gazetteer overlay saved in dir (the Loader package
+// overlay calls for OverlayKind). Malformed files are errors naming the
+// file and line.
+func LoadOverlay(dir string) (overlay.Overlay, error) {
+	sp := filepath.Join(dir, overlaySettingsFile)
+	b, err := os.ReadFile(sp)
+	if err != nil {
+		return nil, err
+	}
+	var s overlaySettings
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, fmt.Errorf("%s: %w", sp, err)
+	}
+	cm, err := ParseCaseMode(s.Case)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", sp, err)
+	}
+	uf, err := ParseUnicodeForm(s.Unicode)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", sp, err)
+	}
+	ep := filepath.Join(dir, overlayEntriesFile)
+	f, err := os.Open(ep)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var entries []overlayEntry
+	byPriority := map[int]*Gazetteer{}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64*1024), maxLine)
+	line := 0
+	for sc.Scan() {
+		line++
+		var e overlayEntry
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			return nil, fmt.Errorf("%s:%d: %w", ep, line, err)
+		}
+		if len(e.Tokens) == 0 {
+			return nil, fmt.Errorf("%s:%d: an entry without tokens", ep, line)
+		}
+		entries = append(entries, e)
+		g := byPriority[e.Priority]
+		if g == nil {
+			g = &Gazetteer{Name: ep, Priority: e.Priority}
+			byPriority[e.Priority] = g
+		}
+		g.Entries = append(g.Entries, Entry{Phrase: strings.Join(e.Tokens, " "), Tokens: e.Tokens, Type: e.Type, Line: line})
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%s:%d: %w", ep, line+1, err)
+	}
+	if line != s.Entries {
+		return nil, fmt.Errorf("%s: %d entries, %s records %d (truncated?)", ep, line, overlaySettingsFile, s.Entries)
+	}
+	gazetteers := slices.SortedFunc(maps.Values(byPriority), func(a, b *Gazetteer) int { return cmp.Compare(a.Priority, b.Priority) })
+	m, err := NewMatcher(gazetteers, WithCase(cm), WithUnicodeForm(uf), WithStopwords(s.Stopwords))
+	if err != nil {
+		return nil, err
+	}
+	return newGazetteerOverlay(m, s, entries), nil
+}
+
+// MineEntries makes a gazetteer of the entities of a distantly labeled
+// corpus (tags in any scheme): each distinct token sequence tagged as an
+// entity, with the type it has most often, in the order the corpus first
+// tags it. A sequence whose types tie gets an entry for each, which the
+// matcher resolves as ambiguous (it adds no entity); spans of the unknown
+// type are left out. It is the gazetteer of a run whose distant labels
+// were given as files. name names it in errors and reports.
+func MineEntries(c *corpus.Corpus, name string) (*Gazetteer, error) {
+	type mined struct {
+		tokens []string
+		line   int
+		counts map[string]int
+	}
+	var order []*mined
+	byKey := map[string]*mined{}
+	for i, s := range c.Sentences {
+		if s.Tags == nil {
+			return nil, fmt.Errorf("%s: sentence %d has no tags to mine entities from", name, i+1)
+		}
+		spans, err := corpus.AnyScheme.Spans(s.Tags)
+		if err != nil {
+			return nil, fmt.Errorf("%s: sentence %d: %w", name, i+1, err)
+		}
+		for _, sp := range spans {
+			if sp.Label == corpus.UnknownType {
+				continue
+			}
+			toks := s.Tokens[sp.Start:sp.End]
+			key := strings.Join(toks, keySep)
+			md := byKey[key]
+			if md == nil {
+				md = &mined{tokens: slices.Clone(toks), line: i + 1, counts: map[string]int{}}
+				byKey[key] = md
+				order = append(order, md)
+			}
+			md.counts[sp.Label]++
+		}
+	}
+	g := &Gazetteer{Name: name, Report: LoadReport{Source: name, Types: map[string]int{}}}
+	for _, md := range order {
+		best := slices.Max(slices.Collect(maps.Values(md.counts)))
+		for _, typ := range slices.Sorted(maps.Keys(md.counts)) {
+			if md.counts[typ] == best {
+				g.Entries = append(g.Entries, Entry{Phrase: strings.Join(md.tokens, " "), Tokens: md.tokens, Type: typ, Line: md.line})
+				g.Report.Types[typ]++
+			}
+		}
+	}
+	g.Report.Entries = len(g.Entries)
+	return g, nil
+}

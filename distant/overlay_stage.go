@@ -1,0 +1,116 @@
+package distant
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/nerflow/nerflow/dataset"
+	"github.com/nerflow/nerflow/stages"
+	"github.com/nerflow/nerflow/train/overlay"
+)
+
+// StageOverlay is the stage that adds the gazetteer's overlay to a trained
+// tagger.
+const StageOverlay = "distant.overlay"
+
+// taggerFile is the file that makes a checkpoint a tagger (package
+// train/tagger's TaggerFile, which this package cannot import: the tagger
+// imports it). Only a tagger combines an overlay with its entities.
+const taggerFile = "tagger.json"
+
+func init() {
+	stages.Register(stages.Stage{
+		Name:    StageOverlay,
+		Version: 1,
+		Doc: "Adds a gazetteer overlay to a trained tagger: the checkpoint, unchanged, with a directory " +
+			overlay.Dir + "/ holding gazetteer entries and the matching options of " + StageName + ", so that " +
+			"wherever the tagger predicts (train.evaluate, train.predict, predict.entities, nerflow serve) its " +
+			"entities are combined with the typed matches of the same sentence: mode fill keeps the tagger's " +
+			"entities and adds the matches that overlap none of them, mode override keeps the matches and adds " +
+			"the tagger's entities that overlap none. The entries are the gazetteers' or, without gazetteers, " +
+			"mined from the distantly labeled corpus (each distinct tagged phrase with its most frequent type).",
+		Params: append([]stages.Param{
+			stages.StringParam("mode", string(overlay.Fill), "fill: the tagger's entities are kept and the matches that overlap none added; override: the matches are kept and the tagger's entities that overlap none added", stages.OneOf(string(overlay.Fill), string(overlay.Override))),
+		}, append(matchParams("matches of phrases with tied types add no entity; unknown (\"?\") or o as in "+StageName+" (either way they keep shorter matches out)"),
+			dataset.SourceParams("labeled", "distantly labeled sentences to mine the entries from")...)...),
+		Inputs: []stages.Port{
+			{Name: "model", Kind: "checkpoint", Doc: "a trained tagger (tagger.json)"},
+			{Name: "gazetteers", Kind: "gazetteer", Many: true, Optional: true, Doc: "the phrase lists that labeled the tagger's training corpus; every file of every artifact is a gazetteer"},
+			{Name: "stopwords", Kind: "stopwords", Optional: true, Doc: "one word per line; phrases made only of them are not matched"},
+			{Name: "labeled", Kind: "corpus", Optional: true, Doc: "without gazetteers: the training corpus with its distant tags, whose tagged phrases are the entries"},
+		},
+		Outputs: []stages.Port{
+			{Name: "model", Kind: "checkpoint", Doc: "the input checkpoint's files and metadata with " + overlay.Dir + "/"},
+		},
+		Run: runOverlayStage,
+	})
+}
+
+func runOverlayStage(c *stages.Context) error {
+	p := c.Params
+	mode, err := overlay.ParseMode(p.String("mode"))
+	if err != nil {
+		return stages.Permanent(err)
+	}
+	model := c.Input("model")
+	if _, ok := model.File(taggerFile); !ok {
+		return stages.Permanent(fmt.Errorf("input model %s: no %s: an overlay goes with a tagger", model.Prefix, taggerFile))
+	}
+	opts, err := stageOptions(c)
+	if err != nil {
+		return err
+	}
+	var gazetteers []*Gazetteer
+	switch labeled := c.Input("labeled"); {
+	case len(c.Inputs("gazetteers")) > 0:
+		if gazetteers, err = readGazetteers(c, p.Ints("priorities"), p.Strings("types"), opts...); err != nil {
+			return err
+		}
+	case labeled != nil:
+		text, err := dataset.ReadInput(labeled, p, "labeled")
+		if err != nil {
+			return err
+		}
+		g, err := MineEntries(text, "labeled")
+		if err != nil {
+			return stages.Permanent(fmt.Errorf("input labeled: %w", err))
+		}
+		gazetteers = []*Gazetteer{g}
+	default:
+		return stages.Permanent(fmt.Errorf("connect gazetteers, or the distantly labeled corpus (input labeled) to mine the entries from"))
+	}
+	ov, err := NewOverlay(gazetteers, opts...)
+	if err != nil {
+		return stages.Permanent(err)
+	}
+	st := ov.Stats()
+	c.Log.Info("gazetteer overlay", "mode", mode, "entries", st.Entries, "phrases", st.Phrases, "types", ov.Types())
+	if len(ov.Types()) == 0 {
+		c.Log.Warn("the overlay has no typed phrase: it adds no entity")
+	}
+
+	dir := filepath.Join(c.WorkDir(), "model")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if err := model.Fetch(dir); err != nil {
+		return fmt.Errorf("fetching model %s: %w", model.Prefix, err)
+	}
+	a, err := overlay.Attach(ov, mode)
+	if err != nil {
+		return stages.Permanent(err)
+	}
+	if err := a.Write(dir); err != nil {
+		return err
+	}
+	out := c.Output("model")
+	for k, v := range model.Meta {
+		out.SetMeta(k, v)
+	}
+	out.SetMeta("overlay", string(mode))
+	if model.SchemaVersion != 0 {
+		out.SetSchemaVersion(model.SchemaVersion)
+	}
+	return out.AddDir(dir)
+}

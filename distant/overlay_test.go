@@ -1,0 +1,296 @@
+package distant
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/nerflow/nerflow/corpus"
+	"github.com/nerflow/nerflow/stages"
+	"github.com/nerflow/nerflow/train/overlay"
+)
+
+// overlayGazetteers: a typed list at priority 0 ("lithium" tied between
+// two types, "the" a stopword), a typed one at priority 1 and an untyped
+// one whose long phrase keeps a shorter typed one out.
+func overlayGazetteers(t *testing.T, opts ...Option) []*Gazetteer {
+	t.Helper()
+	var gs []*Gazetteer
+	for _, g := range []struct {
+		name, text string
+		priority   int
+	}{
+		{"core.txt", "Chemical\tlithium\nChemical\tlithium carbonate\nDisease\theart failure\nDisease\ttoxicity\nDisease\tlithium\nChemical\tthe\n", 0},
+		{"extra.txt", "Chemical\tclonidine\nChemical\ttoxicity\n", 1},
+		{"full.txt", "congestive heart failure\n", 0},
+	} {
+		gz, err := Read(strings.NewReader(g.text), Source{Path: g.name, Priority: g.priority}, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gs = append(gs, gz)
+	}
+	return gs
+}
+
+var overlaySentences = []string{
+	"congestive heart failure after lithium carbonate toxicity",
+	"the lithium dose",
+	"LITHIUM CARBONATE and Clonidine",
+}
+
+// typedSpans is what distant.label labels in a sentence, typed spans only.
+func typedSpans(t *testing.T, m *Matcher, tokens []string) []corpus.Span {
+	t.Helper()
+	l, err := m.NewLabeler(corpus.BIO)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tags, err := l.Label(tokens)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spans, err := corpus.BIO.Spans(tags)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []corpus.Span
+	for _, sp := range spans {
+		if sp.Label != corpus.UnknownType {
+			out = append(out, sp)
+		}
+	}
+	return out
+}
+
+// The overlay's entities of a sentence are distant.label's typed matches
+// of it with the same gazetteers and options (priorities, case, stopwords,
+// untyped phrases that keep shorter ones out), before and after a round
+// trip through its files.
+func TestOverlayIsTheLabelsTypedMatches(t *testing.T) {
+	for _, c := range []struct {
+		caseMode CaseMode
+		want     [][]corpus.Span
+	}{
+		{CaseExact, [][]corpus.Span{
+			// "heart failure" is inside the untyped phrase; "toxicity" is a
+			// Chemical by priority.
+			{{Start: 4, End: 6, Label: "Chemical"}, {Start: 6, End: 7, Label: "Chemical"}},
+			nil, // "the" is a stopword, "lithium" ambiguous
+			nil,
+		}},
+		{CaseVariants, [][]corpus.Span{
+			{{Start: 4, End: 6, Label: "Chemical"}, {Start: 6, End: 7, Label: "Chemical"}},
+			nil,
+			{{Start: 0, End: 2, Label: "Chemical"}}, // UPPER is a variant, "Clonidine" is not
+		}},
+		{CaseFold, [][]corpus.Span{
+			{{Start: 4, End: 6, Label: "Chemical"}, {Start: 6, End: 7, Label: "Chemical"}},
+			nil,
+			{{Start: 0, End: 2, Label: "Chemical"}, {Start: 3, End: 4, Label: "Chemical"}},
+		}},
+	} {
+		opts := []Option{WithCase(c.caseMode), WithStopwords([]string{"the"})}
+		gs := overlayGazetteers(t, opts...)
+		ov, err := NewOverlay(gs, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir := t.TempDir()
+		if err := ov.Save(dir); err != nil {
+			t.Fatal(err)
+		}
+		back, err := LoadOverlay(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := matcher(t, gs, opts...)
+		for i, s := range overlaySentences {
+			toks := strings.Fields(s)
+			if got := ov.Spans(toks); !reflect.DeepEqual(got, c.want[i]) {
+				t.Errorf("case %s, %q: spans %v, want %v", c.caseMode, s, got, c.want[i])
+			}
+			if got, labels := ov.Spans(toks), typedSpans(t, m, toks); !reflect.DeepEqual(got, labels) {
+				t.Errorf("case %s, %q: spans %v, distant.label's %v", c.caseMode, s, got, labels)
+			}
+			if got := back.Spans(toks); !reflect.DeepEqual(got, c.want[i]) {
+				t.Errorf("case %s, %q: loaded again, spans %v, want %v", c.caseMode, s, got, c.want[i])
+			}
+		}
+	}
+}
+
+// A damaged entries file is an error naming its file and line.
+func TestLoadOverlayErrors(t *testing.T) {
+	ov, err := NewOverlay(overlayGazetteers(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := ov.Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, overlayEntriesFile)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(string(b), "\n")
+	if err := os.WriteFile(path, []byte(lines[0]+"{\"tokens\": [\"x\"\n"+strings.Join(lines[2:], "")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadOverlay(dir); err == nil || !strings.Contains(err.Error(), overlayEntriesFile+":2:") {
+		t.Errorf("broken line 2: %v", err)
+	}
+	if err := os.WriteFile(path, []byte(lines[0]), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadOverlay(dir); err == nil || !strings.Contains(err.Error(), "truncated") {
+		t.Errorf("truncated: %v", err)
+	}
+}
+
+// Mined entries are the labeled corpus's tagged phrases, each with its
+// most frequent type; a tie makes the phrase ambiguous, which adds no
+// entity, and spans of unknown type are no entries.
+func TestMineEntries(t *testing.T) {
+	c := &corpus.Corpus{}
+	for _, line := range []string{
+		"aspirin/B-Chemical relieves pain/B-Disease",
+		"aspirin/B-Disease for a cold/B-Disease",
+		"aspirin/B-Chemical and cold/B-Chemical",
+		"heart/I-Disease attack/I-Disease and foo/B-? bar/I-?",
+	} {
+		var s corpus.Sentence
+		for _, w := range strings.Fields(line) {
+			tok, tag, ok := strings.Cut(w, "/")
+			if !ok {
+				tag = "O"
+			}
+			s.Tokens, s.Tags = append(s.Tokens, tok), append(s.Tags, tag)
+		}
+		c.Sentences = append(c.Sentences, s)
+	}
+	g, err := MineEntries(c, "train")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range g.Entries {
+		got = append(got, e.Type+":"+strings.Join(e.Tokens, " "))
+	}
+	want := []string{"Chemical:aspirin", "Disease:pain", "Chemical:cold", "Disease:cold", "Disease:heart attack"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("entries %v, want %v", got, want)
+	}
+	ov, err := NewOverlay([]*Gazetteer{g})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spans := ov.Spans(strings.Fields("aspirin for a cold after a heart attack"))
+	if want := []corpus.Span{{Start: 0, End: 1, Label: "Chemical"}, {Start: 6, End: 8, Label: "Disease"}}; !reflect.DeepEqual(spans, want) {
+		t.Errorf("spans %v, want %v", spans, want)
+	}
+
+	c.Sentences = append(c.Sentences, corpus.Sentence{Tokens: []string{"untagged"}})
+	if _, err := MineEntries(c, "train"); err == nil || !strings.Contains(err.Error(), "train: sentence 5 has no tags") {
+		t.Errorf("untagged sentence: %v", err)
+	}
+}
+
+// The stage adds overlay/ to a checkpoint whose files and metadata stay as
+// they were, from the gazetteers or, without them, mined from the labeled
+// corpus; a tagger loaded from it reads the overlay back in its mode.
+func TestOverlayStage(t *testing.T) {
+	ctx, st, imp := stageStore(t)
+	ckdir := t.TempDir()
+	for name, content := range map[string]string{"tagger.json": `{"format":2}`, "weights.pt": "weights"} {
+		if err := os.WriteFile(filepath.Join(ckdir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	model, err := stages.Import(ctx, st, "datasets", ckdir, "checkpoint")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gaz := imp("gaz.txt", "Chemical\tlithium carbonate\nChemical\tthe\nDisease\ttoxicity\n", "gazetteer")
+	stop := imp("stop.txt", "the\n", "stopwords")
+	labeled := imp("labeled.conll", "lithium B-Chemical\ncarbonate I-Chemical\n\nthe B-Chemical\ntoxicity B-Disease\n", "corpus")
+	s, ok := stages.Lookup(StageOverlay)
+	if !ok {
+		t.Fatal("stage not registered")
+	}
+	run := func(prefix string, params map[string]any, inputs map[string][]stages.Artifact) (stages.Artifact, error) {
+		t.Helper()
+		ps, err := s.ResolveParams(params)
+		if err != nil {
+			t.Fatal(err)
+		}
+		outs, err := stages.Exec(ctx, s, stages.Env{Store: st, Params: ps, OutputPrefix: prefix, Inputs: inputs})
+		return outs["model"], err
+	}
+	sentence := strings.Fields("LITHIUM CARBONATE the toxicity")
+	for _, c := range []struct {
+		name   string
+		params map[string]any
+		inputs map[string][]stages.Artifact
+		want   []corpus.Span
+	}{
+		{"gazetteers", map[string]any{"mode": "override", "case": "variants"},
+			map[string][]stages.Artifact{"model": {model}, "gazetteers": {gaz}, "stopwords": {stop}, "labeled": {labeled}},
+			[]corpus.Span{{Start: 0, End: 2, Label: "Chemical"}, {Start: 3, End: 4, Label: "Disease"}}},
+		// Mined, "the" is a Chemical entry: the stopwords keep it out.
+		{"mined", map[string]any{"mode": "fill", "case": "variants"},
+			map[string][]stages.Artifact{"model": {model}, "stopwords": {stop}, "labeled": {labeled}},
+			[]corpus.Span{{Start: 0, End: 2, Label: "Chemical"}, {Start: 3, End: 4, Label: "Disease"}}},
+		{"mined, exact case", map[string]any{"mode": "fill"},
+			map[string][]stages.Artifact{"model": {model}, "labeled": {labeled}},
+			[]corpus.Span{{Start: 2, End: 3, Label: "Chemical"}, {Start: 3, End: 4, Label: "Disease"}}},
+	} {
+		out, err := run("runs/"+strings.ReplaceAll(c.name, " ", "-"), c.params, c.inputs)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		for _, f := range model.Files {
+			if g, ok := out.File(f.Name); !ok || g.Digest != f.Digest {
+				t.Errorf("%s: %s changed or missing: %+v", c.name, f.Name, g)
+			}
+		}
+		if out.Meta["overlay"] != c.params["mode"] || out.Kind != "checkpoint" {
+			t.Errorf("%s: kind %s, meta %v", c.name, out.Kind, out.Meta)
+		}
+		dir := t.TempDir()
+		if err := stages.NewInput(ctx, st, out).Fetch(dir); err != nil {
+			t.Fatal(err)
+		}
+		a, err := overlay.Read(dir)
+		if err != nil || a == nil {
+			t.Fatalf("%s: reading the overlay: %v", c.name, err)
+		}
+		if string(a.Mode) != c.params["mode"] {
+			t.Errorf("%s: mode %s", c.name, a.Mode)
+		}
+		if got := a.Spans(sentence); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%s: spans %v, want %v", c.name, got, c.want)
+		}
+	}
+
+	bad := imp("bad.txt", "Chemical\tx\nnot typed\n", "gazetteer")
+	notTagger := imp("model.bin", "x", "checkpoint")
+	for _, c := range []struct {
+		name   string
+		inputs map[string][]stages.Artifact
+		want   string
+	}{
+		{"nothing to overlay", map[string][]stages.Artifact{"model": {model}}, "connect gazetteers, or the distantly labeled corpus"},
+		{"bad gazetteer", map[string][]stages.Artifact{"model": {model}, "gazetteers": {bad}}, "bad.txt:2: no tab"},
+		{"not a tagger", map[string][]stages.Artifact{"model": {notTagger}, "gazetteers": {gaz}}, "no tagger.json"},
+	} {
+		_, err := run("runs/err", map[string]any{}, c.inputs)
+		if err == nil || !stages.IsPermanent(err) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v", c.name, err)
+		}
+	}
+}

@@ -1,0 +1,253 @@
+// Package overlay combines a trained tagger's entities with those another
+// source finds in the same sentence, at prediction: a dictionary is
+// precise where it matches, and a tagger trained on a small corpus recalls
+// what the dictionary lacks (spaCy's entity ruler beside its ner does the
+// same). A checkpoint holding a directory Dir is such a tagger.
+//
+// The package knows an overlay only by its interface and the kind recorded
+// in the checkpoint, as database/sql knows its drivers: package distant
+// implements the gazetteer's and registers it at init, and package
+// train/tagger loads whatever kind a checkpoint names and combines its
+// entities with its own. So the tagger knows nothing of matching, and
+// distant nothing of taggers.
+package overlay
+
+import (
+	"cmp"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+
+	"github.com/nerflow/nerflow/corpus"
+	"github.com/nerflow/nerflow/dataset"
+)
+
+// Files of an overlay in a checkpoint.
+const (
+	// Dir is the checkpoint's directory holding the overlay.
+	Dir = "overlay"
+	// File, in Dir, records the overlay's kind and mode; the kind's own
+	// files sit beside it.
+	File = "overlay.json"
+)
+
+// Mode says how an overlay's entities combine with the tagger's.
+type Mode string
+
+const (
+	// Fill keeps the tagger's entities and adds each overlay entity that
+	// overlaps none of them.
+	Fill Mode = "fill"
+	// Override keeps each overlay entity and adds the tagger's entities
+	// that overlap none of them.
+	Override Mode = "override"
+)
+
+// Modes are the modes, in the order the methods try them.
+var Modes = []Mode{Fill, Override}
+
+// ParseMode parses "fill" or "override".
+func ParseMode(s string) (Mode, error) {
+	if m := Mode(s); slices.Contains(Modes, m) {
+		return m, nil
+	}
+	return "", fmt.Errorf("unknown overlay mode %q (want fill or override)", s)
+}
+
+// An Overlay finds entities in a tokenized sentence. It must be safe for
+// concurrent use: a served tagger predicts for concurrent requests.
+type Overlay interface {
+	// Kind is the name under which the overlay's loader is registered.
+	Kind() string
+	// Spans returns the overlay's entities of a sentence, ordered and not
+	// overlapping.
+	Spans(tokens []string) []corpus.Span
+	// Save writes the overlay's files into dir (a checkpoint's Dir,
+	// created and empty), which its loader reads back.
+	Save(dir string) error
+}
+
+// Loader reads an overlay saved in dir by its Save.
+type Loader func(dir string) (Overlay, error)
+
+var (
+	mu      sync.RWMutex
+	loaders = map[string]Loader{}
+)
+
+// Register declares a kind of overlay; the package that implements it
+// calls it from init. A kind registered twice panics.
+func Register(kind string, load Loader) {
+	mu.Lock()
+	defer mu.Unlock()
+	if _, dup := loaders[kind]; dup {
+		panic("overlay: kind " + kind + " registered twice")
+	}
+	loaders[kind] = load
+}
+
+// manifest is File.
+type manifest struct {
+	Kind string `json:"kind"`
+	Mode Mode   `json:"mode"`
+}
+
+// Attached is an overlay with the mode a tagger combines it in.
+type Attached struct {
+	Overlay
+	Mode Mode
+}
+
+// Attach pairs an overlay with a mode, checked.
+func Attach(o Overlay, mode Mode) (*Attached, error) {
+	if _, err := ParseMode(string(mode)); err != nil {
+		return nil, err
+	}
+	return &Attached{Overlay: o, Mode: mode}, nil
+}
+
+// Write writes the overlay into the checkpoint directory dir, replacing
+// the one there: what Tagger.Save writes, and what the stage that adds an
+// overlay to a trained tagger writes without loading its weights.
+func (a *Attached) Write(dir string) error {
+	od := filepath.Join(dir, Dir)
+	if err := os.RemoveAll(od); err != nil {
+		return fmt.Errorf("writing overlay: %w", err)
+	}
+	if err := os.MkdirAll(od, 0o755); err != nil {
+		return fmt.Errorf("writing overlay: %w", err)
+	}
+	if err := a.Save(od); err != nil {
+		return fmt.Errorf("writing overlay %s: %w", a.Kind(), err)
+	}
+	b, err := json.Marshal(manifest{Kind: a.Kind(), Mode: a.Mode})
+	if err != nil {
+		return fmt.Errorf("writing overlay: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(od, File), b, 0o644); err != nil {
+		return fmt.Errorf("writing overlay: %w", err)
+	}
+	return nil
+}
+
+// Read reads the overlay of the checkpoint in dir: nil without one (every
+// checkpoint saved before overlays existed), an error when its kind is not
+// registered in this build.
+func Read(dir string) (*Attached, error) {
+	od := filepath.Join(dir, Dir)
+	b, err := os.ReadFile(filepath.Join(od, File))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("overlay: %w", err)
+	}
+	var man manifest
+	if err := json.Unmarshal(b, &man); err != nil {
+		return nil, fmt.Errorf("overlay: %s/%s: %w", Dir, File, err)
+	}
+	if _, err := ParseMode(string(man.Mode)); err != nil {
+		return nil, fmt.Errorf("overlay: %s/%s: %w", Dir, File, err)
+	}
+	mu.RLock()
+	load, ok := loaders[man.Kind]
+	mu.RUnlock()
+	if !ok {
+		return nil, fmt.Errorf("overlay: %s/%s: kind %q is not registered in this build", Dir, File, man.Kind)
+	}
+	o, err := load(od)
+	if err != nil {
+		return nil, fmt.Errorf("overlay %s: %w", man.Kind, err)
+	}
+	return &Attached{Overlay: o, Mode: man.Mode}, nil
+}
+
+// Combine combines a sentence's model entities with an overlay's (each
+// list ordered and non-overlapping) in mode, and returns the combined
+// entities, ordered and non-overlapping. Spans overlap when they share a
+// token: a nested span overlaps the one around it, touching spans do not.
+func Combine(model, overlay []corpus.Span, mode Mode) []corpus.Span {
+	kept, added := model, overlay
+	if mode == Override {
+		kept, added = overlay, model
+	}
+	out := slices.Clone(kept)
+	for _, a := range added {
+		if !slices.ContainsFunc(kept, func(k corpus.Span) bool { return k.Start < a.End && a.Start < k.End }) {
+			out = append(out, a)
+		}
+	}
+	slices.SortFunc(out, func(a, b corpus.Span) int { return cmp.Compare(a.Start, b.Start) })
+	return out
+}
+
+// Weight is the share of a token's probabilities that the overlay claims
+// where it changes the tagger's tag: the row becomes
+// Weight·onehot(new tag) + (1-Weight)·(the tagger's row). With one half,
+// dictionary and tagger weigh alike: the new tag gets at least 0.5 and
+// every other tag at most half of what the tagger gave it, so the new tag
+// is the row's argmax (tied only where the tagger gave it nothing and one
+// other tag everything) and each row still sums to one. An added entity's
+// confidence (the mean probability of its tags) is then 0.5 plus half the
+// tagger's own: below the tagger's confident entities, above its doubtful
+// ones, the matches the tagger half agrees with first. A fixed 1.0 would
+// claim a certainty no gazetteer has, and the tagger's row unchanged
+// would give the entity the low confidence of a tag the tagger rejected.
+const Weight = 0.5
+
+// Apply combines one sentence's prediction by a tagger of the tag set
+// tags (class i is tags[i]) in scheme over types with the overlay's
+// entities of its tokens. Overlay entities of a type outside types cannot
+// be written and are left out. A sentence whose entities do not change
+// keeps its tags and probabilities as the tagger gave them.
+func (a *Attached) Apply(scheme corpus.Scheme, types, tags []string, tokens []string, p dataset.Prediction) (dataset.Prediction, error) {
+	var ov []corpus.Span
+	for _, sp := range a.Spans(tokens) {
+		if slices.Contains(types, sp.Label) {
+			ov = append(ov, sp)
+		}
+	}
+	if len(ov) == 0 {
+		return p, nil
+	}
+	model, err := scheme.Spans(p.Tags)
+	if err != nil {
+		return p, fmt.Errorf("overlay: decoding the tagger's tags: %w", err)
+	}
+	spans := Combine(model, ov, a.Mode)
+	if slices.Equal(spans, model) {
+		return p, nil
+	}
+	// In IO two touching entities of one type are one: the scheme cannot
+	// write them apart, as the distant labels in IO could not.
+	combined, err := scheme.Tags(spans, len(p.Tags), corpus.MergeAdjacent())
+	if err != nil {
+		return p, fmt.Errorf("overlay: %w", err) // not reached: Combine keeps spans apart
+	}
+	out := dataset.Prediction{Tags: combined, Probs: p.Probs}
+	cloned := false
+	for t, tag := range combined {
+		if tag == p.Tags[t] || t >= len(p.Probs) {
+			continue
+		}
+		k := slices.Index(tags, tag)
+		if k < 0 || len(p.Probs[t]) != len(tags) {
+			return p, fmt.Errorf("overlay: tag %s of token %d is not in the tagger's %d tags", tag, t+1, len(p.Probs[t]))
+		}
+		if !cloned {
+			out.Probs, cloned = slices.Clone(p.Probs), true // rows are replaced, never written in place
+		}
+		row := make([]float32, len(tags))
+		for j, v := range p.Probs[t] {
+			row[j] = (1 - Weight) * v
+		}
+		row[k] += Weight
+		out.Probs[t] = row
+	}
+	return out, nil
+}

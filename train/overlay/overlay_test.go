@@ -1,0 +1,214 @@
+package overlay
+
+import (
+	"math"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/nerflow/nerflow/corpus"
+	"github.com/nerflow/nerflow/dataset"
+)
+
+func sp(label string, start, end int) corpus.Span {
+	return corpus.Span{Start: start, End: end, Label: label}
+}
+
+// Fill keeps every model entity and adds the overlay's that touch none;
+// override the reverse. Overlap is sharing a token: nested and crossing
+// spans overlap, touching ones do not, whatever their types.
+func TestCombine(t *testing.T) {
+	for _, c := range []struct {
+		name                   string
+		model, overlay         []corpus.Span
+		wantFill, wantOverride []corpus.Span
+	}{
+		{"disjoint", []corpus.Span{sp("PER", 0, 2)}, []corpus.Span{sp("LOC", 4, 5)},
+			[]corpus.Span{sp("PER", 0, 2), sp("LOC", 4, 5)}, []corpus.Span{sp("PER", 0, 2), sp("LOC", 4, 5)}},
+		{"crossing", []corpus.Span{sp("PER", 1, 3)}, []corpus.Span{sp("ORG", 2, 5)},
+			[]corpus.Span{sp("PER", 1, 3)}, []corpus.Span{sp("ORG", 2, 5)}},
+		{"overlay nested in model", []corpus.Span{sp("ORG", 0, 4)}, []corpus.Span{sp("LOC", 1, 2)},
+			[]corpus.Span{sp("ORG", 0, 4)}, []corpus.Span{sp("LOC", 1, 2)}},
+		{"model nested in overlay", []corpus.Span{sp("LOC", 1, 2)}, []corpus.Span{sp("ORG", 0, 4)},
+			[]corpus.Span{sp("LOC", 1, 2)}, []corpus.Span{sp("ORG", 0, 4)}},
+		{"adjacent", []corpus.Span{sp("PER", 0, 2)}, []corpus.Span{sp("PER", 2, 3)},
+			[]corpus.Span{sp("PER", 0, 2), sp("PER", 2, 3)}, []corpus.Span{sp("PER", 0, 2), sp("PER", 2, 3)}},
+		{"same span, other type", []corpus.Span{sp("PER", 3, 4)}, []corpus.Span{sp("LOC", 3, 4)},
+			[]corpus.Span{sp("PER", 3, 4)}, []corpus.Span{sp("LOC", 3, 4)}},
+		// One overlay span over two model entities: fill keeps both, override
+		// drops both; the other model entity stays either way.
+		{"one over two", []corpus.Span{sp("PER", 0, 1), sp("PER", 1, 2), sp("LOC", 5, 6)}, []corpus.Span{sp("ORG", 0, 2)},
+			[]corpus.Span{sp("PER", 0, 1), sp("PER", 1, 2), sp("LOC", 5, 6)}, []corpus.Span{sp("ORG", 0, 2), sp("LOC", 5, 6)}},
+		{"no model entities", nil, []corpus.Span{sp("LOC", 1, 2), sp("PER", 3, 5)},
+			[]corpus.Span{sp("LOC", 1, 2), sp("PER", 3, 5)}, []corpus.Span{sp("LOC", 1, 2), sp("PER", 3, 5)}},
+		{"no overlay entities", []corpus.Span{sp("LOC", 1, 2)}, nil,
+			[]corpus.Span{sp("LOC", 1, 2)}, []corpus.Span{sp("LOC", 1, 2)}},
+	} {
+		if got := Combine(c.model, c.overlay, Fill); !reflect.DeepEqual(got, c.wantFill) {
+			t.Errorf("%s: fill %v, want %v", c.name, got, c.wantFill)
+		}
+		if got := Combine(c.model, c.overlay, Override); !reflect.DeepEqual(got, c.wantOverride) {
+			t.Errorf("%s: override %v, want %v", c.name, got, c.wantOverride)
+		}
+	}
+}
+
+// fixed is an overlay that finds given spans wherever a sentence holds a
+// token: the overlay's side of Apply without a matcher.
+type fixed map[string][]corpus.Span
+
+func (f fixed) Kind() string { return "fixed" }
+func (f fixed) Spans(tokens []string) []corpus.Span {
+	return f[strings.Join(tokens, " ")]
+}
+func (f fixed) Save(dir string) error { return nil }
+
+// tagSet is the tags of scheme over types in the tagger's class order.
+func tagSet(prefixes string, types ...string) []string {
+	tags := []string{"O"}
+	for _, typ := range types {
+		for _, p := range prefixes {
+			tags = append(tags, string(p)+"-"+typ)
+		}
+	}
+	return tags
+}
+
+// uniformRows is a prediction's rows: each token's probability p on its
+// tag and the rest spread evenly.
+func rows(tags, set []string, p float32) [][]float32 {
+	out := make([][]float32, len(tags))
+	for i, tag := range tags {
+		out[i] = make([]float32, len(set))
+		for j := range set {
+			out[i][j] = (1 - p) / float32(len(set)-1)
+		}
+		out[i][slices.Index(set, tag)] = p
+	}
+	return out
+}
+
+// Apply writes the combined entities in the tagger's scheme, and blends
+// the rows of the tokens whose tags change half-and-half with the new tag:
+// the row still sums to one and the new tag is its argmax.
+func TestApplyBIO(t *testing.T) {
+	set := tagSet("BI", "PER", "LOC")
+	sent := "John Smith flew to New York and Paris"
+	tokens := strings.Fields(sent)
+	model := []string{"B-PER", "I-PER", "O", "O", "B-LOC", "O", "O", "O"}
+	ov := fixed{sent: {sp("PER", 1, 2), sp("LOC", 4, 6), sp("LOC", 7, 8), sp("ORG", 3, 4)}}
+	p := dataset.Prediction{Tags: model, Probs: rows(model, set, 0.8)}
+	for _, c := range []struct {
+		mode Mode
+		want []string
+	}{
+		// fill: "Smith" and "New" are the model's; "Paris" is added; ORG is
+		// no type of the tagger's.
+		{Fill, []string{"B-PER", "I-PER", "O", "O", "B-LOC", "O", "O", "B-LOC"}},
+		// override: "Smith" alone is a PER, "New York" a LOC; "John" no
+		// longer overlaps a kept entity, but was part of the dropped one.
+		{Override, []string{"O", "B-PER", "O", "O", "B-LOC", "I-LOC", "O", "B-LOC"}},
+	} {
+		a, err := Attach(ov, c.mode)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := a.Apply(corpus.BIO, []string{"PER", "LOC"}, set, tokens, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got.Tags, c.want) {
+			t.Errorf("%s: tags %v, want %v", c.mode, got.Tags, c.want)
+		}
+		for tok, row := range got.Probs {
+			k := slices.Index(set, got.Tags[tok])
+			sum := float32(0)
+			for _, v := range row {
+				sum += v
+			}
+			if math.Abs(float64(sum-1)) > 1e-5 {
+				t.Errorf("%s: token %d: row sums to %v", c.mode, tok, sum)
+			}
+			want := float32(0.8)
+			if got.Tags[tok] != model[tok] {
+				// The tagger gave the new tag 0.2/4; the overlay claims half.
+				want = Weight + (1-Weight)*0.05
+			}
+			if math.Abs(float64(row[k]-want)) > 1e-6 {
+				t.Errorf("%s: token %d (%s): p %v, want %v", c.mode, tok, got.Tags[tok], row[k], want)
+			}
+		}
+		if &got.Probs[0][0] == &p.Probs[0][0] && c.mode == Override {
+			t.Errorf("%s: the tagger's rows were written in place", c.mode)
+		}
+	}
+	if p.Probs[0][slices.Index(set, "B-PER")] != 0.8 {
+		t.Errorf("the input prediction changed: %v", p.Probs[0])
+	}
+}
+
+// In IO an added entity touching a model entity of its type merges with
+// it, as the scheme writes no boundary; touching one of another type it
+// stays apart. A sentence the overlay leaves as it is keeps the tagger's
+// very tags and rows.
+func TestApplyIO(t *testing.T) {
+	set := tagSet("I", "PER", "LOC")
+	a, err := Attach(fixed{
+		"a b c d": {sp("PER", 1, 2), sp("LOC", 2, 3)},
+		"e f":     {sp("LOC", 0, 1)},
+	}, Fill)
+	if err != nil {
+		t.Fatal(err)
+	}
+	model := []string{"I-PER", "O", "O", "I-PER"}
+	got, err := a.Apply(corpus.IO, []string{"PER", "LOC"}, set, strings.Fields("a b c d"), dataset.Prediction{Tags: model, Probs: rows(model, set, 0.9)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"I-PER", "I-PER", "I-LOC", "I-PER"}; !slices.Equal(got.Tags, want) {
+		t.Errorf("tags %v, want %v", got.Tags, want)
+	}
+	same := []string{"I-LOC", "O"}
+	p := dataset.Prediction{Tags: same, Probs: rows(same, set, 0.6)}
+	got, err = a.Apply(corpus.IO, []string{"PER", "LOC"}, set, strings.Fields("e f"), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if &got.Tags[0] != &p.Tags[0] || &got.Probs[0] != &p.Probs[0] {
+		t.Errorf("an unchanged sentence got new tags or rows: %v", got)
+	}
+}
+
+// A checkpoint without an overlay directory reads as none; one names its
+// kind and mode, and a kind this build does not know is an error.
+func TestWriteRead(t *testing.T) {
+	dir := t.TempDir()
+	if a, err := Read(dir); a != nil || err != nil {
+		t.Fatalf("no overlay: %v, %v", a, err)
+	}
+	a, err := Attach(fixed{}, Override)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, Dir, File))
+	if err != nil || string(b) != `{"kind":"fixed","mode":"override"}` {
+		t.Fatalf("%s: %s (%v)", File, b, err)
+	}
+	if _, err := Read(dir); err == nil || !strings.Contains(err.Error(), `kind "fixed" is not registered`) {
+		t.Errorf("unregistered kind: %v", err)
+	}
+	Register("fixed", func(string) (Overlay, error) { return fixed{}, nil })
+	back, err := Read(dir)
+	if err != nil || back.Mode != Override || back.Kind() != "fixed" {
+		t.Errorf("read back %+v, %v", back, err)
+	}
+	if _, err := Attach(fixed{}, "both"); err == nil {
+		t.Error("mode both accepted")
+	}
+}
