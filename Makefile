@@ -25,24 +25,32 @@ build: setup-run
 # sample shipped in examples/data/brown-press, so that a fresh clone needs
 # nothing beside it: distant labels from the sample's gazetteer and a list of
 # first names, three partial-label CRFs of different seeds, their ensemble's
-# labels learned by a CRF student, and the best of those four models on the
-# dev split kept as the final model; every step scored on the gold dev split
-# beside the distant labels, the final model on the test split too, and
-# registered. The per-type tables are printed step by step at the end and
+# labels learned by a CRF student, the best of those four models on the
+# dev split, then the best on dev of that model alone and with the
+# gazetteer overlay (its matches combined with the model's entities, in
+# mode fill or override) kept as the final model; every step scored on the
+# gold dev split beside the distant labels, the final model on the test
+# split too, and registered. The per-type tables are printed step by step at the end and
 # land in out/sample-roster. A second run is served from the cache. The
 # CoNLL-2003 benchmark runs are examples/conll03-*.yaml (they need ../shared).
 OUT := out/sample-roster
 run: build
 	$(BIN) run examples/sample-roster.yaml --export $(OUT)
-	@for n in $(OUT)/eval-noise* $(OUT)/eval-distil $(OUT)/eval-selftrain $(OUT)/eval-select $(OUT)/test; do \
+	@for n in $(OUT)/eval-noise* $(OUT)/eval-distil $(OUT)/eval-selftrain $(OUT)/eval-select $(OUT)/eval-overlay-fill $(OUT)/eval-overlay-override $(OUT)/test; do \
 		[ -f "$$n/report/report.txt" ] || continue; \
 		case $${n##*/} in \
 		eval-noise*) h="partial-label CRF $${n##*_}, dev";; \
 		eval-distil) h="the ensemble's student, dev";; \
 		eval-selftrain) h="self-trained, dev";; \
-		eval-select) h="final model (the best of the above on dev), dev";; \
+		eval-select) h="the best of the above on dev, dev";; \
+		eval-overlay-fill) h="that model with the gazetteer overlay, mode fill (its entities kept, the matches beside them added), dev";; \
+		eval-overlay-override) h="that model with the gazetteer overlay, mode override (the matches kept, its entities beside them added), dev";; \
 		test) h="final model, test";; esac; \
 		echo; echo "== $$h"; cat "$$n/report/report.txt"; done
+	@f=$(OUT)/overlay/report/selection.json; [ ! -f $$f ] || { echo; \
+		echo "== final model: the best on dev of the model alone and with the overlay (the model alone on a tie)"; \
+		awk -F'"' '/"name"/ { name = $$4 } /"f1"/ { f1 = $$3; gsub(/[:, ]/, "", f1); printf "  %-17s dev F1 %5.2f\n", name, 100 * f1 } \
+			END { print "  chosen: " name }' $$f; }
 
 # Tests talk to real servers; NERFLOW_TEST_REQUIRE_SERVICES=1 turns a missing
 # server into a failure instead of a skip.

@@ -48,7 +48,7 @@ func init() {
 			"partial-label CRF where an untyped phrase may take any entity tag) and the Tie-or-Break model (variant " +
 			"tiebreak: a tie/break classifier between adjacent tokens, unknown gaps left out, and a type classifier " +
 			"over the spans between breaks with a None class), each tagger scored on the dev and " +
-			"test sets beside the gazetteers' own labels of them and registered as NAME-VARIANT.",
+			"test sets beside the gazetteers' own labels of them and registered as NAME-VARIANT." + overlayDoc,
 		Params: append([]stages.Param{
 			stages.StringListParam("variants", []string{variantFuzzy, variantTieBreak}, "the taggers trained, one each (and per seed)",
 				stages.OneOf(variantFuzzy, variantTieBreak)),

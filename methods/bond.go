@@ -12,8 +12,9 @@ import (
 // teacher-student self-training from it. Both models are scored on the
 // dev set given; the final one on the test set too.
 //
-//	[label] -> early (train.tagger, eval_every, patience) -> selftrain (selftrain.teacher) -> select -> register
-//	vectors --^        \-> eval-early ---------------------------\-> eval-selftrain -^   \-> eval-select, test
+//	[label] -> early (train.tagger, eval_every, patience) -> selftrain (selftrain.teacher) -> select -> overlay -> register
+//	vectors --^        \-> eval-early ---------------------------\-> eval-selftrain -^   \-> eval-select \-> test
+//	select -> overlay-fill, overlay-override (the gazetteer overlay, each with eval-) -> overlay (the best on dev)
 //
 // selftrain=false registers the early-stopped model (the ablation of
 // stage 2; the prefix and its cache are kept); labels=hard is BOND's
@@ -36,7 +37,7 @@ func init() {
 			"are partial-label CRFs: stage 1 trained with loss partial (an unmatched token may be an entity, with " +
 			"probability miss_rate), stage 2's student restricted to the teacher's confident tags, every other token " +
 			"free; partial=false is BOND's token classifier with cross entropy. Each stage scored on the dev set, the " +
-			"better one on dev kept (select), scored on the test set and registered under the spec's name.",
+			"better one on dev kept (select), scored on the test set and registered under the spec's name." + overlayDoc,
 		Params: append([]stages.Param{
 			stages.IntParam("seed", 1, "seed of the initial weights, batches and dropout", stages.AtLeast(0)),
 			tagger.SchemeParam("io", "tag scheme of the labels and the tagger"),

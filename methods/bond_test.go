@@ -14,7 +14,7 @@ import (
 // interval and stopped early, stage 2 teacher-student self-training from
 // its model with the automatic period, both scored on the dev set.
 func TestBondGraph(t *testing.T) {
-	g, err := expand(t, fixture(t), example(t, "conll03-bond.yaml"), "partial=false")
+	g, err := expand(t, fixture(t), example(t, "conll03-bond.yaml"), noOverlay, "partial=false")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,11 +53,11 @@ func TestBondGraph(t *testing.T) {
 // 1 keeps its key (and cache); selftrain=false registers stage 1's model.
 func TestBondAblations(t *testing.T) {
 	dir := fixture(t)
-	full, err := expand(t, dir, example(t, "conll03-bond.yaml"))
+	full, err := expand(t, dir, example(t, "conll03-bond.yaml"), noOverlay)
 	if err != nil {
 		t.Fatal(err)
 	}
-	hard, err := expand(t, dir, example(t, "conll03-bond.yaml"), "labels=hard", "threshold=0.95")
+	hard, err := expand(t, dir, example(t, "conll03-bond.yaml"), noOverlay, "labels=hard", "threshold=0.95")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +70,7 @@ func TestBondAblations(t *testing.T) {
 	if p := nodeParams(t, hard, "selftrain"); p["labels"] != selftrain.LabelsHard || p["threshold"] != 0.95 {
 		t.Errorf("selftrain params %v, want hard labels at 0.95", p)
 	}
-	alone, err := expand(t, dir, example(t, "conll03-bond.yaml"), "selftrain=false")
+	alone, err := expand(t, dir, example(t, "conll03-bond.yaml"), noOverlay, "selftrain=false")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +86,7 @@ func TestBondAblations(t *testing.T) {
 	if !slices.Equal(models, []string{"early", "selftrain"}) {
 		t.Errorf("select reads the models of %v, want early's and selftrain's", models)
 	}
-	last, err := expand(t, dir, example(t, "conll03-bond.yaml"), "select=false")
+	last, err := expand(t, dir, example(t, "conll03-bond.yaml"), noOverlay, "select=false")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,11 +136,11 @@ inputs:
 // Everything else, stage 2's parameters included, is as without it.
 func TestBondPartialGraph(t *testing.T) {
 	dir := fixture(t)
-	plain, err := expand(t, dir, example(t, "conll03-bond.yaml"), "partial=false")
+	plain, err := expand(t, dir, example(t, "conll03-bond.yaml"), noOverlay, "partial=false")
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := expand(t, dir, example(t, "conll03-bond.yaml"), "miss_rate=0.4") // partial by default
+	g, err := expand(t, dir, example(t, "conll03-bond.yaml"), noOverlay, "miss_rate=0.4") // partial by default
 	if err != nil {
 		t.Fatal(err)
 	}

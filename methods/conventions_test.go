@@ -1,6 +1,7 @@
 package methods_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nerflow/nerflow/distant"
+	"github.com/nerflow/nerflow/eval"
 	"github.com/nerflow/nerflow/pipeline/spec"
 	"github.com/nerflow/nerflow/registry"
 	"github.com/nerflow/nerflow/stages"
@@ -37,20 +40,35 @@ func conventionFixture(t *testing.T) string {
 // tags, or with distant on raw text and a gazetteer. A method that needs
 // unlabeled text with its defaults gets it on the second try.
 func buildWithDefaults(dir string, m *spec.Method, distant bool) (*spec.Spec, *spec.Graph, error) {
-	text := fmt.Sprintf("name: conv\nmethod: %s\ninputs:\n  dev: ./data/dev.conll\n  test: ./data/test.conll\n", m.Name)
 	if distant {
-		text += "  train: ./data/raw.txt\n  gazetteers: [./data/gaz.txt]\n"
-	} else {
-		text += "  train: ./data/train.conll\n"
+		return expandMethod(dir, m, distantSpec(m))
 	}
-	if _, ok := m.Input("vectors"); ok {
-		text += "  vectors: ./data/vectors.json\n"
-	}
+	return expandMethod(dir, m, specText(m, "  train: ./data/train.conll\n"))
+}
+
+// expandMethod expands a call of method m, and if that fails and m reads
+// unlabeled text, the call with it.
+func expandMethod(dir string, m *spec.Method, text string) (*spec.Spec, *spec.Graph, error) {
 	s, g, err := parseAndExpand(dir, text)
 	if _, ok := m.Input("unlabeled"); err != nil && ok {
 		s, g, err = parseAndExpand(dir, text+"  unlabeled: ./data/unlabeled.txt\n")
 	}
 	return s, g, err
+}
+
+// distantSpec calls method m with its defaults on raw text and a gazetteer.
+func distantSpec(m *spec.Method) string {
+	return specText(m, "  train: ./data/raw.txt\n  gazetteers: [./data/gaz.txt]\n")
+}
+
+// specText calls method m with its defaults on the train input given and
+// a dev and a test input (and word vectors, if it reads them).
+func specText(m *spec.Method, train string) string {
+	text := fmt.Sprintf("name: conv\nmethod: %s\ninputs:\n  dev: ./data/dev.conll\n  test: ./data/test.conll\n", m.Name) + train
+	if _, ok := m.Input("vectors"); ok {
+		text += "  vectors: ./data/vectors.json\n"
+	}
+	return text
 }
 
 func parseAndExpand(dir, text string) (*spec.Spec, *spec.Graph, error) {
@@ -62,15 +80,23 @@ func parseAndExpand(dir, text string) (*spec.Spec, *spec.Graph, error) {
 	return s, g, err
 }
 
-// inputs says which of the spec's inputs a check expects.
-type inputs struct{ dev, test, baseline bool }
+// inputs says which of the spec's inputs a check expects, and overlay
+// whether the method ends by choosing on dev between its final model and
+// that model with the gazetteer overlay (a method on distant labels with a
+// dev input).
+type inputs struct{ dev, test, baseline, overlay bool }
 
 // checkConventions holds a method's graph to the ending every method
 // shares (methods/ending.go): each trained model scored on the dev input
 // as eval-STEP, each final model (one no other step reads) scored on the
 // test input as test or test-STEP and registered as register or
 // register-STEP with those reports, every score beside the distant labels'
-// when the method labels with gazetteers.
+// when the method labels with gazetteers. On distant labels with a dev
+// input, each final model is node overlay or overlay-STEP, the best on dev
+// of STEP's model with the overlay in mode override (node
+// overlay-override[-STEP]), in mode fill (overlay-fill[-STEP]) and alone,
+// in that order (the model alone wins a tie); it keeps STEP's names for
+// test and register.
 func checkConventions(t *testing.T, s *spec.Spec, g *spec.Graph, given inputs) {
 	t.Helper()
 	node := func(id string) *spec.Node {
@@ -125,6 +151,70 @@ func checkConventions(t *testing.T, s *spec.Spec, g *spec.Graph, given inputs) {
 		}
 		return ""
 	}
+	overlays := 0
+	for _, n := range g.Nodes {
+		if n.Stage == distant.StageOverlay {
+			overlays++
+		}
+	}
+	if !given.overlay && overlays > 0 {
+		t.Errorf("%d %s nodes, want none", overlays, distant.StageOverlay)
+	}
+	// stepOf is the step a final model is named after: the one the overlay
+	// choice of overlay[-STEP] started from.
+	stepOf := func(id string) string {
+		n := node(id)
+		if !given.overlay {
+			return n.Name
+		}
+		if n.Stage != eval.StageSelect || n.Name != "overlay" && !strings.HasPrefix(n.Name, "overlay-") {
+			t.Errorf("final model %s: want the overlay choice (%s node overlay[-STEP])", id, eval.StageSelect)
+			return n.Name
+		}
+		var models, reports []string
+		for _, in := range n.Inputs {
+			switch in.Port {
+			case "models":
+				models = append(models, in.Node)
+			case "reports":
+				reports = append(reports, in.Node)
+			}
+		}
+		if len(models) != 3 {
+			t.Errorf("%s chooses among %v, want the model with the overlay in each mode and alone", id, models)
+			return n.Name
+		}
+		plain := node(models[2])
+		suffixOf := strings.TrimPrefix(n.Name, "overlay")
+		for i, mode := range []string{"override", "fill"} {
+			ov := node(models[i])
+			var p map[string]any
+			if err := json.Unmarshal(ov.Params, &p); err != nil {
+				t.Fatal(err)
+			}
+			if ov.Stage != distant.StageOverlay || ov.Name != "overlay-"+mode+suffixOf || p["mode"] != mode || portIn(ov, "model").Node != plain.ID {
+				t.Errorf("%s: candidate %d is %s (%s, %v), want overlay-%s%s on %s's model", id, i+1, ov.ID, ov.Stage, p, mode, suffixOf, plain.ID)
+			}
+			// The gazetteers that labeled the train input, or the train
+			// input's own distant tags.
+			gaz, labeled := s.Origin("nodes."+ov.Name+".inputs.gazetteers"), s.Origin("nodes."+ov.Name+".inputs.labeled")
+			if given.baseline && !strings.HasPrefix(gaz, "inputs.gazetteers") || !given.baseline && labeled != "inputs.train" {
+				t.Errorf("%s reads gazetteers from %q and labeled from %q", ov.ID, gaz, labeled)
+			}
+		}
+		for i, r := range reports {
+			if want := "eval-" + node(models[i]).Name; i >= len(models) || node(r).Name != want {
+				t.Errorf("%s: report %d is %s, want %s", id, i+1, r, want)
+			}
+		}
+		if plain.Stage == distant.StageOverlay {
+			t.Errorf("%s: the last candidate %s, which wins a tie, is not the model alone", id, plain.ID)
+		}
+		if suffixed && suffixOf != "-"+plain.Name {
+			t.Errorf("%s is not named after the step %s", id, plain.Name)
+		}
+		return plain.Name
+	}
 
 	for id := range trained {
 		step := node(id).Name
@@ -155,11 +245,12 @@ func checkConventions(t *testing.T, s *spec.Spec, g *spec.Graph, given inputs) {
 			}
 			continue
 		}
-		if given.test && (len(test) != 1 || test[0].Name != "test"+suffix(step)) || !given.test && len(test) > 0 {
-			t.Errorf("final model %s: want one score on the test input named test%s, have %v", id, suffix(step), names(test))
+		named := stepOf(id)
+		if given.test && (len(test) != 1 || test[0].Name != "test"+suffix(named)) || !given.test && len(test) > 0 {
+			t.Errorf("final model %s: want one score on the test input named test%s, have %v", id, suffix(named), names(test))
 		}
-		if len(reg) != 1 || reg[0].Name != "register"+suffix(step) {
-			t.Errorf("final model %s: want it registered by register%s, have %v", id, suffix(step), names(reg))
+		if len(reg) != 1 || reg[0].Name != "register"+suffix(named) {
+			t.Errorf("final model %s: want it registered by register%s, have %v", id, suffix(named), names(reg))
 			continue
 		}
 		var reports []string
@@ -197,7 +288,11 @@ func TestEveryMethodFollowsTheConventions(t *testing.T) {
 			s, g, err := buildWithDefaults(dir, m, false)
 			switch {
 			case err == nil:
-				checkConventions(t, s, g, inputs{dev: true, test: true})
+				// Tags given with the train input are distant labels to a
+				// method on them, and the overlay's entries are mined from
+				// them.
+				_, overlay := m.Param("overlay")
+				checkConventions(t, s, g, inputs{dev: true, test: true, overlay: overlay})
 			case distant:
 				t.Logf("%s does not build on gold tags alone: %v", m.Name, err)
 			default:
@@ -207,6 +302,18 @@ func TestEveryMethodFollowsTheConventions(t *testing.T) {
 				s, g, err := buildWithDefaults(dir, m, true)
 				if err != nil {
 					t.Fatalf("%s with its defaults and a gazetteer: %v", m.Name, err)
+				}
+				checkConventions(t, s, g, inputs{dev: true, test: true, baseline: true, overlay: true})
+				// Without a dev input to choose on, or with overlay=false,
+				// the final model is the method's own.
+				s, g, err = expandMethod(dir, m, strings.Replace(distantSpec(m), "  dev: ./data/dev.conll\n", "", 1))
+				if err != nil {
+					t.Fatalf("%s without dev: %v", m.Name, err)
+				}
+				checkConventions(t, s, g, inputs{test: true, baseline: true})
+				s, g, err = expandMethod(dir, m, "params:\n  overlay: false\n"+distantSpec(m))
+				if err != nil {
+					t.Fatalf("%s with overlay=false: %v", m.Name, err)
 				}
 				checkConventions(t, s, g, inputs{dev: true, test: true, baseline: true})
 			}
@@ -245,7 +352,11 @@ func TestExampleMethodsFollowTheConventions(t *testing.T) {
 				t.Fatal(err)
 			}
 			connected := func(input string) bool { return regexp.MustCompile(`(?m)^  ` + input + `:`).Match(text) }
-			checkConventions(t, s, g, inputs{dev: connected("dev"), test: connected("test"), baseline: connected("gazetteers")})
+			set := func(param string) bool { return regexp.MustCompile(`(?m)^  ` + param + `:`).Match(text) }
+			m, _ := spec.LookupMethod(s.Method)
+			_, distant := m.Param("overlay")
+			overlaid := distant && connected("dev") && !set("mask") && !regexp.MustCompile(`(?m)^  overlay: false`).Match(text)
+			checkConventions(t, s, g, inputs{dev: connected("dev"), test: connected("test"), baseline: connected("gazetteers"), overlay: overlaid})
 		})
 	}
 }

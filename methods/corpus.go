@@ -110,13 +110,14 @@ func gazetteersFor(b *spec.Builder) []spec.Ref {
 }
 
 // distantParams declares the parameters of a method on distant labels
-// that its label node reads.
+// that its label node reads, and overlay, which its ending reads.
 func distantParams() []stages.Param {
 	return []stages.Param{
 		stages.StringParam("case", "exact", "with gazetteers: letter case matching of every labeling node (label, labels-dev, labels-test): exact, fold, or variants (as written, UPPER, lower)", stages.OneOf("exact", "fold", "variants")),
 		stages.BoolParam("entry_sentences", false, "with gazetteers: every typed entry is also a training sentence of its own, so that the taggers learn the entries the corpus never mentions (for gazetteers of up to a few thousand entries)"),
 		stages.FloatParam("entry_share", 0.5, "entry_sentences: at most this many entry sentences per sentence of the training corpus, an evenly spread subset of the entries where the gazetteers have more (0: every entry); the text, where entities have context, keeps outweighing isolated phrases",
 			stages.Range(0, 1000)),
+		overlayParam(),
 	}
 }
 

@@ -29,7 +29,7 @@ func init() {
 		Doc: "Trains taggers with RoSTER's token head on distant labels (given, or made from gazetteers) with " +
 			"cross entropy, generalized cross entropy, and GCE with noisy-label removal, O tokens partly " +
 			"dropped from the loss, or a partial-label CRF (variant partial); scores each on the dev and test sets given, beside the " +
-			"distant labels of those sets, and registers it as NAME-VARIANT.",
+			"distant labels of those sets, and registers it as NAME-VARIANT." + overlayDoc,
 		Params: append([]stages.Param{
 			stages.StringListParam("variants", []string{variantCE, variantGCE, variantGCERemove}, "the losses compared, one tagger each",
 				stages.OneOf(variantCE, variantGCE, variantGCERemove, variantPartial)),

@@ -7,6 +7,8 @@ import (
 	"github.com/nerflow/nerflow/eval"
 	"github.com/nerflow/nerflow/pipeline/spec"
 	"github.com/nerflow/nerflow/registry"
+	"github.com/nerflow/nerflow/stages"
+	"github.com/nerflow/nerflow/train/overlay"
 	// The methods build graphs of the tagger's stages: linking a method
 	// links their registration (package tagger registers them).
 	"github.com/nerflow/nerflow/train/tagger"
@@ -23,10 +25,17 @@ import (
 //	               beside every evaluation on it (methods on distant labels)
 //	select         the step models' best on the dev input, when a method
 //	               ends with the best of its steps (bestOnDev)
+//	overlay-fill, overlay-override
+//	               the final model with the gazetteer overlay in each mode
+//	               (stage distant.overlay), each scored as eval-overlay-MODE
+//	overlay        of the final model and those two, the best on the dev
+//	               input (the plain model on a tie): the model tested and
+//	               registered, for a method on distant labels (chooseOverlay)
 //
 // A method with one final model per variant (a parameter that lists them)
 // names the last two after their step too, however many variants a spec
-// asks for: test-STEP, register-STEP. conventions_test.go holds
+// asks for: test-STEP, register-STEP; its overlay nodes are suffixed
+// likewise (overlay-fill-STEP, overlay-STEP). conventions_test.go holds
 // every method to this.
 
 // fanout repeats a step's fan-out (e.g. one copy per seed) on a node that
@@ -38,6 +47,9 @@ type finalModel struct {
 	step *spec.NodeBuilder // the node whose output model it is
 	fan  fanout
 	name string // its name in the registry (empty: the spec's name)
+	// gold: the model learned (masked) gold labels, not distant ones, and
+	// no gazetteer overlay goes with it.
+	gold bool
 }
 
 // scoreDev scores the model of step on the dev input (node eval-STEP) and
@@ -63,6 +75,9 @@ func finish(b *spec.Builder, f finalModel) { end(b, f, "") }
 func finishVariant(b *spec.Builder, f finalModel) { end(b, f, "-"+f.step.Name()) }
 
 func end(b *spec.Builder, f finalModel, suffix string) {
+	if chosen := chooseOverlay(b, f, suffix); chosen != nil {
+		f = *chosen
+	}
 	var reports []spec.Ref
 	if dev := scoreDev(b, f.step, f.fan); !dev.Empty() {
 		reports = append(reports, dev)
@@ -151,4 +166,71 @@ func bestOnDev(b *spec.Builder, cands ...candidate) *finalModel {
 	}
 	sel.Set("names", names)
 	return &finalModel{step: sel, name: b.Name()}
+}
+
+// overlayDoc ends the doc of every method on distant labels.
+const overlayDoc = " With a dev input, the final model is also tried with the gazetteer overlay (the gazetteers' " +
+	"matches combined with its entities at prediction, modes fill and override) and the best of the three on dev " +
+	"is tested and registered (node overlay; overlay=false: the model alone)."
+
+// overlayParam declares overlay, which every method on distant labels
+// takes (distantParams).
+func overlayParam() stages.Param {
+	return stages.BoolParam("overlay", true, "with a dev input: the final model is also tried with the gazetteer "+
+		"overlay (stage "+distant.StageOverlay+": the gazetteers' matches, or without gazetteers the phrases tagged in "+
+		"the distantly labeled train input, combined with the model's entities at prediction), in mode fill (the "+
+		"model's entities kept, matches that overlap none added) and override (matches kept, the model's entities "+
+		"that overlap none added); of the three, the one the dev input scores best is tested and registered (node "+
+		"overlay; the model alone on a tie) (false: the model alone)")
+}
+
+// overlaid reports whether the method ends by choosing among its final
+// model and the model with the gazetteer overlay: a method on distant
+// labels (it declares the parameter overlay) that has a dev input to
+// choose on, with overlay left on.
+func overlaid(b *spec.Builder) bool {
+	on, declared := b.Params().Map()["overlay"]
+	return declared && on == true && b.Has("dev")
+}
+
+// chooseOverlay adds, for a method on distant labels with a dev input, the
+// final model with the gazetteer overlay in each mode (nodes
+// overlay-MODE, stage distant.overlay), each scored on dev, and node
+// overlay, which keeps the best on dev of them and the model alone, and
+// returns that as the final model; otherwise it adds nothing and returns
+// nil. A gazetteer is precise where it matches and a tagger trained on a
+// small corpus recalls less than it: combining them may beat both, or
+// lose to the model alone, and the dev split says which. The overlay
+// holds the gazetteers that labeled the train input, or the phrases
+// tagged in it when its distant tags were given.
+func chooseOverlay(b *spec.Builder, f finalModel, suffix string) *finalModel {
+	if f.gold || !overlaid(b) {
+		return nil
+	}
+	plain := scoreDev(b, f.step, f.fan)
+	sel := b.Node("overlay"+suffix, eval.StageSelect)
+	// eval.select gives a tie to the later candidate: the modes come
+	// first, the model alone last, so that the overlay is added only where
+	// the dev split says it helps; of the modes, fill (which keeps every
+	// entity of the model) comes after override.
+	var names []string
+	for _, mode := range []overlay.Mode{overlay.Override, overlay.Fill} {
+		n := b.Node("overlay-"+string(mode)+suffix, distant.StageOverlay).Set("mode", string(mode)).
+			Input("model", f.step.Out("model"))
+		if b.Has("gazetteers") {
+			n.Pass("case").Input("gazetteers", gazetteersFor(b)...).Input("stopwords", b.In("stopwords"))
+		} else {
+			readSplit(b, n, "train", "labeled")
+		}
+		if f.fan != nil {
+			f.fan(n)
+		}
+		sel.Input("models", n.Out("model")).Input("reports", scoreDev(b, n, f.fan))
+		names = append(names, "overlay "+string(mode))
+	}
+	sel.Input("models", f.step.Out("model")).Input("reports", plain).Set("names", append(names, "model"))
+	if f.fan != nil {
+		f.fan(sel)
+	}
+	return &finalModel{step: sel, fan: f.fan, name: f.name}
 }

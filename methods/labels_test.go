@@ -133,8 +133,13 @@ func TestRosterCRFStudent(t *testing.T) {
 	if _, ok := g.Node("selftrain"); ok {
 		t.Error("a selftrain node after the crf student")
 	}
-	if got := modelOf(t, g, "register"); got != "select" {
-		t.Errorf("register reads the model of %s, want select's (the best of the seeds and the student on dev)", got)
+	// The best of the seeds and the student on dev, then the best of it
+	// with and without the gazetteer overlay.
+	if got := modelOf(t, g, "overlay-fill"); got != "select" {
+		t.Errorf("overlay-fill reads the model of %s, want select's (the best of the seeds and the student on dev)", got)
+	}
+	if got := modelOf(t, g, "register"); got != "overlay" {
+		t.Errorf("register reads the model of %s, want overlay's", got)
 	}
 	text = strings.Replace(rosterOnGazetteers, "student: kl,", "student: crf, selftrain: true,", 1)
 	if _, err := expand(t, fixture(t), text); err == nil || !strings.Contains(err.Error(), "set selftrain=false") {

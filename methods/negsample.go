@@ -26,7 +26,7 @@ func init() {
 		Name: "negsample",
 		Doc: "Span classifiers trained with negative sampling for missing annotations (uniform, or weighted by the " +
 			"model's uncertainty) on distant or partial labels; with mask, the missing-annotation experiment: gold " +
-			"entities dropped with each probability p, every p x sampling trained, scored and gathered into one table. Each tagger is registered under the spec's name.",
+			"entities dropped with each probability p, every p x sampling trained, scored and gathered into one table. Each tagger is registered under the spec's name." + overlayDoc,
 		Params: append([]stages.Param{
 			stages.StringListParam("sampling", []string{tagger.SamplingUniform, tagger.SamplingWeighted}, "the samplings compared, one tagger each",
 				stages.OneOf(tagger.SamplingUniform, tagger.SamplingWeighted)),
@@ -72,6 +72,9 @@ func buildNegSample(b *spec.Builder) error {
 		if b.Has("gazetteers") || b.Has("complete") {
 			b.Errorf("params.mask", "masks the train input's gold tags, which are then the complete annotation: connect no gazetteers nor complete input")
 		}
+		if b.IsSet("overlay") && p.Bool("overlay") {
+			b.Errorf("params.overlay", "the gazetteer overlay goes with distant labels, and mask trains on gold ones")
+		}
 		ps := make([]any, len(masks))
 		for i, m := range masks {
 			ps[i] = m
@@ -108,7 +111,7 @@ func buildNegSample(b *spec.Builder) error {
 
 	// Every tagger (p x sampling) is registered under the spec's name, its
 	// versions told apart by their training parameters.
-	finish(b, finalModel{step: t, fan: fan})
+	finish(b, finalModel{step: t, fan: fan, gold: len(masks) > 0})
 	for _, e := range []struct{ node, split string }{{"eval-" + t.Name(), "dev"}, {"test", "test"}} {
 		if ev := b.Lookup(e.node); ev != nil {
 			b.Node("table-"+e.split, eval.StageTable).

@@ -71,7 +71,7 @@ func TestNegSampleMaskGrid(t *testing.T) {
 // gives the missampling rate, and the table has one row per sampling.
 func TestNegSampleDistant(t *testing.T) {
 	dir := fixture(t)
-	g, err := expand(t, dir, example(t, "conll03-negsample.yaml"), "sampling=weighted", "select=false")
+	g, err := expand(t, dir, example(t, "conll03-negsample.yaml"), noOverlay, "sampling=weighted", "select=false")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,9 @@ import (
 //	[label] -> noise (K seeds, gpu queue) -> predict (K) -> average -> distil -> selftrain -> register
 //	       |          \-> eval-noise (K)                               \-> eval-distil \-> eval-selftrain, test
 //	       \-> lm (language models of the training text, [unlabeled]) ---------------/
-//	eval-noise (K), eval-distil, eval-selftrain -> select (the best model on dev) -> eval-select, test, register
+//	eval-noise (K), eval-distil, eval-selftrain -> select (the best model on dev) -> eval-select
+//	select -> overlay-fill, overlay-override (with the gazetteer overlay) -> eval-overlay-MODE
+//	eval-select, eval-overlay-MODE -> overlay (the best of the three on dev) -> eval-overlay, test, register
 //
 // The default seeds are partial-label CRFs and the student a CRF on the
 // ensemble's labels, without self-training: on the dev splits they beat
@@ -40,7 +42,7 @@ func init() {
 			"tags. partial=false is the paper's recipe: seeds trained with generalized cross entropy and noisy-label " +
 			"removal, a student fitting the averaged distributions with KL, then self-trained on its sharpened " +
 			"predictions and on contextual augmentations of the sentences, drawn every epoch from language models " +
-			"trained on the training text (and the unlabeled input, if any).",
+			"trained on the training text (and the unlabeled input, if any)." + overlayDoc,
 		Params: append([]stages.Param{
 			stages.IntListParam("seeds", []int{1, 2, 3, 4, 5}, "seeds of the noise-robust taggers (K = 5), trained in parallel on the gpu queue", stages.AtLeast(0)),
 			tagger.SchemeParam("io", "tag scheme of the labels and the taggers"),

@@ -19,7 +19,7 @@ import (
 // epochs with KL, self-trained, each step scored.
 func TestRosterGraph(t *testing.T) {
 	dir := fixture(t)
-	g, err := expand(t, dir, example(t, "conll03-roster-paper.yaml"))
+	g, err := expand(t, dir, example(t, "conll03-roster-paper.yaml"), noOverlay)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +70,7 @@ func TestRosterGraph(t *testing.T) {
 // back.
 func TestRosterDefaultRecipe(t *testing.T) {
 	dir := fixture(t)
-	g, err := expand(t, dir, example(t, "conll03-roster.yaml"))
+	g, err := expand(t, dir, example(t, "conll03-roster.yaml"), noOverlay)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +114,7 @@ func TestRosterDefaultRecipe(t *testing.T) {
 	if got := modelOf(t, g, "register"); got != "select" {
 		t.Errorf("register reads the model of %s, want select's", got)
 	}
-	last, err := expand(t, dir, example(t, "conll03-roster.yaml"), "select=false")
+	last, err := expand(t, dir, example(t, "conll03-roster.yaml"), noOverlay, "select=false")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,10 +122,10 @@ func TestRosterDefaultRecipe(t *testing.T) {
 		t.Errorf("select=false: register reads the model of %s, want distil's, and no node select", modelOf(t, last, "register"))
 	}
 
-	if _, err := expand(t, dir, example(t, "conll03-roster.yaml"), "selftrain=true"); err == nil || !strings.Contains(err.Error(), "params.student") {
+	if _, err := expand(t, dir, example(t, "conll03-roster.yaml"), noOverlay, "selftrain=true"); err == nil || !strings.Contains(err.Error(), "params.student") {
 		t.Errorf("selftrain=true after the crf student: err %v, want a params.student error", err)
 	}
-	kl, err := expand(t, dir, example(t, "conll03-roster.yaml"), "student=kl")
+	kl, err := expand(t, dir, example(t, "conll03-roster.yaml"), noOverlay, "student=kl")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,11 +141,11 @@ func TestRosterDefaultRecipe(t *testing.T) {
 // before the step switched off, hence the same keys and cache.
 func TestRosterAblations(t *testing.T) {
 	dir := fixture(t)
-	full, err := expand(t, dir, example(t, "conll03-roster-paper.yaml"))
+	full, err := expand(t, dir, example(t, "conll03-roster-paper.yaml"), noOverlay)
 	if err != nil {
 		t.Fatal(err)
 	}
-	noSelf, err := expand(t, dir, example(t, "conll03-roster-paper.yaml"), "selftrain=false")
+	noSelf, err := expand(t, dir, example(t, "conll03-roster-paper.yaml"), noOverlay, "selftrain=false")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +166,7 @@ func TestRosterAblations(t *testing.T) {
 		t.Errorf("without self-training register reads %v, want distil's model", reg.Parents)
 	}
 
-	bare, err := expand(t, dir, example(t, "conll03-roster-paper.yaml"), "seeds=4", "ensemble=false", "selftrain=false", "gce=false", "removal=false")
+	bare, err := expand(t, dir, example(t, "conll03-roster-paper.yaml"), noOverlay, "seeds=4", "ensemble=false", "selftrain=false", "gce=false", "removal=false")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +176,7 @@ func TestRosterAblations(t *testing.T) {
 	if p := nodeParams(t, bare, "noise"); p["loss"] != tagger.LossCE || p["update_interval"] != 0.0 || p["seed"] != 4.0 {
 		t.Errorf("noise params %v: want cross entropy, no removal, seed 4", p)
 	}
-	if _, err := expand(t, dir, example(t, "conll03-roster-paper.yaml"), "ensemble=false"); err == nil {
+	if _, err := expand(t, dir, example(t, "conll03-roster-paper.yaml"), noOverlay, "ensemble=false"); err == nil {
 		t.Error("ensemble=false with five seeds: no error")
 	}
 }
@@ -185,11 +185,11 @@ func TestRosterAblations(t *testing.T) {
 // other node as with augmentation but self-training's input lm.
 func TestRosterWithoutAugmentation(t *testing.T) {
 	dir := fixture(t)
-	full, err := expand(t, dir, example(t, "conll03-roster-paper.yaml"))
+	full, err := expand(t, dir, example(t, "conll03-roster-paper.yaml"), noOverlay)
 	if err != nil {
 		t.Fatal(err)
 	}
-	plain, err := expand(t, dir, example(t, "conll03-roster-paper.yaml"), "augment=false")
+	plain, err := expand(t, dir, example(t, "conll03-roster-paper.yaml"), noOverlay, "augment=false")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,10 +209,10 @@ func TestRosterWithoutAugmentation(t *testing.T) {
 			t.Errorf("node %s differs without augmentation", id)
 		}
 	}
-	if _, err := expand(t, dir, example(t, "conll03-roster-paper.yaml"), "augment=false", "selftrain=false"); err != nil {
+	if _, err := expand(t, dir, example(t, "conll03-roster-paper.yaml"), noOverlay, "augment=false", "selftrain=false"); err != nil {
 		t.Errorf("augment=false with selftrain=false: %v", err)
 	}
-	noSelf, err := expand(t, dir, example(t, "conll03-roster-paper.yaml"), "selftrain=false")
+	noSelf, err := expand(t, dir, example(t, "conll03-roster-paper.yaml"), noOverlay, "selftrain=false")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,7 +244,7 @@ func TestRosterUnlabeledText(t *testing.T) {
 // default falls back to hard, and an explicit ensemble is an error.
 func TestRosterEnsembleEntityTarget(t *testing.T) {
 	dir := fixture(t)
-	g, err := expand(t, dir, example(t, "conll03-roster-paper.yaml"))
+	g, err := expand(t, dir, example(t, "conll03-roster-paper.yaml"), noOverlay)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -256,7 +256,7 @@ func TestRosterEnsembleEntityTarget(t *testing.T) {
 		t.Errorf("selftrain params %v", p)
 	}
 	for _, target := range []string{selftrain.EntityHard, selftrain.EntityModel} {
-		g, err := expand(t, dir, example(t, "conll03-roster-paper.yaml"), "entity_target="+target)
+		g, err := expand(t, dir, example(t, "conll03-roster-paper.yaml"), noOverlay, "entity_target="+target)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -265,11 +265,11 @@ func TestRosterEnsembleEntityTarget(t *testing.T) {
 			t.Errorf("entity_target=%s: selftrain reads %+v", target, st.Inputs)
 		}
 	}
-	_, err = expand(t, dir, example(t, "conll03-roster-paper.yaml"), "entity_target=ensemble", "seeds=1", "ensemble=false")
+	_, err = expand(t, dir, example(t, "conll03-roster-paper.yaml"), noOverlay, "entity_target=ensemble", "seeds=1", "ensemble=false")
 	if err == nil || !strings.Contains(err.Error(), "entity_target") {
 		t.Errorf("entity_target=ensemble without the ensemble: %v", err)
 	}
-	single, err := expand(t, dir, example(t, "conll03-roster-paper.yaml"), "seeds=1", "ensemble=false")
+	single, err := expand(t, dir, example(t, "conll03-roster-paper.yaml"), noOverlay, "seeds=1", "ensemble=false")
 	if err != nil {
 		t.Fatal(err)
 	}

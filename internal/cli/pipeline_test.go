@@ -604,4 +604,12 @@ func TestSinksKeepTheReportsASelectionReads(t *testing.T) {
 	if want := []string{"eval-noise", "eval-distil", "eval-select", "test"}; !slices.Equal(got, want) {
 		t.Errorf("sinks %v, want %v", got, want)
 	}
+	// Of the selection, its report (which model it kept), not its model.
+	var all []string
+	for _, e := range exports(nodes) {
+		all = append(all, e.node+"."+e.output)
+	}
+	if want := []string{"eval-noise.", "eval-distil.", "eval-select.", "test.", "select.report"}; !slices.Equal(all, want) {
+		t.Errorf("exports %v, want %v", all, want)
+	}
 }

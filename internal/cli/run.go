@@ -161,23 +161,46 @@ func storeLocation(st storage.Store, url string) string {
 // exportSinks copies the outputs of the final nodes to dir/NODE/OUTPUT/FILE:
 // those without children, or whose only children register models or choose
 // one on the dev scores (the registry keeps the cards, and a selection reads
-// the scores of every step: the user wants the models and reports).
+// the scores of every step: the user wants the models and reports); and of
+// each selection its report (every candidate's dev scores and which it
+// kept), not the model it passes on.
 func exportSinks(ctx context.Context, st storage.Store, run *engine.RunStatus, nodes []*spec.Node, dir string) (int, error) {
 	n := 0
-	for _, node := range sinks(nodes) {
-		ns, ok := run.Node(node.ID)
+	for _, e := range exports(nodes) {
+		ns, ok := run.Node(e.node)
 		if !ok {
 			continue
 		}
 		for name, a := range ns.Outputs {
-			dst := filepath.Join(dir, safeName(node.ID), name)
+			if e.output != "" && name != e.output {
+				continue
+			}
+			dst := filepath.Join(dir, safeName(e.node), name)
 			if err := stages.NewInput(ctx, st, a).Fetch(dst); err != nil {
-				return n, fmt.Errorf("exporting %s.%s: %w", node.ID, name, err)
+				return n, fmt.Errorf("exporting %s.%s: %w", e.node, name, err)
 			}
 			n++
 		}
 	}
 	return n, nil
+}
+
+// export is what exportSinks copies of a node: one output, or all ("").
+type export struct{ node, output string }
+
+// exports lists what exportSinks copies: every output of the sinks, the
+// report of each selection.
+func exports(nodes []*spec.Node) []export {
+	var out []export
+	for _, node := range sinks(nodes) {
+		out = append(out, export{node: node.ID})
+	}
+	for _, node := range nodes {
+		if node.Stage == eval.StageSelect {
+			out = append(out, export{node: node.ID, output: "report"})
+		}
+	}
+	return out
 }
 
 // sinks returns the final nodes of a graph, as exportSinks means them.
