@@ -236,8 +236,11 @@ func (a *Attached) Apply(scheme corpus.Scheme, types, tags []string, tokens []st
 			continue
 		}
 		k := slices.Index(tags, tag)
-		if k < 0 || len(p.Probs[t]) != len(tags) {
-			return p, fmt.Errorf("overlay: tag %s of token %d is not in the tagger's %d tags", tag, t+1, len(p.Probs[t]))
+		if k < 0 {
+			return p, fmt.Errorf("overlay: tag %s of token %d is not in the tag set %v", tag, t+1, tags) // not reached: types filtered above
+		}
+		if len(p.Probs[t]) != len(tags) {
+			return p, fmt.Errorf("overlay: token %d has %d probabilities for %d tags", t+1, len(p.Probs[t]), len(tags))
 		}
 		if !cloned {
 			out.Probs, cloned = slices.Clone(p.Probs), true // rows are replaced, never written in place
