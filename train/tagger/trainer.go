@@ -361,9 +361,9 @@ func Resume(dir string) TrainerOption { return func(t *Trainer) { t.fit.Resume =
 // the weights of the entity tags in Labels order (renormalized by the loss;
 // all 0 leaves the token out of the type loss); a nil row leaves the token
 // out of the loss altogether (a self-training teacher not confident
-// enough). LossTagSets reads the same layout as sets: the tags above 0,
-// every tag for a nil row. The sentences' tags are not used and may be
-// absent.
+// enough). LossTagSets reads the same layout as weighted sets: the tags
+// above 0, each weighted by its value over the row's largest, every tag
+// for a nil row. The sentences' tags are not used and may be absent.
 func WithSoftTargets(soft [][][]float32) TrainerOption { return func(t *Trainer) { t.soft = soft } }
 
 // WithSoftRefresh makes the soft targets follow the model being trained,
