@@ -26,13 +26,20 @@ type Pseudo struct {
 	// Threshold is the confidence under which a token is left out of the
 	// student's loss.
 	Threshold float64 `json:"threshold"`
+	// OMissRate is, for a CRF student (CRFPseudoLabels), the weight of the
+	// entity tags of a token the teacher is confidently O on, as loss
+	// partial weighs a distant O by its miss_rate: 0 makes the teacher's O
+	// hard, ruling the entity tags out.
+	OMissRate float64 `json:"o_miss_rate,omitempty"`
 }
 
 // Selection counts the tokens a teacher labeled and those it kept.
 type Selection struct {
 	Tokens int `json:"tokens"`
 	// Kept are the tokens in the student's loss: for a CRF, those whose
-	// set of tags leaves out at least one.
+	// row rules out or weakens at least one tag (a weak O, whose entity
+	// tags keep weight o_miss_rate < 1, counts; one at o_miss_rate 1 says
+	// nothing and is left free).
 	Kept int `json:"kept"`
 	// Entities are the kept tokens whose most probable tag is not O (for
 	// a CRF, whose set of tags leaves O out).
@@ -194,7 +201,8 @@ func (cfg TeacherConfig) withSteps(stepsPerEpoch int) TeacherConfig {
 // CRFPseudoLabels turns a CRF teacher's predictions of a corpus into the
 // sets of tags its student may give each token (loss tagger.LossTagSets,
 // in the layout of tagger.WithSoftTargets: 1 for a tag in the set, a nil
-// row for a token left free). tags is the teacher's tag set [O, entity
+// row for a token left free, and a weak O's entity tags at
+// ps.OMissRate). tags is the teacher's tag set [O, entity
 // tags...] (Labels.Tags), in the order of the predictions' Probs, the
 // CRF's marginals p(y_t = j).
 //
@@ -209,12 +217,23 @@ func (cfg TeacherConfig) withSteps(stepsPerEpoch int) TeacherConfig {
 //     free. Each set holds the teacher's tag with probability at least
 //     ps.Threshold, the guarantee a kept hard label gives.
 //
+// A token whose kept set is O alone (hard: the Viterbi tag O at or above
+// the threshold; soft: the credible set {O}) gets the row O = 1, every
+// entity tag = ps.OMissRate: the teacher's O is evidence of the strength
+// stage 1's partial loss gives a distant O, not a hard O. A hard O on
+// every token the teacher is sure of teaches the student the teacher's
+// misses; a weak one lets the student tag an entity where its own evidence
+// outweighs the odds 1 : OMissRate. OMissRate 0 is the hard O. Entity
+// sets, and sets that hold O with an entity tag, stay as they are: the
+// teacher's entities are not what loses recall.
+//
 // BOND's soft labels, the marginals squared and divided by the tags'
 // frequencies, are not used with a CRF: a token classifier fits them with
 // KL, but the CRF learns paths, and a likelihood weighted by per-token
 // soft evidence is maximized by its single best-weighted path, so it
 // would be hard labels without the threshold's guarantee. What a CRF can
-// learn from a distribution over tags is which tags it rules out.
+// learn from a distribution over tags is which tags it rules out, and
+// how strongly a tag's evidence counts (the weak O).
 func CRFPseudoLabels(preds []tagger.Prediction, tags []string, ps Pseudo) ([][][]float32, Selection, error) {
 	var sel Selection
 	if ps.Threshold < 0 || ps.Threshold > 1 {
@@ -222,6 +241,9 @@ func CRFPseudoLabels(preds []tagger.Prediction, tags []string, ps Pseudo) ([][][
 	}
 	if ps.Labels != LabelsHard && ps.Labels != LabelsSoft {
 		return nil, sel, fmt.Errorf("pseudo-labels %q, want %s or %s", ps.Labels, LabelsHard, LabelsSoft)
+	}
+	if ps.OMissRate < 0 || ps.OMissRate > 1 {
+		return nil, sel, fmt.Errorf("o_miss_rate %v, want [0, 1]", ps.OMissRate)
 	}
 	k := len(tags)
 	if k < 2 {
@@ -271,6 +293,14 @@ func CRFPseudoLabels(preds []tagger.Prediction, tags []string, ps Pseudo) ([][][
 					}
 				}
 			}
+			if size == 1 && set[0] == 1 && ps.OMissRate > 0 {
+				if ps.OMissRate >= 1 {
+					continue // an O that says nothing: free
+				}
+				for j := 1; j < k; j++ {
+					set[j] = float32(ps.OMissRate)
+				}
+			}
 			if size == 0 || size == k {
 				continue // free: nil
 			}
@@ -317,6 +347,10 @@ func TrainStudent(ctx context.Context, m *tagger.Tagger, c, dev *corpus.Corpus, 
 	var label func(preds []tagger.Prediction) ([][][]float32, Selection, error)
 	switch m.Config.Head {
 	case tagger.TokenHead:
+		if cfg.Pseudo.OMissRate != 0 {
+			// KL fits a distribution: there is no evidence weight to give.
+			return nil, fmt.Errorf("o_miss_rate %v: a weak O is for a %s teacher's pseudo-labels, not the %s head's", cfg.Pseudo.OMissRate, tagger.CRFHead, tagger.TokenHead)
+		}
 		cfg.Run.Loss = tagger.LossKL
 		label = func(preds []tagger.Prediction) ([][][]float32, Selection, error) {
 			return PseudoLabels(probsOf(preds), cfg.Pseudo)
