@@ -25,7 +25,10 @@ import (
 // unmatched token is O only with probability 1 - miss_rate), which cross
 // entropy on labels of low recall cannot (it learns their misses as O),
 // and stage 2's student learns the CRF teacher's confident tags with every
-// other token left free (selftrain.CRFPseudoLabels).
+// other token left free (selftrain.CRFPseudoLabels). The teacher's
+// confident O is weighed as stage 1 weighs a distant O (o_miss_rate =
+// miss_rate): a hard O on every token the teacher is sure of would teach
+// the student the teacher's misses, the recall stage 1's weak O kept.
 func init() {
 	d := selftrain.DefaultTeacherConfig()
 	spec.RegisterMethod(spec.Method{
@@ -35,8 +38,8 @@ func init() {
 			"teacher, a copy of that model, labels the training corpus with high-confidence pseudo-labels (soft or " +
 			"hard), the student fits them and replaces the teacher every period steps. By default (partial=true) both " +
 			"are partial-label CRFs: stage 1 trained with loss partial (an unmatched token may be an entity, with " +
-			"probability miss_rate), stage 2's student restricted to the teacher's confident tags, every other token " +
-			"free; partial=false is BOND's token classifier with cross entropy. Each stage scored on the dev set, the " +
+			"probability miss_rate), stage 2's student restricted to the teacher's confident tags, its confident O as weak as a distant O (miss_rate), " +
+			"every other token free; partial=false is BOND's token classifier with cross entropy. Each stage scored on the dev set, the " +
 			"better one on dev kept (select), scored on the test set and registered under the spec's name." + overlayDoc,
 		Params: append([]stages.Param{
 			stages.IntParam("seed", 1, "seed of the initial weights, batches and dropout", stages.AtLeast(0)),
@@ -46,7 +49,7 @@ func init() {
 			stages.IntParam("eval_every", tagger.EvalAuto, "stage 1: steps between two scores on the dev set, the best step's model kept (0: per epoch; -1: auto, an eighth of an epoch and at least 50 steps: 55 on CoNLL-2003)", stages.AtLeast(tagger.EvalAuto)),
 			stages.IntParam("patience", 4, "stage 1: stop after this many scores without a better dev F1 (0: run every epoch)", stages.AtLeast(0)),
 			stages.FloatParam("drop_o", 0, "stage 1: fraction of the distant O tokens left out of the loss (BOND: none; not with partial)", stages.Range(0, 0.99)),
-			stages.BoolParam("partial", true, "both stages partial-label CRFs: stage 1 with loss "+tagger.LossPartial+" (a distant O is evidence of strength 1 - miss_rate, a match is kept), stage 2's student with loss "+tagger.LossTagSets+" (the teacher's tag where it is confident, any tag elsewhere; soft labels: the fewest tags holding threshold of its marginals) (false: BOND's recipe, token classifiers with cross entropy, then KL; on the shipped sample its stage 1 scores dev F1 42-53 against the labels' 65, the partial CRF 69-71)"),
+			stages.BoolParam("partial", true, "both stages partial-label CRFs: stage 1 with loss "+tagger.LossPartial+" (a distant O is evidence of strength 1 - miss_rate, a match is kept), stage 2's student with loss "+tagger.LossTagSets+" (the teacher's tag where it is confident, any tag elsewhere; soft labels: the fewest tags holding threshold of its marginals; the teacher's confident O weighs the entity tags by miss_rate, as stage 1's distant O) (false: BOND's recipe, token classifiers with cross entropy, then KL; on the shipped sample its stage 1 scores dev F1 42-53 against the labels' 65, the partial CRF 69-71)"),
 			tagger.Param("miss_rate"),
 			stages.BoolParam("select", true, "the final model is the one of the two stages that scores best on the dev input (node select; stage 2 wins a tie): self-training that lowers the dev F1 does not replace its teacher (false: stage 2's model; without a dev input, always stage 2's)"),
 			stages.BoolParam("selftrain", true, "stage 2, teacher-student self-training (false: register the early-stopped model; ablation)"),
@@ -94,6 +97,11 @@ func buildBond(b *spec.Builder) error {
 		st := b.Node("selftrain", selftrain.StageTeacher).Queue("gpu").Input("model", early.Out("model")).
 			Pass("seed", "labels", "threshold", "period").
 			PassAs("epochs", "selftrain_epochs").PassAs("eval_every", "selftrain_eval_every").PassAs("patience", "selftrain_patience")
+		if p.Bool("partial") {
+			// The teacher's O is as weak as the distant O stage 1 learned
+			// from; stage 1's node is unchanged.
+			st.PassAs("o_miss_rate", "miss_rate")
+		}
 		tuneEncoder(b, st)
 		corpus(st) // its tags are not used
 		readSplit(b, st, "dev", "dev")

@@ -1,6 +1,7 @@
 package methods_test
 
 import (
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -132,8 +133,11 @@ inputs:
 
 // partial=true (the default) makes stage 1 a partial-label CRF with the method's
 // miss_rate; stage 2 is the same teacher-student node, reading a CRF model
-// (selftrain.teacher picks the CRF's pseudo-labels and loss from it).
-// Everything else, stage 2's parameters included, is as without it.
+// (selftrain.teacher picks the CRF's pseudo-labels and loss from it),
+// given o_miss_rate = miss_rate so that the teacher's O is as weak as the
+// distant O (0, the hard O, without partial; 0.5, miss_rate's default, by
+// default). Everything else, stage 2's other parameters included, is as
+// without it.
 func TestBondPartialGraph(t *testing.T) {
 	dir := fixture(t)
 	plain, err := expand(t, dir, example(t, "conll03-bond.yaml"), noOverlay, "partial=false")
@@ -151,9 +155,21 @@ func TestBondPartialGraph(t *testing.T) {
 		p["eval_every"] != float64(tagger.EvalAuto) || p["patience"] != 4.0 || p["drop_o"] != 0.0 {
 		t.Errorf("early: params %v, want a partial-label CRF with miss_rate 0.4", p)
 	}
-	a, b := shapes(plain), shapes(g)
-	if a["selftrain"].Params != b["selftrain"].Params || a["selftrain"].Stage != b["selftrain"].Stage {
-		t.Errorf("partial changes stage 2's node:\n%s\n%s", a["selftrain"].Params, b["selftrain"].Params)
+	// Stage 2 is the same stage with the same parameters but one: the
+	// teacher's confident O is as weak as stage 1's distant O.
+	pp, gp := nodeParams(t, plain, "selftrain"), nodeParams(t, g, "selftrain")
+	if pp["o_miss_rate"] != 0.0 || gp["o_miss_rate"] != 0.4 {
+		t.Errorf("selftrain's o_miss_rate: %v without partial, %v with miss_rate 0.4; want 0 and 0.4", pp["o_miss_rate"], gp["o_miss_rate"])
+	}
+	delete(pp, "o_miss_rate")
+	delete(gp, "o_miss_rate")
+	if !reflect.DeepEqual(pp, gp) {
+		t.Errorf("partial changes stage 2's params beyond o_miss_rate:\n%v\n%v", pp, gp)
+	}
+	if def, err := expand(t, dir, example(t, "conll03-bond.yaml"), noOverlay); err != nil {
+		t.Fatal(err)
+	} else if p := nodeParams(t, def, "selftrain"); p["o_miss_rate"] != 0.5 {
+		t.Errorf("default recipe: selftrain's o_miss_rate %v, want miss_rate's default 0.5", p["o_miss_rate"])
 	}
 	st, _ := g.Node("selftrain")
 	if portIn(st, "model").Node != "early" {
