@@ -22,16 +22,17 @@ const taggerFile = "tagger.json"
 func init() {
 	stages.Register(stages.Stage{
 		Name:    StageOverlay,
-		Version: 1,
+		Version: 2,
 		Doc: "Adds a gazetteer overlay to a trained tagger: the checkpoint, unchanged, with a directory " +
 			overlay.Dir + "/ holding gazetteer entries and the matching options of " + StageName + ", so that " +
 			"wherever the tagger predicts (train.evaluate, train.predict, predict.entities, nerflow serve) its " +
 			"entities are combined with the typed matches of the same sentence: mode fill keeps the tagger's " +
 			"entities and adds the matches that overlap none of them, mode override keeps the matches and adds " +
-			"the tagger's entities that overlap none. The entries are the gazetteers' or, without gazetteers, " +
+			"the tagger's entities that overlap none (a tagger's entity strictly holding matches keeps them: the longer name " +
+			"of which the gazetteer knows a part). The entries are the gazetteers' or, without gazetteers, " +
 			"mined from the distantly labeled corpus (each distinct tagged phrase with its most frequent type).",
 		Params: append([]stages.Param{
-			stages.StringParam("mode", string(overlay.Fill), "fill: the tagger's entities are kept and the matches that overlap none added; override: the matches are kept and the tagger's entities that overlap none added", stages.OneOf(string(overlay.Fill), string(overlay.Override))),
+			stages.StringParam("mode", string(overlay.Fill), "fill: the tagger's entities are kept and the matches that overlap none added; override: the matches are kept (but for those a longer entity of the tagger holds) and the tagger's entities that overlap none added", stages.OneOf(string(overlay.Fill), string(overlay.Override))),
 		}, append(matchParams("matches of phrases with tied types add no entity; unknown (\"?\") or o as in "+StageName+" (either way they keep shorter matches out)"),
 			dataset.SourceParams("labeled", "distantly labeled sentences to mine the entries from")...)...),
 		Inputs: []stages.Port{

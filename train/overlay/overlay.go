@@ -95,7 +95,16 @@ func Register(kind string, load Loader) {
 type manifest struct {
 	Kind string `json:"kind"`
 	Mode Mode   `json:"mode"`
+	// Version is the combining rules' version the overlay was saved under
+	// (absent: 1). Writing it changes an overlaid checkpoint's digest when
+	// the rules change, so that cached evaluations of the old rules are not
+	// reused for the new; every version combines by today's rules.
+	Version int `json:"version,omitempty"`
 }
+
+// version is the combining rules' version. 2: in override mode a wider
+// model entity keeps the overlay entities it holds (see Combine).
+const version = 2
 
 // Attached is an overlay with the mode a tagger combines it in.
 type Attached struct {
@@ -125,7 +134,7 @@ func (a *Attached) Write(dir string) error {
 	if err := a.Save(od); err != nil {
 		return fmt.Errorf("writing overlay %s: %w", a.Kind(), err)
 	}
-	b, err := json.Marshal(manifest{Kind: a.Kind(), Mode: a.Mode})
+	b, err := json.Marshal(manifest{Kind: a.Kind(), Mode: a.Mode, Version: version})
 	if err != nil {
 		return fmt.Errorf("writing overlay: %w", err)
 	}
@@ -154,6 +163,9 @@ func Read(dir string) (*Attached, error) {
 	if _, err := ParseMode(string(man.Mode)); err != nil {
 		return nil, fmt.Errorf("overlay: %s/%s: %w", Dir, File, err)
 	}
+	if man.Version > version {
+		return nil, fmt.Errorf("overlay: %s/%s: version %d, this build knows up to %d (saved by a newer nerflow?)", Dir, File, man.Version, version)
+	}
 	mu.RLock()
 	load, ok := loaders[man.Kind]
 	mu.RUnlock()
@@ -171,20 +183,63 @@ func Read(dir string) (*Attached, error) {
 // list ordered and non-overlapping) in mode, and returns the combined
 // entities, ordered and non-overlapping. Spans overlap when they share a
 // token: a nested span overlaps the one around it, touching spans do not.
+//
+// In override mode a model entity that strictly contains overlay entities,
+// and crosses none, still wins over them: a gazetteer that knows part of a
+// longer name ("John" of "John Smith", "lithium" of "lithium carbonate")
+// matches that part, and the longer entity the model found is the name.
+// Without that rule override cut such names down to the gazetteer's part,
+// which on the shipped sample's test split made a third of the labels' PER
+// matches wrong.
 func Combine(model, overlay []corpus.Span, mode Mode) []corpus.Span {
 	kept, added := model, overlay
 	if mode == Override {
-		kept, added = overlay, model
+		kept, added = overrideKept(model, overlay), model
 	}
 	out := slices.Clone(kept)
 	for _, a := range added {
-		if !slices.ContainsFunc(kept, func(k corpus.Span) bool { return k.Start < a.End && a.Start < k.End }) {
+		if !slices.ContainsFunc(kept, func(k corpus.Span) bool { return overlaps(k, a) }) {
 			out = append(out, a)
 		}
 	}
 	slices.SortFunc(out, func(a, b corpus.Span) int { return cmp.Compare(a.Start, b.Start) })
 	return out
 }
+
+// overrideKept returns what override keeps before adding the rest of the
+// model's entities: the overlay's entities, except those that a wider
+// model entity holds (see Combine), which it keeps instead.
+func overrideKept(model, overlay []corpus.Span) []corpus.Span {
+	var wide []corpus.Span
+	for _, m := range model {
+		holds, crosses := false, false
+		for _, o := range overlay {
+			switch {
+			case !overlaps(m, o):
+			case m.Start <= o.Start && o.End <= m.End && m.End-m.Start > o.End-o.Start:
+				holds = true
+			default:
+				crosses = true
+			}
+		}
+		if holds && !crosses {
+			wide = append(wide, m)
+		}
+	}
+	if len(wide) == 0 {
+		return overlay
+	}
+	kept := slices.Clone(wide)
+	for _, o := range overlay {
+		if !slices.ContainsFunc(wide, func(w corpus.Span) bool { return overlaps(w, o) }) {
+			kept = append(kept, o)
+		}
+	}
+	return kept
+}
+
+// overlaps reports whether two spans share a token.
+func overlaps(a, b corpus.Span) bool { return a.Start < b.End && b.Start < a.End }
 
 // Weight is the share of a token's probabilities that the overlay claims
 // where it changes the tagger's tag: the row becomes
