@@ -28,7 +28,7 @@ build: setup-run
 # labels learned by a CRF student, the best of those four models on the
 # dev split, then the best on dev of that model alone and with the
 # gazetteer overlay (its matches combined with the model's entities, in
-# mode fill or override) kept as the final model; every step scored on the
+# mode fill, override or extend) kept as the final model; every step scored on the
 # gold dev split beside the distant labels, the final model on the test
 # split too, and registered. The per-type tables are printed step by step at the end and
 # land in out/sample-roster. A second run is served from the cache. The
@@ -36,7 +36,7 @@ build: setup-run
 OUT := out/sample-roster
 run: build
 	$(BIN) run examples/sample-roster.yaml --export $(OUT)
-	@for n in $(OUT)/eval-noise* $(OUT)/eval-distil $(OUT)/eval-selftrain $(OUT)/eval-select $(OUT)/eval-overlay-fill $(OUT)/eval-overlay-override $(OUT)/test; do \
+	@for n in $(OUT)/eval-noise* $(OUT)/eval-distil $(OUT)/eval-selftrain $(OUT)/eval-select $(OUT)/eval-overlay-fill $(OUT)/eval-overlay-override $(OUT)/eval-overlay-extend $(OUT)/test; do \
 		[ -f "$$n/report/report.txt" ] || continue; \
 		case $${n##*/} in \
 		eval-noise*) h="partial-label CRF $${n##*_}, dev";; \
@@ -45,6 +45,7 @@ run: build
 		eval-select) h="the best of the above on dev, dev";; \
 		eval-overlay-fill) h="that model with the gazetteer overlay, mode fill (its entities kept, the matches beside them added), dev";; \
 		eval-overlay-override) h="that model with the gazetteer overlay, mode override (the matches kept, its entities beside them added), dev";; \
+		eval-overlay-extend) h="that model with the gazetteer overlay, mode extend (as override, but its longer entities keep the matches of their type they hold), dev";; \
 		test) h="final model, test";; esac; \
 		echo; echo "== $$h"; cat "$$n/report/report.txt"; done
 	@f=$(OUT)/overlay/report/selection.json; [ ! -f $$f ] || { echo; \

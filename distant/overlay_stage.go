@@ -21,18 +21,20 @@ const taggerFile = "tagger.json"
 
 func init() {
 	stages.Register(stages.Stage{
-		Name:    StageOverlay,
-		Version: 2,
+		Name: StageOverlay,
+		// The combining rules' version: overlays saved under new rules get
+		// new digests, so that no cached evaluation of the old is reused.
+		Version: overlay.Version,
 		Doc: "Adds a gazetteer overlay to a trained tagger: the checkpoint, unchanged, with a directory " +
 			overlay.Dir + "/ holding gazetteer entries and the matching options of " + StageName + ", so that " +
 			"wherever the tagger predicts (train.evaluate, train.predict, predict.entities, nerflow serve) its " +
 			"entities are combined with the typed matches of the same sentence: mode fill keeps the tagger's " +
 			"entities and adds the matches that overlap none of them, mode override keeps the matches and adds " +
-			"the tagger's entities that overlap none (a tagger's entity strictly holding matches keeps them: the longer name " +
-			"of which the gazetteer knows a part). The entries are the gazetteers' or, without gazetteers, " +
+			"the tagger's entities that overlap none, mode extend does as override but for the matches held by a wider " +
+			"entity of the tagger of their type (the longer name of which the gazetteer knows a part), which it keeps instead. The entries are the gazetteers' or, without gazetteers, " +
 			"mined from the distantly labeled corpus (each distinct tagged phrase with its most frequent type).",
 		Params: append([]stages.Param{
-			stages.StringParam("mode", string(overlay.Fill), "fill: the tagger's entities are kept and the matches that overlap none added; override: the matches are kept (but for those a longer entity of the tagger holds) and the tagger's entities that overlap none added", stages.OneOf(string(overlay.Fill), string(overlay.Override))),
+			stages.StringParam("mode", string(overlay.Fill), "fill: the tagger's entities are kept and the matches that overlap none added; override: the matches are kept and the tagger's entities that overlap none added; extend: as override, but a wider entity of the tagger of a match's type keeps the matches it holds", stages.OneOf(string(overlay.Fill), string(overlay.Override), string(overlay.Extend))),
 		}, append(matchParams("matches of phrases with tied types add no entity; unknown (\"?\") or o as in "+StageName+" (either way they keep shorter matches out)"),
 			dataset.SourceParams("labeled", "distantly labeled sentences to mine the entries from")...)...),
 		Inputs: []stages.Port{

@@ -94,7 +94,8 @@ type inputs struct{ dev, test, baseline, overlay bool }
 // when the method labels with gazetteers. On distant labels with a dev
 // input, each final model is node overlay or overlay-STEP, the best on dev
 // of STEP's model with the overlay in mode override (node
-// overlay-override[-STEP]), in mode fill (overlay-fill[-STEP]) and alone,
+// overlay-override[-STEP]), extend (overlay-extend[-STEP]), fill
+// (overlay-fill[-STEP]) and alone,
 // in that order (the model alone wins a tie); it keeps STEP's names for
 // test and register.
 func checkConventions(t *testing.T, s *spec.Spec, g *spec.Graph, given inputs) {
@@ -180,13 +181,13 @@ func checkConventions(t *testing.T, s *spec.Spec, g *spec.Graph, given inputs) {
 				reports = append(reports, in.Node)
 			}
 		}
-		if len(models) != 3 {
+		if len(models) != 4 {
 			t.Errorf("%s chooses among %v, want the model with the overlay in each mode and alone", id, models)
 			return n.Name
 		}
-		plain := node(models[2])
+		plain := node(models[3])
 		suffixOf := strings.TrimPrefix(n.Name, "overlay")
-		for i, mode := range []string{"override", "fill"} {
+		for i, mode := range []string{"override", "extend", "fill"} {
 			ov := node(models[i])
 			var p map[string]any
 			if err := json.Unmarshal(ov.Params, &p); err != nil {

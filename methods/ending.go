@@ -170,7 +170,7 @@ func bestOnDev(b *spec.Builder, cands ...candidate) *finalModel {
 
 // overlayDoc ends the doc of every method on distant labels.
 const overlayDoc = " With a dev input, the final model is also tried with the gazetteer overlay (the gazetteers' " +
-	"matches combined with its entities at prediction, modes fill and override) and the best of the three on dev " +
+	"matches combined with its entities at prediction, modes fill, override and extend) and the best of the four on dev " +
 	"is tested and registered (node overlay; overlay=false: the model alone)."
 
 // overlayParam declares overlay, which every method on distant labels
@@ -180,7 +180,8 @@ func overlayParam() stages.Param {
 		"overlay (stage "+distant.StageOverlay+": the gazetteers' matches, or without gazetteers the phrases tagged in "+
 		"the distantly labeled train input, combined with the model's entities at prediction), in mode fill (the "+
 		"model's entities kept, matches that overlap none added) and override (matches kept, the model's entities "+
-		"that overlap none added); of the three, the one the dev input scores best is tested and registered (node "+
+		"that overlap none added) and extend (as override, but a wider entity of the model of a match's type keeps the "+
+		"matches it holds: the longer name of which the gazetteer knows a part); of the four, the one the dev input scores best is tested and registered (node "+
 		"overlay; the model alone on a tie) (false: the model alone)")
 }
 
@@ -211,10 +212,10 @@ func chooseOverlay(b *spec.Builder, f finalModel, suffix string) *finalModel {
 	sel := b.Node("overlay"+suffix, eval.StageSelect)
 	// eval.select gives a tie to the later candidate: the modes come
 	// first, the model alone last, so that the overlay is added only where
-	// the dev split says it helps; of the modes, fill (which keeps every
-	// entity of the model) comes after override.
+	// the dev split says it helps; of the modes, the one that keeps more
+	// of the model's entities comes later.
 	var names []string
-	for _, mode := range []overlay.Mode{overlay.Override, overlay.Fill} {
+	for _, mode := range []overlay.Mode{overlay.Override, overlay.Extend, overlay.Fill} {
 		n := b.Node("overlay-"+string(mode)+suffix, distant.StageOverlay).Set("mode", string(mode)).
 			Input("model", f.step.Out("model"))
 		if b.Has("gazetteers") {

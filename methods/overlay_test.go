@@ -14,7 +14,7 @@ import (
 )
 
 // overlayNodes are the nodes the overlay ending adds after a final model.
-var overlayNodes = []string{"overlay-override", "overlay-fill", "eval-overlay-override", "eval-overlay-fill", "overlay", "eval-overlay"}
+var overlayNodes = []string{"overlay-override", "overlay-extend", "overlay-fill", "eval-overlay-override", "eval-overlay-extend", "eval-overlay-fill", "overlay", "eval-overlay"}
 
 // The main job ends by choosing on dev among its final model (select's)
 // and that model with the gazetteer overlay in each mode, the model alone
@@ -52,16 +52,16 @@ func TestOverlayEndingOfTheMainJob(t *testing.T) {
 			reports = append(reports, in.Node)
 		}
 	}
-	if want := []string{"overlay-override", "overlay-fill", "select"}; !slices.Equal(models, want) {
+	if want := []string{"overlay-override", "overlay-extend", "overlay-fill", "select"}; !slices.Equal(models, want) {
 		t.Errorf("overlay chooses among %v, want %v", models, want)
 	}
-	if want := []string{"eval-overlay-override", "eval-overlay-fill", "eval-select"}; !slices.Equal(reports, want) {
+	if want := []string{"eval-overlay-override", "eval-overlay-extend", "eval-overlay-fill", "eval-select"}; !slices.Equal(reports, want) {
 		t.Errorf("overlay reads the reports %v, want %v", reports, want)
 	}
-	if p := nodeParams(t, g, "overlay"); strings.Join(toStrings(p["names"]), "|") != "overlay override|overlay fill|model" {
+	if p := nodeParams(t, g, "overlay"); strings.Join(toStrings(p["names"]), "|") != "overlay override|overlay extend|overlay fill|model" {
 		t.Errorf("overlay names %v", p["names"])
 	}
-	for _, mode := range []string{"override", "fill"} {
+	for _, mode := range []string{"override", "extend", "fill"} {
 		n, _ := g.Node("overlay-" + mode)
 		p := nodeParams(t, g, n.ID)
 		if n.Stage != distant.StageOverlay || p["mode"] != mode || p["case"] != "exact" || modelOf(t, g, n.ID) != "select" {
@@ -154,7 +154,7 @@ func TestOverlayMinedFromGivenLabels(t *testing.T) {
 				models = append(models, in.Node)
 			}
 		}
-		if want := []string{"overlay-override" + fan, "overlay-fill" + fan, "train" + fan}; !slices.Equal(models, want) {
+		if want := []string{"overlay-override" + fan, "overlay-extend" + fan, "overlay-fill" + fan, "train" + fan}; !slices.Equal(models, want) {
 			t.Errorf("overlay%s chooses among %v, want %v", fan, models, want)
 		}
 		if got := modelOf(t, g, "register"+fan); got != "overlay"+fan {

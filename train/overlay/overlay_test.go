@@ -22,45 +22,46 @@ func sp(label string, start, end int) corpus.Span {
 // spans overlap, touching ones do not, whatever their types.
 func TestCombine(t *testing.T) {
 	for _, c := range []struct {
-		name                   string
-		model, overlay         []corpus.Span
-		wantFill, wantOverride []corpus.Span
+		name                               string
+		model, overlay                     []corpus.Span
+		wantFill, wantOverride, wantExtend []corpus.Span
 	}{
 		{"disjoint", []corpus.Span{sp("PER", 0, 2)}, []corpus.Span{sp("LOC", 4, 5)},
-			[]corpus.Span{sp("PER", 0, 2), sp("LOC", 4, 5)}, []corpus.Span{sp("PER", 0, 2), sp("LOC", 4, 5)}},
+			[]corpus.Span{sp("PER", 0, 2), sp("LOC", 4, 5)}, []corpus.Span{sp("PER", 0, 2), sp("LOC", 4, 5)}, []corpus.Span{sp("PER", 0, 2), sp("LOC", 4, 5)}},
 		{"crossing", []corpus.Span{sp("PER", 1, 3)}, []corpus.Span{sp("ORG", 2, 5)},
-			[]corpus.Span{sp("PER", 1, 3)}, []corpus.Span{sp("ORG", 2, 5)}},
-		// A wider model entity holds the overlay's part of a name: it wins
-		// in override mode too.
+			[]corpus.Span{sp("PER", 1, 3)}, []corpus.Span{sp("ORG", 2, 5)}, []corpus.Span{sp("ORG", 2, 5)}},
+		// A wider model entity of another type does not extend the match.
 		{"overlay nested in model", []corpus.Span{sp("ORG", 0, 4)}, []corpus.Span{sp("LOC", 1, 2)},
-			[]corpus.Span{sp("ORG", 0, 4)}, []corpus.Span{sp("ORG", 0, 4)}},
+			[]corpus.Span{sp("ORG", 0, 4)}, []corpus.Span{sp("LOC", 1, 2)}, []corpus.Span{sp("LOC", 1, 2)}},
+		// Of its type, it does: the gazetteer knew part of the name.
+		{"overlay nested in model, same type", []corpus.Span{sp("PER", 0, 2)}, []corpus.Span{sp("PER", 0, 1)},
+			[]corpus.Span{sp("PER", 0, 2)}, []corpus.Span{sp("PER", 0, 1)}, []corpus.Span{sp("PER", 0, 2)}},
 		{"two overlay spans in one model span", []corpus.Span{sp("PER", 0, 3), sp("LOC", 6, 7)}, []corpus.Span{sp("PER", 0, 1), sp("PER", 2, 3), sp("ORG", 4, 5)},
-			[]corpus.Span{sp("PER", 0, 3), sp("ORG", 4, 5), sp("LOC", 6, 7)}, []corpus.Span{sp("PER", 0, 3), sp("ORG", 4, 5), sp("LOC", 6, 7)}},
-		// Holding one overlay span but crossing another: the overlay wins.
-		{"holds one, crosses another", []corpus.Span{sp("ORG", 1, 5)}, []corpus.Span{sp("LOC", 2, 3), sp("PER", 4, 6)},
-			[]corpus.Span{sp("ORG", 1, 5)}, []corpus.Span{sp("LOC", 2, 3), sp("PER", 4, 6)}},
-		{"same length, other type", []corpus.Span{sp("ORG", 2, 4)}, []corpus.Span{sp("LOC", 2, 4)},
-			[]corpus.Span{sp("ORG", 2, 4)}, []corpus.Span{sp("LOC", 2, 4)}},
+			[]corpus.Span{sp("PER", 0, 3), sp("ORG", 4, 5), sp("LOC", 6, 7)},
+			[]corpus.Span{sp("PER", 0, 1), sp("PER", 2, 3), sp("ORG", 4, 5), sp("LOC", 6, 7)},
+			[]corpus.Span{sp("PER", 0, 3), sp("ORG", 4, 5), sp("LOC", 6, 7)}},
+		// Holding one match but crossing another: the matches win.
+		{"holds one, crosses another", []corpus.Span{sp("PER", 1, 5)}, []corpus.Span{sp("PER", 2, 3), sp("PER", 4, 6)},
+			[]corpus.Span{sp("PER", 1, 5)}, []corpus.Span{sp("PER", 2, 3), sp("PER", 4, 6)}, []corpus.Span{sp("PER", 2, 3), sp("PER", 4, 6)}},
 		{"model nested in overlay", []corpus.Span{sp("LOC", 1, 2)}, []corpus.Span{sp("ORG", 0, 4)},
-			[]corpus.Span{sp("LOC", 1, 2)}, []corpus.Span{sp("ORG", 0, 4)}},
+			[]corpus.Span{sp("LOC", 1, 2)}, []corpus.Span{sp("ORG", 0, 4)}, []corpus.Span{sp("ORG", 0, 4)}},
 		{"adjacent", []corpus.Span{sp("PER", 0, 2)}, []corpus.Span{sp("PER", 2, 3)},
-			[]corpus.Span{sp("PER", 0, 2), sp("PER", 2, 3)}, []corpus.Span{sp("PER", 0, 2), sp("PER", 2, 3)}},
+			[]corpus.Span{sp("PER", 0, 2), sp("PER", 2, 3)}, []corpus.Span{sp("PER", 0, 2), sp("PER", 2, 3)}, []corpus.Span{sp("PER", 0, 2), sp("PER", 2, 3)}},
 		{"same span, other type", []corpus.Span{sp("PER", 3, 4)}, []corpus.Span{sp("LOC", 3, 4)},
-			[]corpus.Span{sp("PER", 3, 4)}, []corpus.Span{sp("LOC", 3, 4)}},
+			[]corpus.Span{sp("PER", 3, 4)}, []corpus.Span{sp("LOC", 3, 4)}, []corpus.Span{sp("LOC", 3, 4)}},
 		// One overlay span over two model entities: fill keeps both, override
 		// drops both; the other model entity stays either way.
 		{"one over two", []corpus.Span{sp("PER", 0, 1), sp("PER", 1, 2), sp("LOC", 5, 6)}, []corpus.Span{sp("ORG", 0, 2)},
-			[]corpus.Span{sp("PER", 0, 1), sp("PER", 1, 2), sp("LOC", 5, 6)}, []corpus.Span{sp("ORG", 0, 2), sp("LOC", 5, 6)}},
+			[]corpus.Span{sp("PER", 0, 1), sp("PER", 1, 2), sp("LOC", 5, 6)}, []corpus.Span{sp("ORG", 0, 2), sp("LOC", 5, 6)}, []corpus.Span{sp("ORG", 0, 2), sp("LOC", 5, 6)}},
 		{"no model entities", nil, []corpus.Span{sp("LOC", 1, 2), sp("PER", 3, 5)},
-			[]corpus.Span{sp("LOC", 1, 2), sp("PER", 3, 5)}, []corpus.Span{sp("LOC", 1, 2), sp("PER", 3, 5)}},
+			[]corpus.Span{sp("LOC", 1, 2), sp("PER", 3, 5)}, []corpus.Span{sp("LOC", 1, 2), sp("PER", 3, 5)}, []corpus.Span{sp("LOC", 1, 2), sp("PER", 3, 5)}},
 		{"no overlay entities", []corpus.Span{sp("LOC", 1, 2)}, nil,
-			[]corpus.Span{sp("LOC", 1, 2)}, []corpus.Span{sp("LOC", 1, 2)}},
+			[]corpus.Span{sp("LOC", 1, 2)}, []corpus.Span{sp("LOC", 1, 2)}, []corpus.Span{sp("LOC", 1, 2)}},
 	} {
-		if got := Combine(c.model, c.overlay, Fill); !reflect.DeepEqual(got, c.wantFill) {
-			t.Errorf("%s: fill %v, want %v", c.name, got, c.wantFill)
-		}
-		if got := Combine(c.model, c.overlay, Override); !reflect.DeepEqual(got, c.wantOverride) {
-			t.Errorf("%s: override %v, want %v", c.name, got, c.wantOverride)
+		for mode, want := range map[Mode][]corpus.Span{Fill: c.wantFill, Override: c.wantOverride, Extend: c.wantExtend} {
+			if got := Combine(c.model, c.overlay, mode); !reflect.DeepEqual(got, want) {
+				t.Errorf("%s: %s %v, want %v", c.name, mode, got, want)
+			}
 		}
 	}
 }
@@ -117,10 +118,12 @@ func TestApplyBIO(t *testing.T) {
 		// fill: "Smith" and "New" are the model's; "Paris" is added; ORG is
 		// no type of the tagger's.
 		{Fill, []string{"B-PER", "I-PER", "O", "O", "B-LOC", "O", "O", "B-LOC"}},
-		// override: "New York" is the overlay's LOC, over the model's
-		// "New"; the model's "John Smith" holds the overlay's "Smith" and
-		// stays; "Paris" is added.
-		{Override, []string{"B-PER", "I-PER", "O", "O", "B-LOC", "I-LOC", "O", "B-LOC"}},
+		// override: "Smith" alone is a PER, "New York" a LOC; "John" no
+		// longer overlaps a kept entity, but was part of the dropped one.
+		{Override, []string{"O", "B-PER", "O", "O", "B-LOC", "I-LOC", "O", "B-LOC"}},
+		// extend: as override, but the model's "John Smith" holds the
+		// overlay's "Smith", of its type, and stays.
+		{Extend, []string{"B-PER", "I-PER", "O", "O", "B-LOC", "I-LOC", "O", "B-LOC"}},
 	} {
 		a, err := Attach(ov, c.mode)
 		if err != nil {
