@@ -106,9 +106,10 @@ type manifest struct {
 	Version int `json:"version,omitempty"`
 }
 
-// Version is the combining rules' version. 2: mode extend (see Combine). A stage that writes overlays versions itself by
+// Version is the combining rules' version. 3: mode extend (see Combine;
+// 2 was override with extend's rule, for a few commits). A stage that writes overlays versions itself by
 // it, so that new rules rerun it and the evaluations of its output.
-const Version = 2
+const Version = 3
 
 // Attached is an overlay with the mode a tagger combines it in.
 type Attached struct {
