@@ -106,10 +106,11 @@ type manifest struct {
 	Version int `json:"version,omitempty"`
 }
 
-// Version is the combining rules' version. 3: mode extend (see Combine;
-// 2 was override with extend's rule, for a few commits). A stage that writes overlays versions itself by
+// Version is the combining rules' version; 4 has mode extend beside fill
+// and override (see Combine). Earlier versions combined by rules that
+// were tried during development and are read by today's. A stage that writes overlays versions itself by
 // it, so that new rules rerun it and the evaluations of its output.
-const Version = 3
+const Version = 4
 
 // Attached is an overlay with the mode a tagger combines it in.
 type Attached struct {

@@ -210,7 +210,7 @@ func TestWriteRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(filepath.Join(dir, Dir, File))
-	if err != nil || string(b) != `{"kind":"fixed","mode":"override","version":3}` {
+	if err != nil || string(b) != `{"kind":"fixed","mode":"override","version":4}` {
 		t.Fatalf("%s: %s (%v)", File, b, err)
 	}
 	if _, err := Read(dir); err == nil || !strings.Contains(err.Error(), `kind "fixed" is not registered`) {
@@ -226,12 +226,12 @@ func TestWriteRead(t *testing.T) {
 	}
 	// A checkpoint saved before versions reads; one from a newer build
 	// says so instead of combining by rules it does not know.
-	for man, ok := range map[string]bool{`{"kind":"fixed","mode":"fill"}`: true, `{"kind":"fixed","mode":"fill","version":4}`: false} {
+	for man, ok := range map[string]bool{`{"kind":"fixed","mode":"fill"}`: true, `{"kind":"fixed","mode":"fill","version":5}`: false} {
 		if err := os.WriteFile(filepath.Join(dir, Dir, File), []byte(man), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		_, err := Read(dir)
-		if ok != (err == nil) || (!ok && !strings.Contains(err.Error(), "version 4")) {
+		if ok != (err == nil) || (!ok && !strings.Contains(err.Error(), "version 5")) {
 			t.Errorf("%s: %v", man, err)
 		}
 	}
