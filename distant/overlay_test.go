@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/nerflow/nerflow/corpus"
+	"github.com/nerflow/nerflow/corpus/corpustest"
 	"github.com/nerflow/nerflow/stages"
 	"github.com/nerflow/nerflow/train/overlay"
 )
@@ -156,23 +157,12 @@ func TestLoadOverlayErrors(t *testing.T) {
 // most frequent type; a tie makes the phrase ambiguous, which adds no
 // entity, and spans of unknown type are no entries.
 func TestMineEntries(t *testing.T) {
-	c := &corpus.Corpus{}
-	for _, line := range []string{
+	c := corpustest.Inline(
 		"aspirin/B-Chemical relieves pain/B-Disease",
 		"aspirin/B-Disease for a cold/B-Disease",
 		"aspirin/B-Chemical and cold/B-Chemical",
 		"heart/I-Disease attack/I-Disease and foo/B-? bar/I-?",
-	} {
-		var s corpus.Sentence
-		for _, w := range strings.Fields(line) {
-			tok, tag, ok := strings.Cut(w, "/")
-			if !ok {
-				tag = "O"
-			}
-			s.Tokens, s.Tags = append(s.Tokens, tok), append(s.Tags, tag)
-		}
-		c.Sentences = append(c.Sentences, s)
-	}
+	)
 	g, err := MineEntries(c, "train")
 	if err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	"github.com/sugarme/gotch"
 
 	"github.com/nerflow/nerflow/corpus"
+	"github.com/nerflow/nerflow/corpus/corpustest"
 	"github.com/nerflow/nerflow/dataset"
 	"github.com/nerflow/nerflow/train/tagger"
 )
@@ -100,18 +101,7 @@ func tinyModel(tb testing.TB, seed uint64) *tagger.Tagger {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	c := &corpus.Corpus{}
-	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-		var s corpus.Sentence
-		for _, w := range strings.Fields(line) {
-			tok, tag, ok := strings.Cut(w, "/")
-			if !ok {
-				tag = "O"
-			}
-			s.Tokens, s.Tags = append(s.Tokens, tok), append(s.Tags, tag)
-		}
-		c.Sentences = append(c.Sentences, s)
-	}
+	c := corpustest.Inline(strings.Split(strings.TrimSpace(string(b)), "\n")...)
 	run := tagger.DefaultTrainConfig()
 	run.Epochs, run.BatchSize, run.LearningRate, run.Seed = 12, 4, 0.02, seed
 	job := tagger.Job{

@@ -3,10 +3,10 @@ package selftrain
 import (
 	"context"
 	"math"
-	"strings"
 	"testing"
 
 	"github.com/nerflow/nerflow/corpus"
+	"github.com/nerflow/nerflow/corpus/corpustest"
 	"github.com/nerflow/nerflow/train/tagger"
 )
 
@@ -20,21 +20,7 @@ var fixture = []string{
 	"Anna/I-PER likes Rome/I-LOC .",
 }
 
-func fixtureCorpus() *corpus.Corpus {
-	c := &corpus.Corpus{}
-	for _, line := range fixture {
-		var s corpus.Sentence
-		for _, w := range strings.Fields(line) {
-			tok, tag, ok := strings.Cut(w, "/")
-			if !ok {
-				tag = "O"
-			}
-			s.Tokens, s.Tags = append(s.Tokens, tok), append(s.Tags, tag)
-		}
-		c.Sentences = append(c.Sentences, s)
-	}
-	return c
-}
+func fixtureCorpus() *corpus.Corpus { return corpustest.Inline(fixture...) }
 
 // tinyJob trains a small tagger on the fixture with cross entropy.
 func tinyJob(t *testing.T, seed uint64, epochs int) tagger.Job {
