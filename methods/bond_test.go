@@ -78,12 +78,7 @@ func TestBondAblations(t *testing.T) {
 	// The final model is the better stage on dev; select=false keeps
 	// stage 2's whatever the dev split says.
 	sel, _ := full.Node("select")
-	var models []string
-	for _, in := range sel.Inputs {
-		if in.Port == "models" {
-			models = append(models, in.Node)
-		}
-	}
+	models := portNodes(sel, "models")
 	if !slices.Equal(models, []string{"early", "selftrain"}) {
 		t.Errorf("select reads the models of %v, want early's and selftrain's", models)
 	}

@@ -172,15 +172,7 @@ func checkConventions(t *testing.T, s *spec.Spec, g *spec.Graph, given inputs) {
 			t.Errorf("final model %s: want the overlay choice (%s node overlay[-STEP])", id, eval.StageSelect)
 			return n.Name
 		}
-		var models, reports []string
-		for _, in := range n.Inputs {
-			switch in.Port {
-			case "models":
-				models = append(models, in.Node)
-			case "reports":
-				reports = append(reports, in.Node)
-			}
-		}
+		models, reports := portNodes(n, "models"), portNodes(n, "reports")
 		if len(models) != 4 {
 			t.Errorf("%s chooses among %v, want the model with the overlay in each mode and alone", id, models)
 			return n.Name

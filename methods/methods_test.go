@@ -323,6 +323,18 @@ func portIn(n *spec.Node, port string) spec.Input {
 	return spec.Input{}
 }
 
+// portNodes returns the nodes a fan-in port reads from, in input order
+// (e.g. an eval.select's candidates).
+func portNodes(n *spec.Node, port string) []string {
+	var out []string
+	for _, in := range n.Inputs {
+		if in.Port == port {
+			out = append(out, in.Node)
+		}
+	}
+	return out
+}
+
 // inputOf returns what a node's input port reads: NODE.OUTPUT, or a
 // dataset's base name ("" when the port is not connected).
 func inputOf(n *spec.Node, port string) string {

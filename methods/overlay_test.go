@@ -43,15 +43,7 @@ func TestOverlayEndingOfTheMainJob(t *testing.T) {
 	if !ok || sel.Stage != eval.StageSelect {
 		t.Fatalf("no %s node overlay in %v", eval.StageSelect, ids(g))
 	}
-	var models, reports []string
-	for _, in := range sel.Inputs {
-		switch in.Port {
-		case "models":
-			models = append(models, in.Node)
-		case "reports":
-			reports = append(reports, in.Node)
-		}
-	}
+	models, reports := portNodes(sel, "models"), portNodes(sel, "reports")
 	if want := []string{"overlay-override", "overlay-extend", "overlay-fill", "select"}; !slices.Equal(models, want) {
 		t.Errorf("overlay chooses among %v, want %v", models, want)
 	}
@@ -148,12 +140,7 @@ func TestOverlayMinedFromGivenLabels(t *testing.T) {
 			t.Errorf("overlay-fill%s: params %v, inputs %+v", fan, p, ov.Inputs)
 		}
 		sel, _ := g.Node("overlay" + fan)
-		var models []string
-		for _, in := range sel.Inputs {
-			if in.Port == "models" {
-				models = append(models, in.Node)
-			}
-		}
+		models := portNodes(sel, "models")
 		if want := []string{"overlay-override" + fan, "overlay-extend" + fan, "overlay-fill" + fan, "train" + fan}; !slices.Equal(models, want) {
 			t.Errorf("overlay%s chooses among %v, want %v", fan, models, want)
 		}

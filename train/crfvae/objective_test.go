@@ -66,11 +66,7 @@ func fit(t *testing.T, job tagger.Job, cfg *Config) (map[string][]float32, *tagg
 		t.Fatal(err)
 	}
 	defer kit.DropTensors(named)
-	out, err := kit.HostCopies(named)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out, res
+	return traintest.HostWeights(t, named), res
 }
 
 // The ELBO's gradient reaches the encoder: with labeled sentences that

@@ -160,26 +160,6 @@ func oneHot(t *testing.T, c *corpus.Corpus, scheme string) [][][]float32 {
 	return out
 }
 
-// snapshot copies weights to the host.
-func snapshot(t *testing.T, w []ts.NamedTensor) map[string][]float32 {
-	t.Helper()
-	out, err := kit.HostCopies(w)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
-func largestMove(before, after map[string][]float32) float64 {
-	var most float64
-	for name, b := range before {
-		for i, x := range b {
-			most = max(most, math.Abs(float64(after[name][i]-x)))
-		}
-	}
-	return most
-}
-
 // hasGradient says whether the weight has a gradient with a non-zero entry.
 func hasGradient(t *testing.T, x *ts.Tensor) bool {
 	t.Helper()
@@ -226,7 +206,7 @@ func TestFineTuningStepsEachGroupAtItsRate(t *testing.T) {
 			run.LearningRate, run.EncoderLearningRate = lr, tc.encLR
 			enc := tinyEncoder(t, c)
 			m := newTagger(t, c, tinyTagger(tagger.TokenHead, "io", tc.placement), enc)
-			encBefore, ownBefore := snapshot(t, enc.named()), snapshot(t, ownWeights(m))
+			encBefore, ownBefore := traintest.HostWeights(t, enc.named()), traintest.HostWeights(t, ownWeights(m))
 			tr, err := tagger.NewTrainer(m, run)
 			if err != nil {
 				t.Fatal(err)
@@ -234,8 +214,8 @@ func TestFineTuningStepsEachGroupAtItsRate(t *testing.T) {
 			if _, err := tr.Run(context.Background(), c, nil); err != nil {
 				t.Fatal(err)
 			}
-			encMove := largestMove(encBefore, snapshot(t, enc.named()))
-			ownMove := largestMove(ownBefore, snapshot(t, ownWeights(m)))
+			encMove := traintest.LargestMove(encBefore, traintest.HostWeights(t, enc.named()))
+			ownMove := traintest.LargestMove(ownBefore, traintest.HostWeights(t, ownWeights(m)))
 			near := func(what string, got, want float64) {
 				t.Helper()
 				if math.Abs(got-want) > 1e-3*want+1e-6 {
@@ -347,7 +327,7 @@ func TestFineTuningResumesAndContinues(t *testing.T) {
 	if res.Resumed != 2 {
 		t.Fatalf("resumed %d epochs, want 2", res.Resumed)
 	}
-	want, got := snapshot(t, whole.Weights()), snapshot(t, resumed.Weights())
+	want, got := traintest.HostWeights(t, whole.Weights()), traintest.HostWeights(t, resumed.Weights())
 	var encoderWeights int
 	for name, w := range want {
 		if !slices.Equal(w, got[name]) {
@@ -370,7 +350,7 @@ func TestFineTuningResumesAndContinues(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer loaded.Close()
-	before := snapshot(t, loaded.Weights())
+	before := traintest.HostWeights(t, loaded.Weights())
 	run.Epochs = 1
 	tr, err = tagger.NewTrainer(loaded, run)
 	if err != nil {
@@ -379,11 +359,11 @@ func TestFineTuningResumesAndContinues(t *testing.T) {
 	if _, err := tr.Run(context.Background(), c, nil); err != nil {
 		t.Fatal(err)
 	}
-	after := snapshot(t, loaded.Weights())
+	after := traintest.HostWeights(t, loaded.Weights())
 	moved := 0.0
 	for name, w := range before {
 		if strings.HasPrefix(name, tagger.EncoderWeightPrefix) {
-			moved = max(moved, largestMove(map[string][]float32{name: w}, after))
+			moved = max(moved, traintest.LargestMove(map[string][]float32{name: w}, after))
 		}
 	}
 	if moved == 0 {

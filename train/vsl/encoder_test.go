@@ -8,11 +8,9 @@ import (
 	"testing"
 
 	"github.com/sugarme/gotch"
-	"github.com/sugarme/gotch/ts"
 
 	"github.com/nerflow/nerflow/corpus"
 	"github.com/nerflow/nerflow/dataset"
-	"github.com/nerflow/nerflow/kit"
 	"github.com/nerflow/nerflow/train/encoder"
 	"github.com/nerflow/nerflow/train/internal/traintest"
 	"github.com/nerflow/nerflow/train/tagger"
@@ -37,15 +35,6 @@ func tinyEncoder(t *testing.T, c *corpus.Corpus) *encoder.Model {
 	return m
 }
 
-func hostWeights(t *testing.T, w []ts.NamedTensor) map[string][]float32 {
-	t.Helper()
-	out, err := kit.HostCopies(w)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
 // TestFineTunedEncoder trains the hierarchical VSL with a tiny encoder
 // fine-tuned under its BiGRU, on the fixture labeled and as unlabeled text:
 // the classification loss falls, the encoder's weights learn (at most its
@@ -58,7 +47,7 @@ func TestFineTunedEncoder(t *testing.T) {
 		h := tinyHyperparams(Hier)
 		h.Run.EncoderLearningRate = encLR
 		enc := tinyEncoder(t, c)
-		before := hostWeights(t, enc.Weights())
+		before := traintest.HostWeights(t, enc.Weights())
 		m, res, err := Fit(context.Background(), Job{Labeled: c, Unlabeled: c, Table: fixtureTable(t), Hyper: h, Device: gotch.CPU, Encoder: enc}, Options{})
 		if err != nil {
 			t.Fatal(err)
@@ -71,13 +60,7 @@ func TestFineTunedEncoder(t *testing.T) {
 		if !(last.Class < first.Class) {
 			t.Errorf("classification loss %v after %d epochs, %v after the first", last.Class, len(res.Epochs), first.Class)
 		}
-		var moved float64
-		after := hostWeights(t, enc.Weights())
-		for name, w := range before {
-			for i, x := range w {
-				moved = max(moved, math.Abs(float64(after[name][i]-x)))
-			}
-		}
+		moved := traintest.LargestMove(before, traintest.HostWeights(t, enc.Weights()))
 		steps := float64(res.Steps)
 		switch {
 		case encLR == 0 && moved != 0:

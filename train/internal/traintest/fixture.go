@@ -3,9 +3,14 @@
 package traintest
 
 import (
-	"strings"
+	"math"
+	"testing"
+
+	"github.com/sugarme/gotch/ts"
 
 	"github.com/nerflow/nerflow/corpus"
+	"github.com/nerflow/nerflow/corpus/corpustest"
+	"github.com/nerflow/nerflow/kit"
 )
 
 // Fixture is a tiny corpus, token/TAG (O when untagged), one sentence a
@@ -23,22 +28,30 @@ var Fixture = []string{
 	"Carlos/B-PER met John/B-PER in Madrid/B-LOC .",
 }
 
-// Corpus parses lines of the fixture's notation.
-func Corpus(lines []string) *corpus.Corpus {
-	c := &corpus.Corpus{}
-	for _, line := range lines {
-		var s corpus.Sentence
-		for _, w := range strings.Fields(line) {
-			tok, tag, ok := strings.Cut(w, "/")
-			if !ok {
-				tag = "O"
-			}
-			s.Tokens = append(s.Tokens, tok)
-			s.Tags = append(s.Tags, tag)
-		}
-		c.Sentences = append(c.Sentences, s)
+// Corpus parses lines of the fixture's notation (corpustest.Inline's).
+func Corpus(lines []string) *corpus.Corpus { return corpustest.Inline(lines...) }
+
+// HostWeights copies weights to the host, keyed by name, to compare them
+// before and after training.
+func HostWeights(t testing.TB, w []ts.NamedTensor) map[string][]float32 {
+	t.Helper()
+	out, err := kit.HostCopies(w)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return c
+	return out
+}
+
+// LargestMove is the largest change of any weight between two copies of
+// HostWeights: 0 for weights that did not learn.
+func LargestMove(before, after map[string][]float32) float64 {
+	var most float64
+	for name, b := range before {
+		for i, x := range b {
+			most = max(most, math.Abs(float64(after[name][i]-x)))
+		}
+	}
+	return most
 }
 
 // Paths enumerates every tag path of length n over k tags, for checking a
