@@ -19,10 +19,13 @@
 #
 # It uses the kit's Go toolchain and vendored modules only (GOPROXY=off,
 # GOFLAGS=-mod=vendor, GOTOOLCHAIN=local), adapts gotch to the libtorch,
-# builds bin/nerflow, and runs the tagger's throughput benchmark against the
-# same model in PyTorch on the same device and batches: batch 32 (200
-# steps) and batch 256 (45 steps), token head and CRF, each with the ratio.
-# Results go to stdout and to check-<device>.txt next to this script.
+# builds bin/nerflow, and runs the throughput benchmarks against the same
+# models in PyTorch on the same device and batches, each with the ratio: the
+# tagger at batch 32 (200 steps) and batch 256 (45 steps), token head and
+# CRF; the encoder's pretraining steps at batch 32 (100 steps) and 256 (40
+# steps), for each preset of NERFLOW_KIT_PRESETS (default "small medium").
+# NERFLOW_KIT_CHECKS (default "tagger encoder") picks the checks. Results go
+# to stdout and to check-<device>.txt next to this script.
 set -euo pipefail
 
 kit=$(cd "$(dirname "$0")" && pwd)
@@ -66,6 +69,7 @@ log "building (the first build compiles gotch's C++ API: several minutes)"
 start=$(date +%s)
 go build -o bin/nerflow ./cmd/nerflow
 go test -c -vet=off -o bin/train.test ./train/tagger
+go test -c -vet=off -o bin/encoder.test ./train/encoder
 log "built in $(( $(date +%s) - start )) s"
 if command -v readelf >/dev/null; then
   log "libraries the binary loads: $(readelf -d bin/nerflow | sed -n 's/.*Shared library: \[\(.*\)\]/\1/p' | grep -E 'torch|c10|jemalloc' | tr '\n' ' ')"
@@ -76,14 +80,25 @@ log "$(bin/nerflow version | grep '^allocator')"
 
 report=$kit/check-${device/:/}.txt
 : > "$report"
-bench() {
-  local batch=$1 steps=$2
-  log "tagger vs PyTorch on $device, batch $batch, $steps steps"
-  (cd train/tagger && NERFLOW_BENCH_DEVICE=$device NERFLOW_BENCH_BATCH=$batch NERFLOW_BENCH_STEPS=$steps \
+bench() { # package directory, test binary, benchmark, batch, steps, what
+  local dir=$1 bin=$2 name=$3 batch=$4 steps=$5 what=$6
+  log "$what vs PyTorch on $device, batch $batch, $steps steps"
+  (cd "$dir" && NERFLOW_BENCH_DEVICE=$device NERFLOW_BENCH_BATCH=$batch NERFLOW_BENCH_STEPS=$steps \
     NERFLOW_BENCH_ROUNDS=${NERFLOW_BENCH_ROUNDS:-3} NERFLOW_BENCH_THREADS=${NERFLOW_BENCH_THREADS:-$(nproc)} \
     NERFLOW_BENCH_DATA=${data:-/nonexistent} NERFLOW_BENCH_PYTHON=$(command -v "$python") \
-    ../../bin/train.test -test.run '^$' -test.bench 'TrainThroughput' -test.benchtime 1x) 2>&1 | tee -a "$report"
+    "$bin" -test.run '^$' -test.bench "$name" -test.benchtime 1x) 2>&1 | tee -a "$report"
 }
-bench 32 "${NERFLOW_KIT_STEPS_32:-200}"
-bench 256 "${NERFLOW_KIT_STEPS_256:-45}"
+for check in ${NERFLOW_KIT_CHECKS:-tagger encoder}; do
+  case $check in
+    tagger)
+      bench train/tagger ../../bin/train.test TrainThroughput 32 "${NERFLOW_KIT_STEPS_32:-200}" tagger
+      bench train/tagger ../../bin/train.test TrainThroughput 256 "${NERFLOW_KIT_STEPS_256:-45}" tagger ;;
+    encoder)
+      for preset in ${NERFLOW_KIT_PRESETS:-small medium}; do
+        NERFLOW_BENCH_PRESET=$preset bench train/encoder ../../bin/encoder.test PretrainThroughput 32 "${NERFLOW_KIT_ENCODER_STEPS_32:-100}" "encoder $preset"
+        NERFLOW_BENCH_PRESET=$preset bench train/encoder ../../bin/encoder.test PretrainThroughput 256 "${NERFLOW_KIT_ENCODER_STEPS_256:-40}" "encoder $preset"
+      done ;;
+    *) log "unknown check $check (want tagger or encoder)"; exit 2 ;;
+  esac
+done
 log "results in $report"

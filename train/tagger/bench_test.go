@@ -1,27 +1,22 @@
 package tagger
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/sugarme/gotch"
 
 	"github.com/nerflow/nerflow/corpus"
+	"github.com/nerflow/nerflow/internal/refbench"
 	"github.com/nerflow/nerflow/kit"
 )
 
@@ -31,7 +26,7 @@ import (
 // (testdata/reference_tagger.py, with Debian's python3-torch) on exactly the
 // same batches, and report both throughputs, their ratios and peak memory:
 //
-//	go test ./train -run '^$' -bench Throughput -benchtime 1x
+//	go test ./train/tagger -run '^$' -bench Throughput -benchtime 1x
 //
 // Each runs at 1 libtorch thread and at all cores (sub-benchmarks
 // threads=N), both sides alike. The reference is one Python process that
@@ -51,27 +46,13 @@ import (
 //	NERFLOW_BENCH_THREADS  comma-separated thread counts (default 1 and all cores)
 //	NERFLOW_BENCH_PYTHON   the Python with torch (default /usr/bin/python3)
 
-const benchWarmup = 3
-
 func BenchmarkTrainThroughputTokenHead(b *testing.B) { benchThroughput(b, TokenHead, "io", LossCE) }
 func BenchmarkTrainThroughputCRF(b *testing.B)       { benchThroughput(b, CRFHead, "bio", LossCRF) }
-
-func benchEnvInt(b *testing.B, name string, def int) int {
-	v := os.Getenv(name)
-	if v == "" {
-		return def
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 1 {
-		b.Fatalf("%s=%q: want a positive integer", name, v)
-	}
-	return n
-}
 
 func benchCorpus(b *testing.B) *corpus.Corpus {
 	dir := os.Getenv("NERFLOW_BENCH_DATA")
 	if dir == "" {
-		dir = filepath.Join("..", "..", "shared", "data", "conll03")
+		dir = filepath.Join("..", "..", "..", "shared", "data", "conll03")
 	}
 	c, err := corpus.ReadTextLabels(filepath.Join(dir, "train_text.txt"), filepath.Join(dir, "train_label_true.txt"))
 	if err == nil {
@@ -96,62 +77,14 @@ func benchCorpus(b *testing.B) *corpus.Corpus {
 	return c
 }
 
-// referenceResult is what the PyTorch script prints.
-type referenceResult struct {
-	Train      float64 `json:"train_tokens_per_sec"`
-	Predict    float64 `json:"predict_tokens_per_sec"`
-	TrainCPU   float64 `json:"train_tokens_per_cpu_sec"`
-	PredictCPU float64 `json:"predict_tokens_per_cpu_sec"`
-	PeakRSS    float64 `json:"peak_rss_bytes"`
-	Threads    int     `json:"threads"`
-	Torch      string  `json:"torch"`
-}
-
-// timeTokens runs f and returns tokens per second and per CPU-second of
-// this process.
-func timeTokens(tokens int, f func()) (wall, cpu float64) {
-	c0, w0 := cpuTime(), time.Now()
-	f()
-	return float64(tokens) / time.Since(w0).Seconds(), float64(tokens) / (cpuTime() - c0).Seconds()
-}
-
-// cpuTime is the CPU time this process has used, all threads.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
 func benchThroughput(b *testing.B, head, scheme, loss string) {
-	python := os.Getenv("NERFLOW_BENCH_PYTHON")
-	if python == "" {
-		python = "/usr/bin/python3"
-	}
-	if _, err := exec.LookPath(python); err != nil {
-		b.Skipf("no %s for the PyTorch reference", python)
-	}
+	python := refbench.Python(b)
 	device, err := ParseDevice(os.Getenv("NERFLOW_BENCH_DEVICE"))
 	if err != nil {
 		b.Fatal(err)
 	}
-	threads := []int{1}
-	if n := runtime.NumCPU(); n > 1 {
-		threads = append(threads, n)
-	}
-	if v := os.Getenv("NERFLOW_BENCH_THREADS"); v != "" {
-		threads = nil
-		for _, f := range strings.Split(v, ",") {
-			n, err := strconv.Atoi(strings.TrimSpace(f))
-			if err != nil || n < 1 {
-				b.Fatalf("NERFLOW_BENCH_THREADS=%q: want positive integers", v)
-			}
-			threads = append(threads, n)
-		}
-	}
 	defer kit.SetThreads(0)
-	for _, n := range threads {
+	for _, n := range refbench.Threads(b) {
 		b.Run(fmt.Sprintf("threads=%d", n), func(b *testing.B) {
 			benchThroughputOn(b, head, scheme, loss, python, device, n)
 		})
@@ -166,19 +99,19 @@ func benchThroughputOn(b *testing.B, head, scheme, loss, python string, device g
 }
 
 func benchThroughputOnThread(b *testing.B, head, scheme, loss, python string, device gotch.Device) {
-	batchSize := benchEnvInt(b, "NERFLOW_BENCH_BATCH", 32)
-	steps := benchEnvInt(b, "NERFLOW_BENCH_STEPS", 40)
+	batchSize := refbench.EnvInt(b, "NERFLOW_BENCH_BATCH", 32)
+	steps := refbench.EnvInt(b, "NERFLOW_BENCH_STEPS", 40)
 	c := benchCorpus(b)
 	cfg := DefaultConfig()
 	cfg.Head, cfg.Scheme = head, scheme
 	m, exs := benchTagger(b, c, NewVocab(c, nil, MinWordCount(1)), cfg, 1, device)
 	defer m.Close()
 	batches := bucketBatches(exs, batchSize, rand.New(rand.NewPCG(1, 1)))
-	if len(batches) < benchWarmup+steps {
-		b.Fatalf("%d batches of %d sentences, want %d", len(batches), batchSize, benchWarmup+steps)
+	if len(batches) < refbench.Warmup+steps {
+		b.Fatalf("%d batches of %d sentences, want %d", len(batches), batchSize, refbench.Warmup+steps)
 	}
-	batches = batches[:benchWarmup+steps]
-	timed := batches[benchWarmup:]
+	batches = batches[:refbench.Warmup+steps]
+	timed := batches[refbench.Warmup:]
 	tokens := 0
 	for _, ids := range timed {
 		for _, id := range ids {
@@ -204,81 +137,13 @@ func benchThroughputOnThread(b *testing.B, head, scheme, loss, python string, de
 		}
 	}
 
-	trainGo(batches[:benchWarmup])
-	predictGo(batches[:benchWarmup])
-	ref := startReference(b, python, spec, device)
-	defer ref.close()
-	// The sides take turns, Go then PyTorch, so that each always starts
-	// right after the other (with the caches the other left), and each
-	// round's ratio compares two measurements taken seconds apart. (Turns
-	// in ABBA order were tried: a side's second pass in a row ran faster,
-	// and the median of an odd number of rounds favoured the side that went
-	// first.)
-	var goTrain, goPredict, torchTrain, torchPredict rounds
-	var last referenceResult
-	b.ResetTimer()
-	for range benchEnvInt(b, "NERFLOW_BENCH_ROUNDS", 5) {
-		goTrain.add(timeTokens(tokens, func() { trainGo(timed) }))
-		goPredict.add(timeTokens(tokens, func() { predictGo(timed) }))
-		last = ref.round(b)
-		torchTrain.add(last.Train, last.TrainCPU)
-		torchPredict.add(last.Predict, last.PredictCPU)
-	}
-	b.StopTimer()
-	b.ReportMetric(0, "ns/op")
-	var perRound []string
-	for _, r := range []struct {
-		name      string
-		gos, refs rounds
-	}{{"train", goTrain, torchTrain}, {"predict", goPredict, torchPredict}} {
-		wall, cpu := r.gos.ratios(r.refs)
-		b.ReportMetric(median(r.gos.wall), "go-"+r.name+"-tok/s")
-		b.ReportMetric(median(r.refs.wall), "torch-"+r.name+"-tok/s")
-		b.ReportMetric(median(wall), r.name+"-ratio")
-		b.ReportMetric(slices.Min(wall), r.name+"-ratio-min")
-		b.ReportMetric(median(cpu), r.name+"-cpu-ratio")
-		perRound = append(perRound, fmt.Sprintf("%s %s", r.name, formatRatios(wall)))
-	}
-	b.ReportMetric(peakRSS()/(1<<20), "go-peak-MB")
-	b.ReportMetric(last.PeakRSS/(1<<20), "torch-peak-MB")
-	b.Logf("%s head on %v, batch %d: %d timed batches, %d tokens, vocabulary %d words, %d thread(s); PyTorch %s with %d thread(s); ratio per round: %s; median tokens per CPU-second: train %.0f vs %.0f, predict %.0f vs %.0f",
-		head, device, batchSize, len(timed), tokens, len(m.Vocab.Words), kit.Threads(), last.Torch, last.Threads,
-		strings.Join(perRound, ", "), median(goTrain.cpu), median(torchTrain.cpu), median(goPredict.cpu), median(torchPredict.cpu))
-}
-
-// rounds holds one side's throughput per round, by wall clock and by CPU
-// time.
-type rounds struct{ wall, cpu []float64 }
-
-func (r *rounds) add(wall, cpu float64) {
-	r.wall, r.cpu = append(r.wall, wall), append(r.cpu, cpu)
-}
-
-// ratios is r against ref, round by round.
-func (r rounds) ratios(ref rounds) (wall, cpu []float64) {
-	for i := range r.wall {
-		wall = append(wall, r.wall[i]/ref.wall[i])
-		cpu = append(cpu, r.cpu[i]/ref.cpu[i])
-	}
-	return wall, cpu
-}
-
-// median of xs (the mean of the middle two for an even count).
-func median(xs []float64) float64 {
-	s := slices.Sorted(slices.Values(xs))
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
-}
-
-func formatRatios(xs []float64) string {
-	parts := make([]string, len(xs))
-	for i, x := range xs {
-		parts[i] = strconv.FormatFloat(x, 'f', 2, 64)
-	}
-	return strings.Join(parts, " ")
+	trainGo(batches[:refbench.Warmup])
+	predictGo(batches[:refbench.Warmup])
+	ref := refbench.Start(b, python, filepath.Join("testdata", "reference_tagger.py"), spec, device)
+	defer ref.Close()
+	_, summary := refbench.Compare(b, ref, tokens, func() { trainGo(timed) }, func() { predictGo(timed) })
+	b.Logf("%s head on %v, batch %d: %d timed batches, %d tokens, vocabulary %d words, %d thread(s); %s",
+		head, device, batchSize, len(timed), tokens, len(m.Vocab.Words), kit.Threads(), summary)
 }
 
 // benchTagger builds a tagger of cfg for CoNLL's types and encodes c for it.
@@ -351,82 +216,8 @@ func writeBenchSpec(b *testing.B, m *Tagger, exs []example, batches [][]int, run
 		bs = append(bs, sents)
 	}
 	spec["batches"] = bs
-	data, err := json.Marshal(spec)
-	if err != nil {
-		b.Fatal(err)
-	}
-	path := filepath.Join(b.TempDir(), "batches.json")
-	if err := os.WriteFile(path, data, 0o644); err != nil {
-		b.Fatal(err)
-	}
-	return path
+	return refbench.WriteSpec(b, spec)
 }
-
-// reference is the PyTorch side: one process for the whole benchmark, which
-// sets up and warms once and then times a round whenever asked.
-type reference struct {
-	cmd *exec.Cmd
-	in  io.WriteCloser
-	out *bufio.Scanner
-}
-
-func startReference(b *testing.B, python, spec string, device gotch.Device) *reference {
-	dev := "cpu"
-	if device.IsCuda() {
-		dev = fmt.Sprintf("cuda:%d", device.CInt())
-	}
-	cmd := exec.Command(python, filepath.Join("testdata", "reference_tagger.py"), spec,
-		"--warmup", strconv.Itoa(benchWarmup), "--threads", strconv.Itoa(kit.Threads()), "--device", dev)
-	// OpenBLAS's pool as the Go side sets it (see kit.BLASThreads).
-	cmd.Env = append(os.Environ(), "OPENBLAS_NUM_THREADS="+strconv.Itoa(kit.BLASThreads))
-	cmd.Stderr = os.Stderr
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		b.Fatalf("PyTorch reference: %v", err)
-	}
-	r := &reference{cmd: cmd, in: in, out: bufio.NewScanner(out)}
-	var ready struct {
-		Ready bool `json:"ready"`
-	}
-	r.read(b, &ready)
-	return r
-}
-
-func (r *reference) read(b *testing.B, v any) {
-	if !r.out.Scan() {
-		r.close()
-		b.Fatalf("PyTorch reference ended early (%v)", r.out.Err())
-	}
-	if err := json.Unmarshal(r.out.Bytes(), v); err != nil {
-		r.close()
-		b.Fatalf("PyTorch reference printed %q: %v", r.out.Bytes(), err)
-	}
-}
-
-// round times one pass of training and of prediction on the reference.
-func (r *reference) round(b *testing.B) referenceResult {
-	if _, err := io.WriteString(r.in, "round\n"); err != nil {
-		b.Fatalf("PyTorch reference: %v", err)
-	}
-	var res referenceResult
-	r.read(b, &res)
-	return res
-}
-
-func (r *reference) close() {
-	r.in.Close()
-	r.cmd.Wait()
-}
-
-// peakRSS is the process's peak resident memory (VmHWM), in bytes.
-func peakRSS() float64 { return float64(kit.PeakResidentBytes()) }
 
 // BenchmarkTrainMemory trains the token head with GCE and noisy-label
 // removal (RoSTER's first step on distant labels) for several epochs and
@@ -439,8 +230,8 @@ func peakRSS() float64 { return float64(kit.PeakResidentBytes()) }
 //	NERFLOW_BENCH_EPOCHS     epochs (default 15)
 //	NERFLOW_BENCH_SENTENCES  training sentences, from the start of the data (default 2000)
 func BenchmarkTrainMemory(b *testing.B) {
-	epochs := benchEnvInt(b, "NERFLOW_BENCH_EPOCHS", 15)
-	sentences := benchEnvInt(b, "NERFLOW_BENCH_SENTENCES", 2000)
+	epochs := refbench.EnvInt(b, "NERFLOW_BENCH_EPOCHS", 15)
+	sentences := refbench.EnvInt(b, "NERFLOW_BENCH_SENTENCES", 2000)
 	if epochs < 3 {
 		b.Fatalf("NERFLOW_BENCH_EPOCHS=%d: want at least 3", epochs)
 	}
@@ -470,7 +261,7 @@ func BenchmarkTrainMemory(b *testing.B) {
 	b.ReportMetric(mb(second), "rss-epoch2-MB")
 	b.ReportMetric(mb(last), "rss-last-MB")
 	b.ReportMetric(mb(last)/mb(second), "rss-last/epoch2")
-	b.ReportMetric(peakRSS()/(1<<20), "peak-MB")
+	b.ReportMetric(float64(kit.PeakResidentBytes())/(1<<20), "peak-MB")
 	b.ReportMetric(last.TokensPerSec, "tok/s")
 	b.Logf("%d sentences, %d epochs; resident MB per epoch: %s", len(c.Sentences), len(res.Epochs), strings.Join(perEpoch, " "))
 }
@@ -482,7 +273,7 @@ func BenchmarkTrainMemory(b *testing.B) {
 // pairs against the one alone. On N cores a pair ideally keeps half the
 // speed (0.5) when N is small; oversubscribed threads make it crawl below.
 func BenchmarkConcurrentTrainings(b *testing.B) {
-	steps := benchEnvInt(b, "NERFLOW_BENCH_STEPS", 20)
+	steps := refbench.EnvInt(b, "NERFLOW_BENCH_STEPS", 20)
 	c := benchCorpus(b)
 	vocab := NewVocab(c, nil, MinWordCount(1))
 	// trainSteps runs steps batches on its own tagger and returns tokens
@@ -492,14 +283,14 @@ func BenchmarkConcurrentTrainings(b *testing.B) {
 		defer m.Close()
 		step, closeOpt := benchTrainer(b, m, exs, DefaultTrainConfig(), seed)
 		defer closeOpt()
-		batches := bucketBatches(exs, 32, rand.New(rand.NewPCG(seed, 1)))[:benchWarmup+steps]
+		batches := bucketBatches(exs, 32, rand.New(rand.NewPCG(seed, 1)))[:refbench.Warmup+steps]
 		tokens := 0
 		var start time.Time
 		for i, ids := range batches {
-			if i == benchWarmup {
+			if i == refbench.Warmup {
 				start = time.Now()
 			}
-			if i >= benchWarmup {
+			if i >= refbench.Warmup {
 				tokens += newBatch(exs, ids).n
 			}
 			step(ids)

@@ -1,0 +1,202 @@
+package encoder
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/sugarme/gotch"
+
+	"github.com/nerflow/nerflow/corpus"
+	"github.com/nerflow/nerflow/internal/refbench"
+	"github.com/nerflow/nerflow/kit"
+	"github.com/nerflow/nerflow/train/tagger"
+)
+
+// BenchmarkPretrainThroughput times masked-LM pretraining steps (forward,
+// backward, clipping and Adam) and held-out scoring (the forward pass
+// without dropout or gradients) of an encoder preset, and in the same run
+// the same model in PyTorch (testdata/reference_encoder.py) on exactly the
+// same batches, masks included, and reports both throughputs and their
+// ratios (package internal/refbench: rounds taken in turns, the median
+// ratio, the worst, and by CPU time):
+//
+//	go test ./train/encoder -run '^$' -bench PretrainThroughput -benchtime 1x
+//
+// The sentences are CoNLL-2003's training text (NERFLOW_BENCH_DATA, a
+// directory with train_text.txt; ../shared/data/conll03 by default) or
+// random ones where it is absent, in batches of NERFLOW_BENCH_BATCH
+// sentences of similar length (as a pretraining draws them: the padding
+// costs both sides alike); NERFLOW_BENCH_PRESET picks the size (default
+// small); the other variables are refbench's.
+func BenchmarkPretrainThroughput(b *testing.B) {
+	python := refbench.Python(b)
+	device, err := tagger.ParseDevice(os.Getenv("NERFLOW_BENCH_DEVICE"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	preset := os.Getenv("NERFLOW_BENCH_PRESET")
+	if preset == "" {
+		preset = DefaultPreset
+	}
+	cfg, err := Preset(preset)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer kit.SetThreads(0)
+	for _, n := range refbench.Threads(b) {
+		b.Run(fmt.Sprintf("threads=%d", n), func(b *testing.B) {
+			kit.SetThreads(n)
+			kit.OnComputeThread(func(func()) { benchPretrainOn(b, python, cfg, preset, device) })
+		})
+	}
+}
+
+// benchSentences reads the benchmark's text.
+func benchSentences(b *testing.B) [][]string {
+	dir := os.Getenv("NERFLOW_BENCH_DATA")
+	if dir == "" {
+		dir = filepath.Join("..", "..", "..", "shared", "data", "conll03")
+	}
+	c, err := corpus.ReadFile(filepath.Join(dir, "train_text.txt"))
+	if err == nil {
+		var text [][]string
+		for _, s := range c.Sentences {
+			text = append(text, s.Tokens)
+		}
+		return text
+	}
+	b.Logf("no CoNLL-2003 text (%v): random sentences", err)
+	rng := rand.New(rand.NewPCG(1, 2))
+	var text [][]string
+	for range 15000 {
+		s := make([]string, 1+rng.IntN(30))
+		for k := range s {
+			w := make([]byte, 2+rng.IntN(8))
+			for i := range w {
+				w[i] = byte('a' + rng.IntN(26))
+			}
+			s[k] = string(w)
+		}
+		text = append(text, s)
+	}
+	return text
+}
+
+func benchPretrainOn(b *testing.B, python string, cfg Config, preset string, device gotch.Device) {
+	batchSize := refbench.EnvInt(b, "NERFLOW_BENCH_BATCH", 32)
+	steps := refbench.EnvInt(b, "NERFLOW_BENCH_STEPS", 40)
+	text := windows(benchSentences(b), cfg.MaxLen)
+	v := NewVocab(text, 30000, 1)
+	m, err := New(cfg, v, nil, 1, device)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer m.Close()
+	// Batches of sentences of similar length, in a shuffled order, masked
+	// once: both sides read the same corrupted words and score the same
+	// positions.
+	order := rand.New(rand.NewPCG(1, 1)).Perm(len(text))
+	slices.SortStableFunc(order, func(i, j int) int { return len(text[i]) - len(text[j]) })
+	var groups [][]int
+	for i := 0; i+batchSize <= len(order); i += batchSize {
+		groups = append(groups, order[i:i+batchSize])
+	}
+	rand.New(rand.NewPCG(1, 2)).Shuffle(len(groups), func(i, j int) { groups[i], groups[j] = groups[j], groups[i] })
+	if len(groups) < refbench.Warmup+steps {
+		b.Fatalf("%d batches of %d sentences, want %d", len(groups), batchSize, refbench.Warmup+steps)
+	}
+	masks := rand.New(rand.NewPCG(2, 2))
+	var batches []*batch
+	for _, ids := range groups[:refbench.Warmup+steps] {
+		var sents []maskedSentence
+		for _, id := range ids {
+			sents = append(sents, v.mask(text[id], DefaultMasking(), masks))
+		}
+		batches = append(batches, newBatch(sents))
+	}
+	timed := batches[refbench.Warmup:]
+	tokens := 0
+	for _, bt := range timed {
+		tokens += bt.tokens
+	}
+	run := DefaultTrainConfig()
+	spec := refbench.WriteSpec(b, benchSpec(m, batches, run))
+
+	names, params := m.parameters()
+	opt, err := kit.NewAdam(names, params, run.MaxGradNorm)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer opt.Close()
+	dropout := rand.New(rand.NewPCG(3, 3))
+	train := func(bs []*batch) {
+		for _, bt := range bs {
+			if _, err := m.step(bt, &kit.Step{LR: run.LearningRate, Opt: opt}, dropout); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	score := func(bs []*batch) {
+		kit.NoGrad(func() {
+			for _, bt := range bs {
+				g := kit.NewGraph(device)
+				err := kit.Guard(func() {
+					total, _ := m.mlmLoss(g, bt, false, nil)
+					kit.Float32s(total)
+				})
+				g.Free()
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+	train(batches[:refbench.Warmup])
+	score(batches[:refbench.Warmup])
+	ref := refbench.Start(b, python, filepath.Join("testdata", "reference_encoder.py"), spec, device)
+	defer ref.Close()
+	var weights int64
+	for _, p := range params {
+		weights += int64(p.Numel())
+	}
+	if ref.Params != weights {
+		b.Fatalf("the reference's model has %d weights, the Go side's %d", ref.Params, weights)
+	}
+	_, summary := refbench.Compare(b, ref, tokens, func() { train(timed) }, func() { score(timed) })
+	b.Logf("encoder preset %s (%d layers of %d, %d heads) on %v, batch %d: %d timed batches, %d tokens, vocabulary %d words, %d thread(s); %s",
+		preset, cfg.Layers, cfg.Dim, cfg.Heads, device, batchSize, len(timed), tokens, v.Len(), kit.Threads(), summary)
+}
+
+// benchSpec is the architecture, the optimizer's settings and the
+// batches, laid out as the Go side computes them, for the reference.
+func benchSpec(m *Model, batches []*batch, run TrainConfig) map[string]any {
+	c := m.Config
+	var bs []map[string]any
+	for _, bt := range batches {
+		r := kit.NewCharRows(bt.spellings)
+		of := r.Of
+		if of == nil {
+			for i := range bt.spellings {
+				of = append(of, int64(i))
+			}
+		}
+		bs = append(bs, map[string]any{
+			"n": bt.n, "t": bt.t, "ids": bt.ids, "char_ids": r.IDs, "char_mask": r.Mask, "char_rows": r.Rows,
+			"char_len": r.Length, "of": of, "char_row": bt.charRow, "predict": bt.predict, "targets": bt.targets,
+			"lens": bt.lens, "tokens": bt.tokens,
+		})
+	}
+	return map[string]any{
+		"config": map[string]any{
+			"words": m.Vocab.Len(), "chars": len(m.Vocab.Chars), "dim": c.Dim, "layers": c.Layers, "heads": c.Heads,
+			"ffn": c.FFN, "max_len": c.MaxLen, "word_dim": c.WordDim, "char_dim": c.CharDim, "char_filters": c.CharFilters,
+			"dropout": c.Dropout, "attn_dropout": c.AttnDropout, "pre_ln": c.PreLN, "layer_norm_eps": layerNormEps,
+			"lr": run.LearningRate, "clip": run.MaxGradNorm,
+		},
+		"batches": bs,
+	}
+}
