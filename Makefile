@@ -66,8 +66,8 @@ test: setup
 bench:
 	NERFLOW_WITH_BENCH=1 scripts/setup.sh
 	@set -e; eval "$$(scripts/services.sh start)"; trap 'scripts/services.sh stop' EXIT; \
-	$(GO) test -run '^$$' -bench . -benchtime 3x $$($(GO) list ./... | grep -v '/train$$'); \
-	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 90m ./train/tagger
+	$(GO) test -run '^$$' -bench . -benchtime 3x $$($(GO) list ./... | grep -v '/train/tagger$$\|/train/encoder$$'); \
+	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 90m ./train/tagger ./train/encoder
 
 clean:
 	rm -rf bin .nerflow

@@ -33,6 +33,9 @@ type Graph struct {
 	// LSTMHelper, set for a prediction, runs one direction of a
 	// bidirectional LSTM layer beside the other (see LSTMHelper).
 	LSTMHelper *LSTMHelper
+	// deviceMasks draws dropout masks with libtorch (always on a GPU; the
+	// tests set it to check that path on the CPU).
+	deviceMasks bool
 }
 
 // NewGraph starts a computation on device.
@@ -153,9 +156,21 @@ func (g *Graph) Upload(data []byte, shape []int64, dtype gotch.DType) *ts.Tensor
 // global generator). Each 64-bit draw decides four elements (16 bits each:
 // p is rounded to a multiple of 1/65536), a quarter of the draws of one
 // per element; the mask is a sizable part of a CPU step.
+//
+// On a GPU the mask is drawn there instead, by libtorch's dropout, and rng
+// is not used: a host-drawn mask costs a loop over the activation's size
+// and a synchronous copy to the device at every call, several per layer
+// and step, while the device waits (on an H100 the encoder's pretraining
+// steps ran at 0.12-0.5 of PyTorch's speed with host masks). The masks
+// then come from libtorch's generator and a GPU run is not reproducible
+// bit for bit, which it was not anyway (cuDNN's kernels and atomic adds
+// sum in varying order).
 func (g *Graph) Dropout(x *ts.Tensor, p float64, rng *rand.Rand) *ts.Tensor {
 	if p == 0 {
 		return x
+	}
+	if g.device.IsCuda() || g.deviceMasks {
+		return g.T(ts.Dropout(x, p, true))
 	}
 	shape, err := x.Size()
 	g.Check(err)
