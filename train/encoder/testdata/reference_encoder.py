@@ -15,16 +15,16 @@ otherwise. The protocol is package internal/refbench's: {"ready": true} once
 warmed, then one line of JSON per "round" read on standard input.
 """
 
-import argparse
-import json
 import math
-import resource
+import os
 import sys
-import time
 
 import torch
 import torch.nn.functional as F
 from torch import nn
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "internal", "refbench"))
+import reference  # noqa: E402  (package refbench's protocol)
 
 FUSED = hasattr(F, "scaled_dot_product_attention")
 
@@ -122,30 +122,13 @@ def tensors(b, device):
     }
 
 
-def peak_rss():
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-
-
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("batches")
-    ap.add_argument("--warmup", type=int, default=3)
-    ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--device", default="cpu")
-    args = ap.parse_args()
-    device = torch.device(args.device)
-    torch.set_num_threads(args.threads)
-    torch.manual_seed(1)
-    with open(args.batches) as f:
-        spec = json.load(f)
+    args = reference.parser().parse_args()
+    device, spec = reference.setup(args)
     c = spec["config"]
     model = Encoder(c).to(device)
     opt = torch.optim.Adam(model.parameters(), lr=c["lr"])
     batches = [tensors(b, device) for b in spec["batches"]]
-
-    def sync():
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
 
     def train(bs):
         model.train()
@@ -162,33 +145,9 @@ def main():
             for b in bs:
                 model.nll(b).item()
 
-    def timed(f, bs):
-        sync()
-        wall, cpu = time.perf_counter(), time.process_time()
-        f(bs)
-        sync()
-        return time.perf_counter() - wall, time.process_time() - cpu
-
-    train(batches[:args.warmup])
-    score(batches[:args.warmup])
-    bs = batches[args.warmup:]
-    tokens = sum(b["tokens"] for b in bs)
-    print(json.dumps({"ready": True, "threads": torch.get_num_threads(), "torch": torch.__version__, "fused_attention": FUSED,
-                      "params": sum(p.numel() for p in model.parameters())}), flush=True)
-    for line in sys.stdin:
-        if line.strip() != "round":
-            sys.exit(f"reference_encoder: unknown request {line.strip()!r}")
-        train_s, train_cpu = timed(train, bs)
-        predict_s, predict_cpu = timed(score, bs)
-        print(json.dumps({
-            "train_tokens_per_sec": tokens / train_s,
-            "predict_tokens_per_sec": tokens / predict_s,
-            "train_tokens_per_cpu_sec": tokens / train_cpu,
-            "predict_tokens_per_cpu_sec": tokens / predict_cpu,
-            "peak_rss_bytes": peak_rss(),
-            "threads": torch.get_num_threads(),
-            "torch": torch.__version__ + (" (fused attention)" if FUSED else ""),
-        }), flush=True)
+    reference.serve("reference_encoder", device, batches, args.warmup, train, score,
+                    ready={"fused_attention": FUSED, "params": sum(p.numel() for p in model.parameters())},
+                    torch_note=" (fused attention)" if FUSED else "")
 
 
 if __name__ == "__main__":

@@ -14,15 +14,16 @@ one line of JSON. Run with Debian's python3-torch, or on a GPU machine with
 its CUDA PyTorch (--device cuda:0).
 """
 
-import argparse
-import json
+import os
 import sys
-import time
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 from torch.nn.utils.rnn import PackedSequence
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "internal", "refbench"))
+import reference  # noqa: E402  (package refbench's protocol)
 
 
 class Tagger(nn.Module):
@@ -160,36 +161,13 @@ def packed(batch, k, device):
     return b
 
 
-def peak_rss():
-    """The process's peak resident memory (VmHWM). ru_maxrss would not do:
-    Linux carries it over from the parent across fork and exec."""
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) * 1024
-    return 0
-
-
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("batches")
-    ap.add_argument("--warmup", type=int, default=3)
-    ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--device", default="cpu")
-    args = ap.parse_args()
-    device = torch.device(args.device)
-    torch.set_num_threads(args.threads)
-    torch.manual_seed(1)
-    with open(args.batches) as f:
-        spec = json.load(f)
+    args = reference.parser().parse_args()
+    device, spec = reference.setup(args)
     c = spec["config"]
     model = Tagger(c).to(device)
     opt = torch.optim.Adam(model.parameters(), lr=c["lr"])
     batches = [packed(b, c["tags"], device) for b in spec["batches"]]
-
-    def sync():
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
 
     def train(bs):
         model.train()
@@ -207,34 +185,7 @@ def main():
                 probs, _ = model.probabilities(model.encode(b), b)
                 probs.tolist()
 
-    def timed(f, bs):
-        sync()
-        wall, cpu = time.perf_counter(), time.process_time()
-        f(bs)
-        sync()
-        return time.perf_counter() - wall, time.process_time() - cpu
-
-    train(batches[:args.warmup])
-    predict(batches[:args.warmup])
-    bs = batches[args.warmup:]
-    tokens = sum(b["tokens"] for b in bs)
-    # One timed round per line read, so that the caller can alternate its
-    # own rounds with these without paying for a Python start in between.
-    print(json.dumps({"ready": True, "threads": torch.get_num_threads(), "torch": torch.__version__}), flush=True)
-    for line in sys.stdin:
-        if line.strip() != "round":
-            sys.exit(f"reference_tagger: unknown request {line.strip()!r}")
-        train_s, train_cpu = timed(train, bs)
-        predict_s, predict_cpu = timed(predict, bs)
-        print(json.dumps({
-            "train_tokens_per_sec": tokens / train_s,
-            "predict_tokens_per_sec": tokens / predict_s,
-            "train_tokens_per_cpu_sec": tokens / train_cpu,
-            "predict_tokens_per_cpu_sec": tokens / predict_cpu,
-            "peak_rss_bytes": peak_rss(),
-            "threads": torch.get_num_threads(),
-            "torch": torch.__version__,
-        }), flush=True)
+    reference.serve("reference_tagger", device, batches, args.warmup, train, predict)
 
 
 if __name__ == "__main__":
