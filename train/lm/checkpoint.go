@@ -1,9 +1,7 @@
 package lm
 
 import (
-	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 
 	"github.com/sugarme/gotch"
@@ -30,13 +28,7 @@ type modelSpec struct {
 
 // Save writes the models into dir (created if needed).
 func (m *Model) Save(dir string) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("saving language model: %w", err)
-	}
-	b, err := json.Marshal(modelSpec{Format: modelFormat, Config: m.Config, Words: m.Vocab.Words})
-	if err == nil {
-		err = os.WriteFile(filepath.Join(dir, ModelFile), b, 0o644)
-	}
+	err := kit.WriteModelSpec(dir, ModelFile, modelSpec{Format: modelFormat, Config: m.Config, Words: m.Vocab.Words})
 	if err == nil {
 		err = kit.SaveTensors(m.named(), filepath.Join(dir, WeightsFile))
 	}
@@ -48,16 +40,9 @@ func (m *Model) Save(dir string) error {
 
 // Load reads models saved by Save onto device.
 func Load(dir string, device gotch.Device) (*Model, error) {
-	b, err := os.ReadFile(filepath.Join(dir, ModelFile))
-	if err != nil {
-		return nil, fmt.Errorf("loading language model: %w", err)
-	}
 	var spec modelSpec
-	if err := json.Unmarshal(b, &spec); err != nil {
-		return nil, fmt.Errorf("loading language model: %s: %w", ModelFile, err)
-	}
-	if spec.Format != modelFormat {
-		return nil, fmt.Errorf("loading language model: %s: format %d, this build reads %d", ModelFile, spec.Format, modelFormat)
+	if _, err := kit.ReadModelSpec(dir, ModelFile, modelFormat, modelFormat, &spec); err != nil {
+		return nil, fmt.Errorf("loading language model: %w", err)
 	}
 	if len(spec.Words) <= reserved || spec.Words[Unknown] != "<unk>" || spec.Words[Boundary] != "<s>" {
 		return nil, fmt.Errorf("loading language model: %s: no vocabulary", ModelFile)

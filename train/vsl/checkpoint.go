@@ -1,7 +1,6 @@
 package vsl
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -55,10 +54,7 @@ func (m *Model) Save(dir string) error {
 			return fmt.Errorf("saving vsl: encoder: %w", err)
 		}
 	}
-	b, err := json.Marshal(spec)
-	if err == nil {
-		err = os.WriteFile(filepath.Join(dir, ModelFile), b, 0o644)
-	}
+	err := kit.WriteModelSpec(dir, ModelFile, spec)
 	if err == nil {
 		err = writeVectors(filepath.Join(dir, VectorsFile), m.Vocab.Frozen())
 	}
@@ -85,16 +81,9 @@ func writeVectors(path string, t *embeddings.Table) error {
 
 // Load reads a model saved by Save onto device.
 func Load(dir string, device gotch.Device) (*Model, error) {
-	b, err := os.ReadFile(filepath.Join(dir, ModelFile))
-	if err != nil {
-		return nil, fmt.Errorf("loading vsl: %w", err)
-	}
 	var spec modelSpec
-	if err := json.Unmarshal(b, &spec); err != nil {
-		return nil, fmt.Errorf("loading vsl: %s: %w", ModelFile, err)
-	}
-	if spec.Format < modelFormatNoEncoder || spec.Format > modelFormat {
-		return nil, fmt.Errorf("loading vsl: %s: format %d, this build reads %d to %d", ModelFile, spec.Format, modelFormatNoEncoder, modelFormat)
+	if _, err := kit.ReadModelSpec(dir, ModelFile, modelFormatNoEncoder, modelFormat, &spec); err != nil {
+		return nil, fmt.Errorf("loading vsl: %w", err)
 	}
 	if spec.Vocab == nil || len(spec.Vocab.Chars) < 2 {
 		return nil, fmt.Errorf("loading vsl: %s: no vocabulary", ModelFile)
