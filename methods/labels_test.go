@@ -110,8 +110,8 @@ inputs:
 }
 
 // With partial seeds the student is by default a CRF: the ensemble's labels
-// train a partial-label CRF in place of the KL-distilled token classifier,
-// which is then the final model; self-training (of a token classifier) is
+// train a partial-label CRF in place of the KL-distilled token classifier
+// (at its own miss_rate), which is then the final model; self-training (of a token classifier) is
 // off, and asking for it is an error.
 func TestRosterCRFStudent(t *testing.T) {
 	text := strings.Replace(rosterOnGazetteers, "partial: true, student: kl,", "partial: true,", 1) // student auto: crf
@@ -123,8 +123,17 @@ func TestRosterCRFStudent(t *testing.T) {
 	if labels.Stage != ensemble.StageLabel || labels.Inputs[0].Node != "average" && labels.Inputs[1].Node != "average" {
 		t.Errorf("ensemble-labels: %+v", labels)
 	}
-	if p := nodeParams(t, g, "distil"); p["head"] != tagger.CRFHead || p["loss"] != tagger.LossPartial || p["miss_rate"] != 0.4 {
+	// The seeds' miss_rate (0.4 here) is not the student's: its labels'
+	// O is the ensemble's decision (student_miss_rate, 0.2 by default).
+	if p := nodeParams(t, g, "distil"); p["head"] != tagger.CRFHead || p["loss"] != tagger.LossPartial || p["miss_rate"] != 0.2 {
 		t.Errorf("distil params %v", p)
+	}
+	g2, err := expand(t, fixture(t), text, "student_miss_rate=0.05")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := nodeParams(t, g2, "distil"); p["miss_rate"] != 0.05 {
+		t.Errorf("student_miss_rate 0.05: distil's miss_rate %v", p["miss_rate"])
 	}
 	distil, _ := g.Node("distil")
 	if i := slices.IndexFunc(distil.Inputs, func(in spec.Input) bool { return in.Port == "corpus" }); i < 0 || distil.Inputs[i].Node != "ensemble-labels" {
