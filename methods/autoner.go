@@ -54,7 +54,8 @@ func init() {
 				stages.OneOf(variantFuzzy, variantTieBreak)),
 			stages.IntListParam("seeds", []int{1}, "seeds; several train one tagger per seed and variant (fan-out), each scored and registered", stages.AtLeast(0)),
 			tagger.SchemeParam("bio", "tag scheme of the labels and the taggers"),
-			stages.IntParam("epochs", 4, "training epochs", stages.Range(1, 1000)),
+			stages.IntParam("epochs", 4, "training epochs, raised to reach min_steps", stages.Range(1, 1000)),
+			minStepsParam("each tagger"),
 			stages.FloatParam("miss_rate", 0, "variant fuzzy: the chance that the labels left an entity token O (0: AutoNER's Fuzzy-LSTM-CRF, where an unmatched token is O)", stages.Range(0, 1)),
 		}, append(fileParams(), distantParams()...)...),
 		Inputs: distantInputs(),
@@ -84,7 +85,7 @@ func buildAutoNER(b *spec.Builder) error {
 
 	fan := func(n *spec.NodeBuilder) *spec.NodeBuilder { return fanSeeds(n, seeds, false) }
 	for _, v := range variants {
-		t := fanSeeds(b.Node(v, tagger.StageTrain), seeds, true).Pass("scheme", "epochs").Input("embeddings", vec)
+		t := fanSeeds(b.Node(v, tagger.StageTrain), seeds, true).Pass("scheme", "epochs", "min_steps").Input("embeddings", vec)
 		switch v {
 		case variantFuzzy:
 			t.Set("head", tagger.CRFHead).Set("loss", tagger.LossPartial).Pass("miss_rate")
