@@ -25,6 +25,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -38,6 +39,7 @@ import (
 
 	"github.com/sugarme/gotch"
 
+	"github.com/nerflow/nerflow/corpus"
 	"github.com/nerflow/nerflow/kit"
 )
 
@@ -56,6 +58,39 @@ func EnvInt(b testing.TB, name string, def int) int {
 		b.Fatalf("%s=%q: want a positive integer", name, v)
 	}
 	return n
+}
+
+// Corpus is the benchmarks' text: CoNLL-2003's training split with its
+// gold tags (NERFLOW_BENCH_DATA, a directory with train_text.txt and
+// train_label_true.txt; ../shared/data/conll03 beside the repository by
+// default, read from a package two folders down), or, where it is absent,
+// 15,000 random sentences with random tags (enough for 48 batches of 256).
+func Corpus(b testing.TB) *corpus.Corpus {
+	dir := os.Getenv("NERFLOW_BENCH_DATA")
+	if dir == "" {
+		dir = filepath.Join("..", "..", "..", "shared", "data", "conll03")
+	}
+	c, err := corpus.ReadTextLabels(filepath.Join(dir, "train_text.txt"), filepath.Join(dir, "train_label_true.txt"))
+	if err == nil {
+		return c
+	}
+	b.Logf("no CoNLL-2003 data (%v): random sentences", err)
+	rng := rand.New(rand.NewPCG(1, 2))
+	tags := []string{"O", "O", "O", "O", "O", "B-PER", "I-PER", "B-LOC", "B-ORG", "B-MISC"}
+	c = &corpus.Corpus{}
+	for range 15000 {
+		var s corpus.Sentence
+		for range 1 + rng.IntN(30) {
+			w := make([]byte, 2+rng.IntN(8))
+			for k := range w {
+				w[k] = byte('a' + rng.IntN(26))
+			}
+			s.Tokens = append(s.Tokens, string(w))
+			s.Tags = append(s.Tags, tags[rng.IntN(len(tags))])
+		}
+		c.Sentences = append(c.Sentences, s)
+	}
+	return c
 }
 
 // Python is the interpreter of the reference; the benchmark is skipped

@@ -10,7 +10,6 @@ import (
 
 	"github.com/sugarme/gotch"
 
-	"github.com/nerflow/nerflow/corpus"
 	"github.com/nerflow/nerflow/internal/refbench"
 	"github.com/nerflow/nerflow/kit"
 	"github.com/nerflow/nerflow/train/tagger"
@@ -26,9 +25,8 @@ import (
 //
 //	go test ./train/encoder -run '^$' -bench PretrainThroughput -benchtime 1x
 //
-// The sentences are CoNLL-2003's training text (NERFLOW_BENCH_DATA, a
-// directory with train_text.txt; ../shared/data/conll03 by default) or
-// random ones where it is absent, in batches of NERFLOW_BENCH_BATCH
+// The sentences are refbench.Corpus's (CoNLL-2003's training text, or
+// random ones where it is absent), in batches of NERFLOW_BENCH_BATCH
 // sentences of similar length (as a pretraining draws them: the padding
 // costs both sides alike); NERFLOW_BENCH_PRESET picks the size (default
 // small); the other variables are refbench's.
@@ -55,41 +53,14 @@ func BenchmarkPretrainThroughput(b *testing.B) {
 	}
 }
 
-// benchSentences reads the benchmark's text.
-func benchSentences(b *testing.B) [][]string {
-	dir := os.Getenv("NERFLOW_BENCH_DATA")
-	if dir == "" {
-		dir = filepath.Join("..", "..", "..", "shared", "data", "conll03")
-	}
-	c, err := corpus.ReadFile(filepath.Join(dir, "train_text.txt"))
-	if err == nil {
-		var text [][]string
-		for _, s := range c.Sentences {
-			text = append(text, s.Tokens)
-		}
-		return text
-	}
-	b.Logf("no CoNLL-2003 text (%v): random sentences", err)
-	rng := rand.New(rand.NewPCG(1, 2))
-	var text [][]string
-	for range 15000 {
-		s := make([]string, 1+rng.IntN(30))
-		for k := range s {
-			w := make([]byte, 2+rng.IntN(8))
-			for i := range w {
-				w[i] = byte('a' + rng.IntN(26))
-			}
-			s[k] = string(w)
-		}
-		text = append(text, s)
-	}
-	return text
-}
-
 func benchPretrainOn(b *testing.B, python string, cfg Config, preset string, device gotch.Device) {
 	batchSize := refbench.EnvInt(b, "NERFLOW_BENCH_BATCH", 32)
 	steps := refbench.EnvInt(b, "NERFLOW_BENCH_STEPS", 40)
-	text := windows(benchSentences(b), cfg.MaxLen)
+	var text [][]string
+	for _, s := range refbench.Corpus(b).Sentences {
+		text = append(text, s.Tokens)
+	}
+	text = windows(text, cfg.MaxLen)
 	v := NewVocab(text, 30000, 1)
 	m, err := New(cfg, v, nil, 1, device)
 	if err != nil {

@@ -49,34 +49,6 @@ import (
 func BenchmarkTrainThroughputTokenHead(b *testing.B) { benchThroughput(b, TokenHead, "io", LossCE) }
 func BenchmarkTrainThroughputCRF(b *testing.B)       { benchThroughput(b, CRFHead, "bio", LossCRF) }
 
-func benchCorpus(b *testing.B) *corpus.Corpus {
-	dir := os.Getenv("NERFLOW_BENCH_DATA")
-	if dir == "" {
-		dir = filepath.Join("..", "..", "..", "shared", "data", "conll03")
-	}
-	c, err := corpus.ReadTextLabels(filepath.Join(dir, "train_text.txt"), filepath.Join(dir, "train_label_true.txt"))
-	if err == nil {
-		return c
-	}
-	b.Logf("no CoNLL-2003 data (%v): random sentences", err)
-	rng := rand.New(rand.NewPCG(1, 2))
-	tags := []string{"O", "O", "O", "O", "O", "B-PER", "I-PER", "B-LOC", "B-ORG", "B-MISC"}
-	c = &corpus.Corpus{}
-	for range 15000 { // enough for 48 batches of 256
-		var s corpus.Sentence
-		for range 1 + rng.IntN(30) {
-			w := make([]byte, 2+rng.IntN(8))
-			for k := range w {
-				w[k] = byte('a' + rng.IntN(26))
-			}
-			s.Tokens = append(s.Tokens, string(w))
-			s.Tags = append(s.Tags, tags[rng.IntN(len(tags))])
-		}
-		c.Sentences = append(c.Sentences, s)
-	}
-	return c
-}
-
 func benchThroughput(b *testing.B, head, scheme, loss string) {
 	python := refbench.Python(b)
 	device, err := ParseDevice(os.Getenv("NERFLOW_BENCH_DEVICE"))
@@ -101,7 +73,7 @@ func benchThroughputOn(b *testing.B, head, scheme, loss, python string, device g
 func benchThroughputOnThread(b *testing.B, head, scheme, loss, python string, device gotch.Device) {
 	batchSize := refbench.EnvInt(b, "NERFLOW_BENCH_BATCH", 32)
 	steps := refbench.EnvInt(b, "NERFLOW_BENCH_STEPS", 40)
-	c := benchCorpus(b)
+	c := refbench.Corpus(b)
 	cfg := DefaultConfig()
 	cfg.Head, cfg.Scheme = head, scheme
 	m, exs := benchTagger(b, c, NewVocab(c, nil, MinWordCount(1)), cfg, 1, device)
@@ -239,7 +211,7 @@ func BenchmarkTrainMemory(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	c := benchCorpus(b)
+	c := refbench.Corpus(b)
 	c.Sentences = c.Sentences[:min(sentences, len(c.Sentences))]
 	run := DefaultTrainConfig()
 	run.Loss, run.Epochs, run.DropO = LossGCE, epochs, 0.5
@@ -274,7 +246,7 @@ func BenchmarkTrainMemory(b *testing.B) {
 // speed (0.5) when N is small; oversubscribed threads make it crawl below.
 func BenchmarkConcurrentTrainings(b *testing.B) {
 	steps := refbench.EnvInt(b, "NERFLOW_BENCH_STEPS", 20)
-	c := benchCorpus(b)
+	c := refbench.Corpus(b)
 	vocab := NewVocab(c, nil, MinWordCount(1))
 	// trainSteps runs steps batches on its own tagger and returns tokens
 	// per second; train runs it as trainings run, on a thread of its own.
