@@ -60,9 +60,11 @@ test: setup
 	NERFLOW_TEST_REQUIRE_SERVICES=1 $(GO) test -count=1 -timeout 45m ./...
 
 # Benchmarks report ratios against a reference measured in the same run; the
-# engine's need the real servers too. The tagger's (package train) each run a
-# fixed amount of work against PyTorch on the same batches, once, and report
-# the ratios and peak resident memory (see docs/tagger.md).
+# engine's need the real servers too. The tagger's and the encoder's
+# (packages train/tagger and train/encoder: training, pretraining,
+# fine-tuning the encoder under the tagger) each run a fixed amount of work
+# against PyTorch on the same batches, once, and report the ratios and peak
+# resident memory (see docs/tagger.md and docs/encoder.md).
 bench:
 	NERFLOW_WITH_BENCH=1 scripts/setup.sh
 	@set -e; eval "$$(scripts/services.sh start)"; trap 'scripts/services.sh stop' EXIT; \

@@ -23,8 +23,11 @@
 # models in PyTorch on the same device and batches, each with the ratio: the
 # tagger at batch 32 (200 steps) and batch 256 (45 steps), token head and
 # CRF; the encoder's pretraining steps at batch 32 (100 steps) and 256 (40
-# steps), for each preset of NERFLOW_KIT_PRESETS (default "small medium").
-# NERFLOW_KIT_CHECKS (default "tagger encoder") picks the checks. Results go
+# steps), for each preset of NERFLOW_KIT_PRESETS (default "small medium");
+# and, with check finetune, a CRF tagger fine-tuning each preset under its
+# BiLSTM, at the same batches and steps as the encoder.
+# NERFLOW_KIT_CHECKS (default "tagger encoder"; any of tagger, encoder,
+# finetune) picks the checks. Results go
 # to stdout and to check-<device>.txt next to this script.
 set -euo pipefail
 
@@ -98,7 +101,12 @@ for check in ${NERFLOW_KIT_CHECKS:-tagger encoder}; do
         NERFLOW_BENCH_PRESET=$preset bench train/encoder ../../bin/encoder.test PretrainThroughput 32 "${NERFLOW_KIT_ENCODER_STEPS_32:-100}" "encoder $preset"
         NERFLOW_BENCH_PRESET=$preset bench train/encoder ../../bin/encoder.test PretrainThroughput 256 "${NERFLOW_KIT_ENCODER_STEPS_256:-40}" "encoder $preset"
       done ;;
-    *) log "unknown check $check (want tagger or encoder)"; exit 2 ;;
+    finetune)
+      for preset in ${NERFLOW_KIT_PRESETS:-small medium}; do
+        NERFLOW_BENCH_PRESET=$preset bench train/encoder ../../bin/encoder.test FineTuneThroughput 32 "${NERFLOW_KIT_ENCODER_STEPS_32:-100}" "fine-tuning $preset"
+        NERFLOW_BENCH_PRESET=$preset bench train/encoder ../../bin/encoder.test FineTuneThroughput 256 "${NERFLOW_KIT_ENCODER_STEPS_256:-40}" "fine-tuning $preset"
+      done ;;
+    *) log "unknown check $check (want tagger, encoder or finetune)"; exit 2 ;;
   esac
 done
 log "results in $report"

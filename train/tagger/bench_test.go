@@ -3,7 +3,6 @@ package tagger
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -76,50 +75,41 @@ func benchThroughputOnThread(b *testing.B, head, scheme, loss, python string, de
 	c := refbench.Corpus(b)
 	cfg := DefaultConfig()
 	cfg.Head, cfg.Scheme = head, scheme
-	m, exs := benchTagger(b, c, NewVocab(c, nil, MinWordCount(1)), cfg, 1, device)
+	m := benchTagger(b, NewVocab(c, nil, MinWordCount(1)), cfg, 1, device)
 	defer m.Close()
-	batches := bucketBatches(exs, batchSize, rand.New(rand.NewPCG(1, 1)))
+	run := DefaultTrainConfig()
+	run.Loss = loss
+	run.BatchSize = batchSize
+	st := benchSteps(b, m, c, run, 1)
+	defer st.Close()
+	batches := st.Batches(batchSize, 1)
 	if len(batches) < refbench.Warmup+steps {
 		b.Fatalf("%d batches of %d sentences, want %d", len(batches), batchSize, refbench.Warmup+steps)
 	}
 	batches = batches[:refbench.Warmup+steps]
 	timed := batches[refbench.Warmup:]
-	tokens := 0
-	for _, ids := range timed {
-		for _, id := range ids {
-			tokens += exs[id].len()
-		}
-	}
-	run := DefaultTrainConfig()
-	run.Loss = loss
-	run.BatchSize = batchSize
-	spec := writeBenchSpec(b, m, exs, batches, run)
-
-	step, closeOpt := benchTrainer(b, m, exs, run, 1)
-	defer closeOpt()
+	spec := refbench.WriteSpec(b, st.ReferenceSpec(batches, run))
 	trainGo := func(bs [][]int) {
-		for _, ids := range bs {
-			step(ids)
-		}
-	}
-	out := make([]Prediction, len(exs))
-	predictGo := func(bs [][]int) {
-		if err := m.predictBatches(exs, bs, out); err != nil {
+		if err := st.Train(bs); err != nil {
 			b.Fatal(err)
 		}
 	}
-
+	predictGo := func(bs [][]int) {
+		if err := st.Predict(bs); err != nil {
+			b.Fatal(err)
+		}
+	}
 	trainGo(batches[:refbench.Warmup])
 	predictGo(batches[:refbench.Warmup])
 	ref := refbench.Start(b, python, filepath.Join("testdata", "reference_tagger.py"), spec, device)
 	defer ref.Close()
-	_, summary := refbench.Compare(b, ref, tokens, func() { trainGo(timed) }, func() { predictGo(timed) })
+	_, summary := refbench.Compare(b, ref, st.Tokens(timed), func() { trainGo(timed) }, func() { predictGo(timed) })
 	b.Logf("%s head on %v, batch %d: %d timed batches, %d tokens, vocabulary %d words, %d thread(s); %s",
-		head, device, batchSize, len(timed), tokens, len(m.Vocab.Words), kit.Threads(), summary)
+		head, device, batchSize, len(timed), st.Tokens(timed), len(m.Vocab.Words), kit.Threads(), summary)
 }
 
-// benchTagger builds a tagger of cfg for CoNLL's types and encodes c for it.
-func benchTagger(b *testing.B, c *corpus.Corpus, vocab *Vocab, cfg Config, seed uint64, device gotch.Device) (*Tagger, []example) {
+// benchTagger builds a tagger of cfg for CoNLL's types.
+func benchTagger(b *testing.B, vocab *Vocab, cfg Config, seed uint64, device gotch.Device) *Tagger {
 	sch, err := corpus.ParseScheme(cfg.Scheme)
 	if err != nil {
 		b.Fatal(err)
@@ -132,63 +122,16 @@ func benchTagger(b *testing.B, c *corpus.Corpus, vocab *Vocab, cfg Config, seed 
 	if err != nil {
 		b.Fatal(err)
 	}
-	exs, err := m.encodeCorpus(c, true)
-	if err != nil {
-		m.Close()
-		b.Fatal(err)
-	}
-	return m, exs
+	return m
 }
 
-// benchTrainer returns a function that trains m on one batch of exs (Adam
-// at run's learning rate, dropout drawn from seed) and one that frees the
-// optimizer.
-func benchTrainer(b *testing.B, m *Tagger, exs []example, run TrainConfig, seed uint64) (step func(ids []int), done func()) {
-	tr, err := NewTrainer(m, run)
+// benchSteps readies m to train on c's batches one step at a time.
+func benchSteps(b *testing.B, m *Tagger, c *corpus.Corpus, run TrainConfig, seed uint64) *Steps {
+	st, err := NewSteps(m, c, run, seed)
 	if err != nil {
 		b.Fatal(err)
 	}
-	opt, err := newAdam(m, run.MaxGradNorm)
-	if err != nil {
-		b.Fatal(err)
-	}
-	rng := rand.New(rand.NewPCG(seed, 3))
-	return func(ids []int) {
-		if _, _, err := tr.step(newBatch(exs, ids), nil, exs, nil, nil, unlabeledStep{}, &kit.Step{Opt: opt, LR: run.LearningRate}, rng, nil); err != nil {
-			b.Fatal(err)
-		}
-	}, opt.Close
-}
-
-// writeBenchSpec writes the architecture and the batches for the
-// reference script.
-func writeBenchSpec(b *testing.B, m *Tagger, exs []example, batches [][]int, run TrainConfig) string {
-	type sentence struct {
-		Words   []int64   `json:"words"`
-		Chars   [][]int64 `json:"chars"`
-		Casing  []int64   `json:"casing"`
-		Targets []int32   `json:"targets"`
-	}
-	c := m.Config
-	spec := map[string]any{
-		"config": map[string]any{
-			"words": len(m.Vocab.Words), "chars": len(m.Vocab.Chars), "casings": numCasings,
-			"word_dim": c.WordDim, "char_dim": c.CharDim, "char_filters": c.CharFilters, "char_kernel": c.CharKernel,
-			"casing_dim": c.CasingDim, "hidden": c.Hidden, "dropout": c.Dropout, "head": c.Head,
-			"tags": m.Labels.NumTags(), "lr": run.LearningRate, "clip": run.MaxGradNorm,
-		},
-	}
-	var bs [][]sentence
-	for _, ids := range batches {
-		var sents []sentence
-		for _, id := range ids {
-			e := exs[id]
-			sents = append(sents, sentence{e.words, e.chars, e.casing, e.targets})
-		}
-		bs = append(bs, sents)
-	}
-	spec["batches"] = bs
-	return refbench.WriteSpec(b, spec)
+	return st
 }
 
 // BenchmarkTrainMemory trains the token head with GCE and noisy-label
@@ -251,22 +194,19 @@ func BenchmarkConcurrentTrainings(b *testing.B) {
 	// trainSteps runs steps batches on its own tagger and returns tokens
 	// per second; train runs it as trainings run, on a thread of its own.
 	trainSteps := func(seed uint64) float64 {
-		m, exs := benchTagger(b, c, vocab, DefaultConfig(), seed, gotch.CPU)
+		m := benchTagger(b, vocab, DefaultConfig(), seed, gotch.CPU)
 		defer m.Close()
-		step, closeOpt := benchTrainer(b, m, exs, DefaultTrainConfig(), seed)
-		defer closeOpt()
-		batches := bucketBatches(exs, 32, rand.New(rand.NewPCG(seed, 1)))[:refbench.Warmup+steps]
-		tokens := 0
-		var start time.Time
-		for i, ids := range batches {
-			if i == refbench.Warmup {
-				start = time.Now()
-			}
-			if i >= refbench.Warmup {
-				tokens += newBatch(exs, ids).n
-			}
-			step(ids)
+		st := benchSteps(b, m, c, DefaultTrainConfig(), seed)
+		defer st.Close()
+		batches := st.Batches(32, seed)[:refbench.Warmup+steps]
+		if err := st.Train(batches[:refbench.Warmup]); err != nil {
+			b.Fatal(err)
 		}
+		start := time.Now()
+		if err := st.Train(batches[refbench.Warmup:]); err != nil {
+			b.Fatal(err)
+		}
+		tokens := st.Tokens(batches[refbench.Warmup:])
 		return float64(tokens) / time.Since(start).Seconds()
 	}
 	train := func(seed uint64) (tokensPerSec float64) {
@@ -297,11 +237,4 @@ func BenchmarkConcurrentTrainings(b *testing.B) {
 	b.ReportMetric(shared/alone, "pair-each/alone")
 	b.ReportMetric(oversubscribed/alone, "pair-all-cores-each/alone")
 	b.Logf("%d cores: alone %.0f tokens/s; in a pair, each %.0f with the share, %.0f with every core", runtime.NumCPU(), alone, shared, oversubscribed)
-}
-
-// newAdam is the optimizer kit.Fit makes for the tagger's weights, for
-// benchmarks that step without the loop.
-func newAdam(m *Tagger, maxGradNorm float64) (*kit.Adam, error) {
-	names, params := kit.SplitNamed(m.namedWeights())
-	return kit.NewAdam(names, params, maxGradNorm)
 }

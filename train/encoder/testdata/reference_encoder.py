@@ -116,8 +116,9 @@ def tensors(b, device):
         "char_mask": torch.tensor(b["char_mask"], device=device).view(b["char_rows"], 1, b["char_len"]),
         "of": long(b["of"]),
         "char_row": long(b["char_row"]),
-        "predict": long(b["predict"]),
-        "targets": long(b["targets"]),
+        # Nothing is masked in a fine-tuning batch (Go writes null).
+        "predict": long(b["predict"] or []),
+        "targets": long(b["targets"] or []),
         "key_bias": bias.view(n, 1, 1, t).to(device),
     }
 

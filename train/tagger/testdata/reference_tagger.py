@@ -35,7 +35,9 @@ class Tagger(nn.Module):
         self.char = nn.Embedding(c["chars"], c["char_dim"], padding_idx=0)
         self.casing = nn.Embedding(c["casings"], c["casing_dim"])
         self.conv = nn.Conv1d(c["char_dim"], c["char_filters"], c["char_kernel"], padding=c["char_kernel"] // 2)
-        inp = c["word_dim"] + c["char_filters"] + c["casing_dim"]
+        # A fine-tuned encoder's states join the word representation
+        # (encoder placement "under"; train/encoder/testdata/reference_finetune.py).
+        inp = c["word_dim"] + c["char_filters"] + c["casing_dim"] + c.get("encoder_dim", 0)
         self.lstm = nn.LSTM(inp, c["hidden"], num_layers=1, bidirectional=True)
         self.drop = nn.Dropout(c["dropout"])
         k, h = c["tags"], 2 * c["hidden"]
@@ -48,11 +50,12 @@ class Tagger(nn.Module):
             self.typ = nn.Linear(h, k - 1)
             self.ent = nn.Linear(h, 1)
 
-    def encode(self, b):
+    def encode(self, b, states=None):
         n = b["words"].shape[0]
         ce = self.char(b["chars"].view(-1)).view(n, -1, self.c["char_dim"]).transpose(1, 2)
         feat = (self.conv(ce) + b["char_mask"].unsqueeze(1)).amax(2)
-        x = torch.cat([self.word(b["words"]), feat, self.casing(b["casing"])], 1)
+        parts = [self.word(b["words"]), feat, self.casing(b["casing"])]
+        x = torch.cat(parts + ([states] if states is not None else []), 1)
         out, _ = self.lstm(PackedSequence(self.drop(x), b["batch_sizes"]))
         return self.drop(out.data)
 
