@@ -291,6 +291,6 @@ func benchFineTuneOn(b *testing.B, python string, cfg Config, preset string, dev
 	}
 	tokens := st.Tokens(timed)
 	_, summary := refbench.Compare(b, ref, tokens, func() { train(timed) }, func() { predict(timed) })
-	b.Logf("tagger (CRF) over encoder preset %s (%d layers of %d, %d heads) on %v, batch %d: %d timed batches, %d tokens, %d thread(s); %s",
-		preset, cfg.Layers, cfg.Dim, cfg.Heads, device, batchSize, len(timed), tokens, kit.Threads(), summary)
+	b.Logf("tagger (CRF) over encoder preset %s (%d layers of %d, %d heads) on %v, batch %d: %d timed batches, %d tokens, %d weights, %d thread(s); %s",
+		preset, cfg.Layers, cfg.Dim, cfg.Heads, device, batchSize, len(timed), tokens, st.Weights(), kit.Threads(), summary)
 }
