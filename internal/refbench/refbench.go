@@ -209,6 +209,27 @@ func (r *Reference) Close() {
 	r.cmd.Wait()
 }
 
+// Take keeps Warmup + steps of batches, failing the benchmark where there
+// are fewer, and returns them and the timed ones (those after the
+// warm-up).
+func Take[T any](b testing.TB, batches []T, steps int) (all, timed []T) {
+	if len(batches) < Warmup+steps {
+		b.Fatalf("%d batches, want %d (%d to warm up, %d timed)", len(batches), Warmup+steps, Warmup, steps)
+	}
+	all = batches[:Warmup+steps]
+	return all, all[Warmup:]
+}
+
+// Must turns a step that can fail into one for the rounds: a failure ends
+// the benchmark.
+func Must[T any](b testing.TB, f func(T) error) func(T) {
+	return func(x T) {
+		if err := f(x); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // WriteSpec writes v as JSON to a file in a temporary directory of b and
 // returns its path.
 func WriteSpec(b testing.TB, v any) string {

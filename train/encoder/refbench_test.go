@@ -31,7 +31,12 @@ import (
 // sentences of similar length (as a pretraining draws them: the padding
 // costs both sides alike); NERFLOW_BENCH_PRESET picks the size (default
 // small); the other variables are refbench's.
-func BenchmarkPretrainThroughput(b *testing.B) {
+func BenchmarkPretrainThroughput(b *testing.B) { benchEachThreads(b, benchPretrainOn) }
+
+// benchEachThreads runs on, on a computing thread of its own, for each of
+// refbench's thread counts, with the preset NERFLOW_BENCH_PRESET names on
+// the device NERFLOW_BENCH_DEVICE names.
+func benchEachThreads(b *testing.B, on func(b *testing.B, python string, cfg Config, preset string, device gotch.Device)) {
 	python := refbench.Python(b)
 	device, err := tagger.ParseDevice(os.Getenv("NERFLOW_BENCH_DEVICE"))
 	if err != nil {
@@ -49,7 +54,7 @@ func BenchmarkPretrainThroughput(b *testing.B) {
 	for _, n := range refbench.Threads(b) {
 		b.Run(fmt.Sprintf("threads=%d", n), func(b *testing.B) {
 			kit.SetThreads(n)
-			kit.OnComputeThread(func(func()) { benchPretrainOn(b, python, cfg, preset, device) })
+			kit.OnComputeThread(func(func()) { on(b, python, cfg, preset, device) })
 		})
 	}
 }
@@ -78,12 +83,10 @@ func benchPretrainOn(b *testing.B, python string, cfg Config, preset string, dev
 		groups = append(groups, order[i:i+batchSize])
 	}
 	rand.New(rand.NewPCG(1, 2)).Shuffle(len(groups), func(i, j int) { groups[i], groups[j] = groups[j], groups[i] })
-	if len(groups) < refbench.Warmup+steps {
-		b.Fatalf("%d batches of %d sentences, want %d", len(groups), batchSize, refbench.Warmup+steps)
-	}
+	groups, _ = refbench.Take(b, groups, steps)
 	masks := rand.New(rand.NewPCG(2, 2))
 	var batches []*batch
-	for _, ids := range groups[:refbench.Warmup+steps] {
+	for _, ids := range groups {
 		var sents []maskedSentence
 		for _, id := range ids {
 			sents = append(sents, v.mask(text[id], DefaultMasking(), masks))
@@ -195,28 +198,7 @@ func batchSpec(bt *batch) map[string]any {
 // The variables are BenchmarkPretrainThroughput's; the batches are drawn
 // as a tagger's training draws them. The benchmark fails if the two
 // models' weight counts differ.
-func BenchmarkFineTuneThroughput(b *testing.B) {
-	python := refbench.Python(b)
-	device, err := tagger.ParseDevice(os.Getenv("NERFLOW_BENCH_DEVICE"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	preset := os.Getenv("NERFLOW_BENCH_PRESET")
-	if preset == "" {
-		preset = DefaultPreset
-	}
-	cfg, err := Preset(preset)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer kit.SetThreads(0)
-	for _, n := range refbench.Threads(b) {
-		b.Run(fmt.Sprintf("threads=%d", n), func(b *testing.B) {
-			kit.SetThreads(n)
-			kit.OnComputeThread(func(func()) { benchFineTuneOn(b, python, cfg, preset, device) })
-		})
-	}
-}
+func BenchmarkFineTuneThroughput(b *testing.B) { benchEachThreads(b, benchFineTuneOn) }
 
 func benchFineTuneOn(b *testing.B, python string, cfg Config, preset string, device gotch.Device) {
 	batchSize := refbench.EnvInt(b, "NERFLOW_BENCH_BATCH", 32)
@@ -250,12 +232,7 @@ func benchFineTuneOn(b *testing.B, python string, cfg Config, preset string, dev
 		b.Fatal(err)
 	}
 	defer st.Close()
-	batches := st.Batches(batchSize, 1)
-	if len(batches) < refbench.Warmup+steps {
-		b.Fatalf("%d batches of %d sentences, want %d", len(batches), batchSize, refbench.Warmup+steps)
-	}
-	batches = batches[:refbench.Warmup+steps]
-	timed := batches[refbench.Warmup:]
+	batches, timed := refbench.Take(b, st.Batches(batchSize, 1), steps)
 
 	// The reference gets the tagger's inputs and, per batch, the encoder's:
 	// the windows of its sentences (in the batch's order) laid out as
@@ -272,16 +249,7 @@ func benchFineTuneOn(b *testing.B, python string, cfg Config, preset string, dev
 	spec["encoder_batches"] = encBatches
 	specFile := refbench.WriteSpec(b, spec)
 
-	train := func(bs [][]int) {
-		if err := st.Train(bs); err != nil {
-			b.Fatal(err)
-		}
-	}
-	predict := func(bs [][]int) {
-		if err := st.Predict(bs); err != nil {
-			b.Fatal(err)
-		}
-	}
+	train, predict := refbench.Must(b, st.Train), refbench.Must(b, st.Predict)
 	train(batches[:refbench.Warmup])
 	predict(batches[:refbench.Warmup])
 	ref := refbench.Start(b, python, filepath.Join("testdata", "reference_finetune.py"), specFile, device)

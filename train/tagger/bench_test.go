@@ -82,23 +82,9 @@ func benchThroughputOnThread(b *testing.B, head, scheme, loss, python string, de
 	run.BatchSize = batchSize
 	st := benchSteps(b, m, c, run, 1)
 	defer st.Close()
-	batches := st.Batches(batchSize, 1)
-	if len(batches) < refbench.Warmup+steps {
-		b.Fatalf("%d batches of %d sentences, want %d", len(batches), batchSize, refbench.Warmup+steps)
-	}
-	batches = batches[:refbench.Warmup+steps]
-	timed := batches[refbench.Warmup:]
+	batches, timed := refbench.Take(b, st.Batches(batchSize, 1), steps)
 	spec := refbench.WriteSpec(b, st.ReferenceSpec(batches, run))
-	trainGo := func(bs [][]int) {
-		if err := st.Train(bs); err != nil {
-			b.Fatal(err)
-		}
-	}
-	predictGo := func(bs [][]int) {
-		if err := st.Predict(bs); err != nil {
-			b.Fatal(err)
-		}
-	}
+	trainGo, predictGo := refbench.Must(b, st.Train), refbench.Must(b, st.Predict)
 	trainGo(batches[:refbench.Warmup])
 	predictGo(batches[:refbench.Warmup])
 	ref := refbench.Start(b, python, filepath.Join("testdata", "reference_tagger.py"), spec, device)
