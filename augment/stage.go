@@ -90,7 +90,7 @@ func init() {
 			"shape would change; tags unchanged.",
 		Params: aparams,
 		Inputs: []stages.Port{
-			{Name: "lm", Kind: "lm", Doc: "language models from " + StageLM + ", or an encoder from encoder.pretrain (its masked-LM head)"},
+			{Name: "lm", Kind: "lm", Accepts: []string{"encoder"}, Doc: "language models from " + StageLM + ", or an encoder from encoder.pretrain (its masked-LM head)"},
 			{Name: "corpus", Kind: "corpus", Doc: "sentences to augment, with or without tags"},
 		},
 		Outputs: []stages.Port{
@@ -265,8 +265,10 @@ func RegisterMaskedLM(file string, load func(dir string, device gotch.Device) (M
 	maskedLMs[file] = load
 }
 
-// loadMaskedLM loads the model in dir by the file that marks its kind.
-func loadMaskedLM(dir string, device gotch.Device) (MaskedLM, error) {
+// LoadMaskedLM loads the model in dir by the file that marks its kind:
+// the LSTM language models of augment.lm, or a kind registered with
+// RegisterMaskedLM (an encoder of encoder.pretrain).
+func LoadMaskedLM(dir string, device gotch.Device) (MaskedLM, error) {
 	if _, err := os.Stat(filepath.Join(dir, lm.ModelFile)); err == nil {
 		return lm.Load(dir, device)
 	}
@@ -299,7 +301,7 @@ func runSentencesStage(c *stages.Context) error {
 	if err := c.Input("lm").Fetch(dir); err != nil {
 		return err
 	}
-	m, err := loadMaskedLM(dir, device)
+	m, err := LoadMaskedLM(dir, device)
 	if err != nil {
 		return stages.Permanent(err)
 	}

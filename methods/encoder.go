@@ -1,6 +1,8 @@
 package methods
 
 import (
+	"slices"
+
 	"github.com/nerflow/nerflow/pipeline/spec"
 	"github.com/nerflow/nerflow/stages"
 	"github.com/nerflow/nerflow/train/tagger"
@@ -24,14 +26,25 @@ func encoderInput() stages.Port {
 }
 
 // encoderParams declares the fine-tuning parameters of a method with an
-// encoder input.
-func encoderParams() []stages.Param {
+// encoder input. placements are the placements beyond under and replace
+// that the method accepts (roster's none: the encoder serves its
+// augmentation only).
+func encoderParams(placements ...string) []stages.Param {
+	doc := "with the encoder input: where its states go, under (beside the word representation, under the BiLSTM) or replace (straight to the head, no BiLSTM)"
+	if slices.Contains(placements, tagger.EncoderNone) {
+		doc += "; none: no tagger reads it (it only serves augment_lm=encoder)"
+	}
 	return []stages.Param{
-		stages.StringParam("encoder_placement", tagger.EncoderUnder, "with the encoder input: where its states go, under (beside the word representation, under the BiLSTM) or replace (straight to the head, no BiLSTM)",
-			stages.OneOf(tagger.EncoderUnder, tagger.EncoderReplace)),
+		stages.StringParam("encoder_placement", tagger.EncoderUnder, doc,
+			stages.OneOf(append([]string{tagger.EncoderUnder, tagger.EncoderReplace}, placements...)...)),
 		tagger.Param("encoder_learning_rate"),
 		tagger.Param("encoder_warmup"),
 	}
+}
+
+// finetunes says whether the method's taggers read the encoder input.
+func finetunes(b *spec.Builder) bool {
+	return b.Has("encoder") && b.Params().String("encoder_placement") != tagger.EncoderNone
 }
 
 // checkEncoder reports fine-tuning parameters set without the encoder
@@ -50,7 +63,7 @@ func checkEncoder(b *spec.Builder) {
 // withEncoder connects the encoder input, if given, to a node that trains
 // a tagger from scratch.
 func withEncoder(b *spec.Builder, n *spec.NodeBuilder) *spec.NodeBuilder {
-	if !b.Has("encoder") {
+	if !finetunes(b) {
 		return n
 	}
 	return n.Input("encoder", b.In("encoder")).Pass("encoder_placement", "encoder_learning_rate", "encoder_warmup")
@@ -59,7 +72,7 @@ func withEncoder(b *spec.Builder, n *spec.NodeBuilder) *spec.NodeBuilder {
 // tuneEncoder gives a node that continues training a model with the
 // encoder (a self-training stage) the encoder's learning rate.
 func tuneEncoder(b *spec.Builder, n *spec.NodeBuilder) *spec.NodeBuilder {
-	if !b.Has("encoder") {
+	if !finetunes(b) {
 		return n
 	}
 	return n.Pass("encoder_learning_rate", "encoder_warmup")

@@ -110,3 +110,62 @@ func TestVSLFineTunesTheEncoder(t *testing.T) {
 		t.Errorf("vsl with encoder_warmup and no encoder: error %v", err)
 	}
 }
+
+// RoSTER's augmentation draws from the encoder's masked-LM head with
+// augment_lm=encoder: the self-training node reads the encoder input as
+// its lm, and no LSTM language models are trained; with encoder_placement
+// none the taggers do not read it. Settings that leave it unused, or ask
+// for it without an encoder or an augmentation, are errors.
+func TestRosterAugmentsFromTheEncoder(t *testing.T) {
+	dir := fixture(t)
+	inputs := "inputs:\n  train: ../../data/raw.txt\n  gazetteers: [../../data/gaz/per.txt]\n"
+	withEncoder := inputs + "  encoder: pretrain.encoder\n" + pretrainNode
+	for _, c := range []struct {
+		params   string
+		finetune bool
+	}{
+		{"seeds: [1, 2], partial: false, augment_lm: encoder, encoder_learning_rate: 0.00003", true},
+		{"seeds: [1, 2], partial: false, augment_lm: encoder, encoder_placement: none", false},
+	} {
+		t.Run(c.params, func(t *testing.T) {
+			g, err := expand(t, dir, "method: roster\nparams: {"+c.params+"}\n"+withEncoder)
+			if err != nil {
+				t.Fatal(err)
+			}
+			st, ok := g.Node("selftrain")
+			if !ok || inputOf(st, "lm") != "pretrain.encoder" {
+				t.Fatalf("selftrain augments from %q, want pretrain.encoder (nodes %v)", inputOf(st, "lm"), ids(g))
+			}
+			if _, ok := g.Node("lm"); ok {
+				t.Error("an lm node trains LSTM language models that nothing reads")
+			}
+			if tuned := nodeParams(t, g, "selftrain")["encoder_learning_rate"] == 3e-5; tuned != c.finetune {
+				t.Errorf("selftrain tunes the encoder at the method's rate: %v, want %v", tuned, c.finetune)
+			}
+			for _, id := range []string{"noise[seed=1]", "noise[seed=2]", "distil"} {
+				n, _ := g.Node(id)
+				if reads := inputOf(n, "encoder") == "pretrain.encoder"; reads != c.finetune {
+					t.Errorf("%s reads the encoder: %v, want %v", id, reads, c.finetune)
+				}
+			}
+		})
+	}
+	g, err := expand(t, dir, "method: roster\nparams: {seeds: [1], ensemble: false, partial: false}\n"+inputs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := g.Node("selftrain"); inputOf(st, "lm") != "lm.lm" {
+		t.Errorf("by default selftrain augments from %q, want the LSTM language models lm.lm", inputOf(st, "lm"))
+	}
+	for _, c := range []struct{ text, want string }{
+		{"params: {partial: false, augment_lm: encoder}\n" + inputs, "params.augment_lm: encoder draws from the encoder input's masked-LM head"},
+		{"params: {augment_lm: encoder}\n" + withEncoder, "params.augment_lm: encoder: there is no augmentation without self-training"},
+		{"params: {partial: false, augment: false, augment_lm: encoder}\n" + withEncoder, "params.augment_lm: encoder: there is no augmentation"},
+		{"params: {partial: false, encoder_placement: none}\n" + withEncoder, "params.encoder_placement: none leaves the encoder input unused"},
+		{"params: {partial: false, augment_lm: encoder}\n" + inputs + "  unlabeled: ../../data/raw.txt\n  encoder: pretrain.encoder\n" + pretrainNode, "inputs.unlabeled: the unlabeled text trains the LSTM language models"},
+	} {
+		if _, err := expand(t, dir, "method: roster\n"+c.text); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: error %v, want %q", c.text, err, c.want)
+		}
+	}
+}

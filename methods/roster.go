@@ -67,13 +67,20 @@ func init() {
 			stages.FloatParam("entity_threshold", d.Targets.Threshold, "self-training: p(entity) under which a token's types are left out", stages.Range(0, 1)),
 			stages.StringParam("entity_target", selftrain.EntityEnsemble, "self-training's entity-vs-O target: ensemble (the averaged predictions' p(entity), fixed, as RoSTER's code; hard when ensemble=false leaves no average), hard (the model's decision), model (its p(entity)) or sharpen (the model's [p(O), p(entity)] squared and divided by their frequencies, as BOND)", stages.OneOf(selftrain.EntityTargets...)),
 			stages.BoolParam("augment", true, "self-training on contextual augmentations too, from language models trained on the gpu queue (false: originals only; ablation)"),
-		}, append(append(fileParams(), distantParams()...), encoderParams()...)...),
+			stages.StringParam("augment_lm", augmentLSTM, "what the augmentation draws replacement words from: lstm (forward and backward LSTM language models trained on the training text and the unlabeled input, node lm) or encoder (the masked-LM head of the encoder input, top 5 of each masked word; with encoder_placement none the taggers do not read it)", stages.OneOf(augmentLSTM, augmentEncoder)),
+		}, append(append(fileParams(), distantParams()...), encoderParams(tagger.EncoderNone)...)...),
 		Inputs: append(distantInputs(), stages.Port{Name: "unlabeled", Kind: "text", Many: true, Optional: true,
 			Doc: "more text for the language models of the augmentation: Brown-corpus files (stage " + augment.StageLM + "'s defaults)"},
 			encoderInput()),
 		Build: buildRoster,
 	})
 }
+
+// The sources of the augmentation's replacement words (param augment_lm).
+const (
+	augmentLSTM    = "lstm"
+	augmentEncoder = "encoder"
+)
 
 // The students of the ensemble (param student).
 const (
@@ -119,8 +126,21 @@ func buildRoster(b *spec.Builder) error {
 	if student == studentCRF && !p.Bool("ensemble") && b.IsSet("student") {
 		b.Errorf("params.student", "the crf student learns the ensemble's labels, which ensemble=false leaves out")
 	}
-	if b.Has("unlabeled") && (!p.Bool("augment") || !selftrainOn) {
+	augmentOn := p.Bool("augment") && selftrainOn
+	fromEncoder := p.String("augment_lm") == augmentEncoder
+	switch {
+	case b.Has("unlabeled") && !augmentOn:
 		b.Errorf("inputs.unlabeled", "the unlabeled text trains the language models of the augmentation, which augment=false or selftrain=false leave out")
+	case b.Has("unlabeled") && fromEncoder:
+		b.Errorf("inputs.unlabeled", "the unlabeled text trains the LSTM language models of the augmentation, which augment_lm=encoder replaces (pretrain the encoder on it instead)")
+	}
+	switch {
+	case fromEncoder && !b.Has("encoder"):
+		b.Errorf("params.augment_lm", "%s draws from the encoder input's masked-LM head: connect a pretrained encoder (encoder.pretrain)", augmentEncoder)
+	case fromEncoder && !augmentOn:
+		b.Errorf("params.augment_lm", "%s: there is no augmentation without self-training (augment=false, selftrain=false or the crf student)", augmentEncoder)
+	case b.Has("encoder") && p.String("encoder_placement") == tagger.EncoderNone && !fromEncoder:
+		b.Errorf("params.encoder_placement", "%s leaves the encoder input unused: it only serves augment_lm=%s", tagger.EncoderNone, augmentEncoder)
 	}
 	vec := vectors(b)
 	corpus := trainingCorpus(b)
@@ -196,7 +216,11 @@ func buildRoster(b *spec.Builder) error {
 		if entityTarget == selftrain.EntityEnsemble {
 			st.Input("soft", average)
 		}
-		if p.Bool("augment") {
+		switch {
+		case !p.Bool("augment"):
+		case fromEncoder:
+			st.Input("lm", b.In("encoder"))
+		default:
 			lm := b.Node("lm", augment.StageLM).Queue("gpu").Input("unlabeled", b.In("unlabeled"))
 			corpus(lm) // its tokens only
 			st.Input("lm", lm.Out("lm"))

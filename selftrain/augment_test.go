@@ -13,6 +13,7 @@ import (
 
 	"github.com/nerflow/nerflow/augment"
 	"github.com/nerflow/nerflow/corpus"
+	"github.com/nerflow/nerflow/train/encoder"
 	"github.com/nerflow/nerflow/train/lm"
 	"github.com/nerflow/nerflow/train/tagger"
 )
@@ -37,10 +38,41 @@ func tinyLM(t *testing.T) *lm.Model {
 	return m
 }
 
+// tinyEncoder is an untrained encoder of the tiny preset over the
+// fixture's tokens: a masked LM whose head draws replacements too.
+func tinyEncoder(t *testing.T) *encoder.Model {
+	t.Helper()
+	var text [][]string
+	for _, s := range fixtureCorpus().Sentences {
+		text = append(text, s.Tokens)
+	}
+	cfg, err := encoder.Preset("tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := encoder.New(cfg, encoder.NewVocab(text, 0, 1), nil, 5, gotch.CPU)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.Close)
+	return m
+}
+
 // TestAugmentedSelfTrainingLowersLoss: with augmented sentences (a new
-// augmentation every epoch) and fixed targets, the loss goes down.
+// augmentation every epoch) and fixed targets, the loss goes down, whether
+// the replacements come from the LSTM language models or from an
+// encoder's masked-LM head.
 func TestAugmentedSelfTrainingLowersLoss(t *testing.T) {
-	m, model := tinyTagger(t), tinyLM(t)
+	for name, model := range map[string]func(*testing.T) augment.MaskedLM{
+		"lstm":    func(t *testing.T) augment.MaskedLM { return tinyLM(t) },
+		"encoder": func(t *testing.T) augment.MaskedLM { return tinyEncoder(t) },
+	} {
+		t.Run(name, func(t *testing.T) { checkAugmentedSelfTraining(t, model(t)) })
+	}
+}
+
+func checkAugmentedSelfTraining(t *testing.T, model augment.MaskedLM) {
+	m := tinyTagger(t)
 	c := fixtureCorpus()
 	var logs bytes.Buffer
 	acfg := augment.DefaultConfig()

@@ -12,7 +12,6 @@ import (
 	"github.com/nerflow/nerflow/dataset"
 	"github.com/nerflow/nerflow/kit"
 	"github.com/nerflow/nerflow/stages"
-	"github.com/nerflow/nerflow/train/lm"
 	"github.com/nerflow/nerflow/train/tagger"
 )
 
@@ -37,7 +36,7 @@ func init() {
 			"contextual augmentation of each sentence to the targets of its original, as RoSTER does.",
 		Params: params,
 		Inputs: append(inputPorts("the tagger to start from (token head), e.g. the distilled ensemble"),
-			stages.Port{Name: "lm", Kind: "lm", Optional: true, Doc: "language models from augment.lm: augmented sentences every epoch (RoSTER's rate 15%, top 5, seeded by seed)"},
+			stages.Port{Name: "lm", Kind: "lm", Accepts: []string{"encoder"}, Optional: true, Doc: "language models from augment.lm, or an encoder from encoder.pretrain (its masked-LM head): augmented sentences every epoch (RoSTER's rate 15%, top 5, seeded by seed)"},
 			stages.Port{Name: "soft", Kind: "predictions", Optional: true, Doc: "the averaged predictions of the seeds on corpus (" + dataset.PredictionsFile + "), whose p(entity) entity_target=ensemble fits"}),
 		Outputs:   outputPorts("report.json: per-epoch loss, dev F1, throughput"),
 		Resumable: true,
@@ -199,13 +198,13 @@ func runSelfTraining(c *stages.Context, fit func(*round) (any, error)) error {
 	return c.Output("report").WriteJSON("report.json", report)
 }
 
-// loadLM loads the language models of the input lm.
-func loadLM(c *stages.Context, device gotch.Device) (*lm.Model, error) {
+// loadLM loads the masked LM of the input lm.
+func loadLM(c *stages.Context, device gotch.Device) (augment.MaskedLM, error) {
 	dir := filepath.Join(c.WorkDir(), "lm")
 	if err := c.Input("lm").Fetch(dir); err != nil {
 		return nil, err
 	}
-	model, err := lm.Load(dir, device)
+	model, err := augment.LoadMaskedLM(dir, device)
 	if err != nil {
 		return nil, stages.Permanent(fmt.Errorf("input lm: %w", err))
 	}

@@ -3,6 +3,7 @@ package stages
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -58,7 +59,14 @@ type Port struct {
 	Many bool
 	// Optional (inputs only) may be left unconnected.
 	Optional bool
+	// Accepts (inputs only) lists the kinds the input reads besides Kind:
+	// an lm input that draws masked words reads language models or an
+	// encoder alike.
+	Accepts []string
 }
+
+// Takes says whether the input reads artifacts of kind.
+func (p Port) Takes(kind string) bool { return kind == p.Kind || slices.Contains(p.Accepts, kind) }
 
 var (
 	nameRE = regexp.MustCompile(`^[a-z][a-z0-9_.-]*$`)

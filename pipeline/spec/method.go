@@ -282,16 +282,16 @@ func (n *NodeBuilder) PassAs(param, methodParam string) *NodeBuilder {
 // Connecting an artifact of another kind than the port's is a bug of the
 // method, reported at once.
 func (n *NodeBuilder) Input(port string, refs ...Ref) *NodeBuilder {
-	var want string
+	var want *stages.Port
 	if st, ok := stages.Lookup(n.spec.Stage); ok {
-		if p, ok := st.Input(port); ok {
-			want = p.Kind
+		if p, ok := st.Input(port); ok && p.Kind != "" {
+			want = &p
 		}
 	}
 	for _, r := range refs {
 		for _, it := range r.items {
-			if want != "" && it.kind != "" && it.kind != want {
-				n.b.bug("connects %s (a %s) to input %s of node %s, which takes a %s", it.raw, it.kind, port, n.spec.Name, want)
+			if want != nil && it.kind != "" && !want.Takes(it.kind) {
+				n.b.bug("connects %s (a %s) to input %s of node %s, which takes a %s", it.raw, it.kind, port, n.spec.Name, want.Kind)
 				continue
 			}
 			if slices.Contains(n.spec.Inputs[port], it.raw) {
