@@ -237,7 +237,7 @@ func benchFineTuneOn(b *testing.B, python string, cfg Config, preset string, dev
 	// The reference gets the tagger's inputs and, per batch, the encoder's:
 	// the windows of its sentences (in the batch's order) laid out as
 	// States lays them out, and for each window its sentence and offset.
-	spec := st.ReferenceSpec(batches, run)
+	spec := st.ReferenceSpec(batches)
 	spec["encoder"] = referenceConfig(enc)
 	var encBatches []map[string]any
 	for _, ids := range batches {

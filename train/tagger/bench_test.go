@@ -83,7 +83,7 @@ func benchThroughputOnThread(b *testing.B, head, scheme, loss, python string, de
 	st := benchSteps(b, m, c, run, 1)
 	defer st.Close()
 	batches, timed := refbench.Take(b, st.Batches(batchSize, 1), steps)
-	spec := refbench.WriteSpec(b, st.ReferenceSpec(batches, run))
+	spec := refbench.WriteSpec(b, st.ReferenceSpec(batches))
 	trainGo, predictGo := refbench.Must(b, st.Train), refbench.Must(b, st.Predict)
 	trainGo(batches[:refbench.Warmup])
 	predictGo(batches[:refbench.Warmup])

@@ -18,6 +18,7 @@ import (
 // internals from its package.
 type Steps struct {
 	m   *Tagger
+	run TrainConfig
 	exs []example
 	tr  *Trainer
 	opt *kit.Adam
@@ -52,7 +53,7 @@ func NewSteps(m *Tagger, c *corpus.Corpus, run TrainConfig, seed uint64) (*Steps
 		}
 		lrs = append(lrs, run.EncoderLearningRate)
 	}
-	return &Steps{m: m, exs: exs, tr: tr, opt: opt, lrs: lrs, rng: rand.New(rand.NewPCG(seed, 3)), out: make([]Prediction, len(exs))}, nil
+	return &Steps{m: m, run: run, exs: exs, tr: tr, opt: opt, lrs: lrs, rng: rand.New(rand.NewPCG(seed, 3)), out: make([]Prediction, len(exs))}, nil
 }
 
 // Close frees the optimizer's state.
@@ -109,14 +110,14 @@ func (s *Steps) Predict(batches [][]int) error {
 // clipping) and the batches' sentences as its inputs (word, character and
 // casing ids, target tags), for a reference implementation to build and
 // train the same model on the same batches (testdata/reference_tagger.py).
-func (s *Steps) ReferenceSpec(batches [][]int, run TrainConfig) map[string]any {
+func (s *Steps) ReferenceSpec(batches [][]int) map[string]any {
 	type sentence struct {
 		Words   []int64   `json:"words"`
 		Chars   [][]int64 `json:"chars"`
 		Casing  []int64   `json:"casing"`
 		Targets []int32   `json:"targets"`
 	}
-	m, c := s.m, s.m.Config
+	m, c, run := s.m, s.m.Config, s.run
 	var bs [][]sentence
 	for _, ids := range batches {
 		var sents []sentence
