@@ -62,6 +62,16 @@ type MaskedLM interface {
 	Close()
 }
 
+// TopKMaskedLM is a MaskedLM that ranks the words of each masked position
+// itself and returns only the k most likely (best first, scores up to a
+// constant per position): the drawing needs no more, and a model that
+// ranks on its device spares the host the vocabulary's distribution of
+// every masked word. Both of nerflow's masked LMs are.
+type TopKMaskedLM interface {
+	MaskedLM
+	MaskedTopK(sentences [][]string, queries []lm.Masked, k, batchSize int) ([][]lm.Candidate, error)
+}
+
 // Sentences returns an augmented copy of sents for the given epoch: the
 // draws depend on (Seed, epoch) only, so every epoch gets its own
 // augmentations and a rerun gets the same ones. Tags and document starts
@@ -105,14 +115,14 @@ func Sentences(m MaskedLM, sents []corpus.Sentence, cfg Config, epoch int) ([]co
 		if len(queries) == 0 {
 			continue
 		}
-		logp, err := m.MaskedLogProbs(tokens, queries, cfg.BatchSize)
+		top, err := topK(m, tokens, queries, cfg.TopK, cfg.BatchSize)
 		if err != nil {
 			return nil, st, fmt.Errorf("augmentation: %w", err)
 		}
 		for qi, q := range queries {
 			st.Masked++
 			orig := chunk[q.Sentence].Tokens[q.Position]
-			w := words[sampleTopK(logp[qi], cfg.TopK, draws[qi])]
+			w := words[draw(top[qi], draws[qi])]
 			switch {
 			case w == orig:
 				st.Same++
@@ -144,10 +154,27 @@ func maskedPositions(n int, rate float64, rng *rand.Rand) []int {
 	return pos
 }
 
-// sampleTopK returns the id drawn with uniform u from the k most likely
-// ids of a log-probability vector, proportionally to their probabilities
-// renormalized among the k (ties broken by the lower id).
-func sampleTopK(logp []float64, k int, u float64) int {
+// topK returns the k most likely words of each query: ranked by the model
+// where it can (TopKMaskedLM), else from its whole distributions.
+func topK(m MaskedLM, tokens [][]string, queries []lm.Masked, k, batchSize int) ([][]lm.Candidate, error) {
+	if r, ok := m.(TopKMaskedLM); ok {
+		return r.MaskedTopK(tokens, queries, k, batchSize)
+	}
+	logp, err := m.MaskedLogProbs(tokens, queries, batchSize)
+	if err != nil {
+		return nil, err
+	}
+	out := make([][]lm.Candidate, len(logp))
+	for qi, row := range logp {
+		out[qi] = topCandidates(row, k)
+	}
+	return out, nil
+}
+
+// topCandidates returns the k most likely words of a distribution (log
+// probabilities, -Inf for words that must not be drawn), best first, the
+// lower id first on a tie.
+func topCandidates(logp []float64, k int) []lm.Candidate {
 	ids := make([]int, 0, k+1)
 	for id, x := range logp {
 		if math.IsInf(x, -1) {
@@ -169,18 +196,36 @@ func sampleTopK(logp []float64, k int, u float64) int {
 			}
 		}
 	}
+	out := make([]lm.Candidate, len(ids))
+	for i, id := range ids {
+		out[i] = lm.Candidate{ID: id, Score: logp[id]}
+	}
+	return out
+}
+
+// draw picks one of the candidates with probability proportional to
+// exp(score), by the uniform u: the scores need only be right up to a
+// constant.
+func draw(cands []lm.Candidate, u float64) int {
+	if len(cands) == 0 {
+		panic("augment: no candidate word to draw")
+	}
+	best := cands[0].Score
+	for _, c := range cands {
+		best = max(best, c.Score)
+	}
 	var total float64
-	for _, id := range ids {
-		total += math.Exp(logp[id])
+	for _, c := range cands {
+		total += math.Exp(c.Score - best)
 	}
 	r := u * total
-	for _, id := range ids {
-		r -= math.Exp(logp[id])
+	for _, c := range cands {
+		r -= math.Exp(c.Score - best)
 		if r < 0 {
-			return id
+			return c.ID
 		}
 	}
-	return ids[len(ids)-1]
+	return cands[len(cands)-1].ID
 }
 
 // Shape is a token's form without its letters' identity: upper-case

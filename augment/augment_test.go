@@ -25,8 +25,20 @@ func TestShape(t *testing.T) {
 }
 
 // TestSampleTopK: the draw is among the k most likely words, in proportion
-// to their probabilities renormalized among the k.
+// to their probabilities renormalized among the k, whatever constant the
+// scores are off by.
 func TestSampleTopK(t *testing.T) {
+	sampleTopK := func(logp []float64, k int, u float64) int {
+		top := topCandidates(logp, k)
+		shifted := make([]lm.Candidate, len(top))
+		for i, c := range top {
+			shifted[i] = lm.Candidate{ID: c.ID, Score: c.Score + 40}
+		}
+		if a, b := draw(top, u), draw(shifted, u); a != b {
+			t.Fatalf("u %v: the scores drew %d, the same plus 40 drew %d", u, a, b)
+		}
+		return draw(top, u)
+	}
 	p := []float64{0, 0, 0.5, 0.1, 0.3, 0.05, 0.05}
 	logp := make([]float64, len(p))
 	for i, x := range p {
@@ -165,10 +177,20 @@ func (r *recording) MaskedLogProbs(sentences [][]string, queries []lm.Masked, ba
 	return r.Model.MaskedLogProbs(sentences, queries, batchSize)
 }
 
+func (r *recording) MaskedTopK(sentences [][]string, queries []lm.Masked, k, batchSize int) ([][]lm.Candidate, error) {
+	r.most = max(r.most, len(sentences))
+	return r.Model.MaskedTopK(sentences, queries, k, batchSize)
+}
+
+// wholeDistributions hides a model's own ranking (TopKMaskedLM): the
+// augmentation ranks its whole distributions.
+type wholeDistributions struct{ MaskedLM }
+
 // TestSentencesStream: the model is asked for one batch of sentences at a
 // time, and the augmentation is the one drawn from the whole corpus's
 // distributions at once (the masks and uniforms drawn in corpus order,
-// then one call).
+// then one call), whether the model ranks the words on its device
+// (MaskedTopK) or the augmentation ranks its whole distributions.
 func TestSentencesStream(t *testing.T) {
 	m := tinyLM(t)
 	var in []corpus.Sentence
@@ -182,8 +204,17 @@ func TestSentencesStream(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rec.most > cfg.BatchSize {
+	if rec.most == 0 || rec.most > cfg.BatchSize {
 		t.Errorf("a call asked about %d sentences, batch size %d", rec.most, cfg.BatchSize)
+	}
+	whole, _, err := Sentences(wholeDistributions{m}, in, cfg, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range in {
+		if !slices.Equal(got[i].Tokens, whole[i].Tokens) {
+			t.Fatalf("sentence %d: ranked by the model %v, from its whole distributions %v", i, got[i].Tokens, whole[i].Tokens)
+		}
 	}
 	rng := rand.New(rand.NewPCG(cfg.Seed, 2))
 	var tokens [][]string
@@ -205,7 +236,7 @@ func TestSentencesStream(t *testing.T) {
 		want[i] = slices.Clone(s.Tokens)
 	}
 	for qi, q := range queries {
-		w := m.Vocab.Words[sampleTopK(logp[qi], cfg.TopK, draws[qi])]
+		w := m.Vocab.Words[draw(topCandidates(logp[qi], cfg.TopK), draws[qi])]
 		if Shape(w) == Shape(want[q.Sentence][q.Position]) {
 			want[q.Sentence][q.Position] = w
 		}

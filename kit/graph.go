@@ -236,3 +236,28 @@ func Item(x *ts.Tensor) float64 {
 	}
 	return float64(v[0])
 }
+
+// TopK returns, for each row of x ([rows, n] float32), the k largest of
+// its values in the columns from skip on, best first, and their columns
+// (counted from 0), row after row ([rows*k] each): what a sampler of the k
+// most likely words needs, without the whole rows on the host. Inside
+// Guard.
+func (g *Graph) TopK(x *ts.Tensor, skip, k int) (cols []int64, vals []float32) {
+	shape, err := x.Size()
+	g.Check(err)
+	n := shape[1] - int64(skip)
+	if k < 1 || int64(k) > n {
+		Abort(fmt.Errorf("top %d of %d columns", k, n))
+	}
+	v, i, err := g.T(x.Narrow(1, int64(skip), n, false)).Topk(int64(k), 1, true, true, false)
+	g.T(v, err)
+	g.T(i, nil)
+	cols = make([]int64, i.Numel())
+	if len(cols) > 0 {
+		g.Check(i.CopyData(cols, uint(len(cols))))
+	}
+	for j := range cols {
+		cols[j] += int64(skip)
+	}
+	return cols, Float32s(v)
+}

@@ -18,6 +18,7 @@ import (
 	"github.com/nerflow/nerflow/corpus"
 	"github.com/nerflow/nerflow/embeddings"
 	"github.com/nerflow/nerflow/kit"
+	"github.com/nerflow/nerflow/train/internal/traintest"
 	"github.com/nerflow/nerflow/train/lm"
 )
 
@@ -539,6 +540,18 @@ func checkMaskedWords(t *testing.T, m *Model, text [][]string) {
 		}
 	}
 	inTopic /= float64(len(queries))
+	top, err := m.MaskedTopK(text, queries, 3, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for qi, cands := range top {
+		var ids []int
+		var scores []float64
+		for _, c := range cands {
+			ids, scores = append(ids, c.ID), append(scores, c.Score)
+		}
+		traintest.CheckTopK(t, logp[qi], ids, scores, 3)
+	}
 	var sents []corpus.Sentence
 	for _, s := range text {
 		sents = append(sents, corpus.Sentence{Tokens: s})

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/sugarme/gotch/ts"
+
 	"github.com/nerflow/nerflow/kit"
 	"github.com/nerflow/nerflow/train/lm"
 )
@@ -19,8 +21,47 @@ import (
 // once. A sentence longer than MaxLen is read in windows. It locks the
 // calling goroutine to its OS thread.
 func (m *Model) MaskedLogProbs(sentences [][]string, queries []lm.Masked, batchSize int) ([][]float64, error) {
+	out := make([][]float64, len(queries))
+	v := m.Vocab.Len()
+	err := m.maskedLogits(sentences, queries, batchSize, func(g *kit.Graph, order []int, logits *ts.Tensor) {
+		flat := kit.Float32s(logits)
+		for k, qi := range order {
+			out[qi] = logSoftmaxWords(flat[k*v : (k+1)*v])
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// MaskedTopK returns, for each query, the k most likely real words of
+// MaskedLogProbs's distribution, best first, ranked on the model's device:
+// k words per position reach the host instead of the vocabulary's
+// distribution. The scores are the head's logits (log-probabilities up to
+// the position's normalizer). It locks the calling goroutine to its OS
+// thread.
+func (m *Model) MaskedTopK(sentences [][]string, queries []lm.Masked, k, batchSize int) ([][]lm.Candidate, error) {
+	out := make([][]lm.Candidate, len(queries))
+	err := m.maskedLogits(sentences, queries, batchSize, func(g *kit.Graph, order []int, logits *ts.Tensor) {
+		ids, vals := g.TopK(logits, reserved, k)
+		for j, qi := range order {
+			out[qi] = lm.Candidates(ids[j*k:(j+1)*k], vals[j*k:(j+1)*k])
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// maskedLogits masks the queries' positions, each sentence's together,
+// reads batchSize windows at a time, and hands f each batch's queries (in
+// the order of its rows) with the head's logits at their positions,
+// [len(order), vocabulary], in the batch's graph.
+func (m *Model) maskedLogits(sentences [][]string, queries []lm.Masked, batchSize int, f func(g *kit.Graph, order []int, logits *ts.Tensor)) error {
 	if batchSize < 1 {
-		return nil, fmt.Errorf("masked words: batch size %d", batchSize)
+		return fmt.Errorf("masked words: batch size %d", batchSize)
 	}
 	// One row per window of a sentence that holds a query.
 	type window struct{ sentence, offset int }
@@ -29,7 +70,7 @@ func (m *Model) MaskedLogProbs(sentences [][]string, queries []lm.Masked, batchS
 	var asked [][]int // per row: the queries it answers
 	for qi, q := range queries {
 		if q.Sentence < 0 || q.Sentence >= len(sentences) || q.Position < 0 || q.Position >= len(sentences[q.Sentence]) {
-			return nil, fmt.Errorf("masked word %d: sentence %d position %d is outside the text", qi, q.Sentence, q.Position)
+			return fmt.Errorf("masked word %d: sentence %d position %d is outside the text", qi, q.Sentence, q.Position)
 		}
 		w := window{q.Sentence, q.Position - q.Position%m.Config.MaxLen}
 		r, ok := rowOf[w]
@@ -41,8 +82,6 @@ func (m *Model) MaskedLogProbs(sentences [][]string, queries []lm.Masked, batchS
 		}
 		asked[r] = append(asked[r], qi)
 	}
-	out := make([][]float64, len(queries))
-	v := m.Vocab.Len()
 	var err error
 	kit.NoGrad(func() {
 		for start := 0; start < len(rows) && err == nil; start += batchSize {
@@ -67,26 +106,16 @@ func (m *Model) MaskedLogProbs(sentences [][]string, queries []lm.Masked, batchS
 				}
 			}
 			g := kit.NewGraph(m.device)
-			var logits []float32
 			err = kit.Guard(func() {
 				x := m.encode(g, b, false, nil)
 				x = g.T(x.View([]int64{b.n * b.t, int64(m.Config.Dim)}, false))
 				x = g.T(x.IndexSelect(0, g.Ints(b.predict, int64(len(b.predict))), false))
-				logits = kit.Float32s(m.logits(g, x, false, nil))
+				f(g, order, m.logits(g, x, false, nil))
 			})
 			g.Free()
-			for k, qi := range order {
-				if err != nil {
-					break
-				}
-				out[qi] = logSoftmaxWords(logits[k*v : (k+1)*v])
-			}
 		}
 	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+	return err
 }
 
 // logSoftmaxWords normalizes logits over the non-reserved ids; the

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/sugarme/gotch/ts"
+
 	"github.com/nerflow/nerflow/kit"
 )
 
@@ -20,15 +22,69 @@ type Masked struct {
 // positions of the same sentence stay as they are. It locks the calling
 // goroutine to its OS thread.
 func (m *Model) MaskedLogProbs(sentences [][]string, queries []Masked, batchSize int) ([][]float64, error) {
+	out := make([][]float64, len(queries))
+	v := int64(m.Vocab.Len())
+	err := m.maskedScores(sentences, queries, batchSize, func(g *kit.Graph, asked []int, logp [2]*ts.Tensor) {
+		fwd, bwd := kit.Float32s(logp[Forward]), kit.Float32s(logp[Backward])
+		for k, qi := range asked {
+			out[qi] = Combine(fwd[int64(k)*v:int64(k+1)*v], bwd[int64(k)*v:int64(k+1)*v])
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Candidate is a word of a masked position's k most likely, by its id in
+// Words, and its log-probability up to a constant shared by the
+// candidates of the same position.
+type Candidate struct {
+	ID    int
+	Score float64
+}
+
+// MaskedTopK returns, for each query, the k most likely words of
+// MaskedLogProbs's distribution, best first: ranked on the models' device,
+// so that only k words per position reach the host, not the vocabulary's
+// distribution (what a sampler of the top k needs). The scores are the
+// two directions' summed log-probabilities, Combine's before its
+// renormalization. It locks the calling goroutine to its OS thread.
+func (m *Model) MaskedTopK(sentences [][]string, queries []Masked, k, batchSize int) ([][]Candidate, error) {
+	out := make([][]Candidate, len(queries))
+	err := m.maskedScores(sentences, queries, batchSize, func(g *kit.Graph, asked []int, logp [2]*ts.Tensor) {
+		ids, vals := g.TopK(g.T(logp[Forward].Add(logp[Backward], false)), reserved, k)
+		for j, qi := range asked {
+			out[qi] = Candidates(ids[j*k:(j+1)*k], vals[j*k:(j+1)*k])
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Candidates pairs the ids and scores of one position's top k.
+func Candidates(ids []int64, scores []float32) []Candidate {
+	out := make([]Candidate, len(ids))
+	for i := range ids {
+		out[i] = Candidate{ID: int(ids[i]), Score: float64(scores[i])}
+	}
+	return out
+}
+
+// maskedScores runs both directions over the sentences of the queries,
+// batchSize sentences at a time, and hands f each batch's queries (their
+// indices) with the two directions' log-probabilities of their words,
+// [len(asked), vocabulary] each, in the batch's graph.
+func (m *Model) maskedScores(sentences [][]string, queries []Masked, batchSize int, f func(g *kit.Graph, asked []int, logp [2]*ts.Tensor)) error {
 	bySentence := map[int][]int{}
 	for qi, q := range queries {
 		if q.Sentence < 0 || q.Sentence >= len(sentences) || q.Position < 0 || q.Position >= len(sentences[q.Sentence]) {
-			return nil, fmt.Errorf("masked word %d: sentence %d position %d is outside the text", qi, q.Sentence, q.Position)
+			return fmt.Errorf("masked word %d: sentence %d position %d is outside the text", qi, q.Sentence, q.Position)
 		}
 		bySentence[q.Sentence] = append(bySentence[q.Sentence], qi)
 	}
-	out := make([][]float64, len(queries))
-	v := int64(m.Vocab.Len())
 	for start := 0; start < len(sentences); start += batchSize {
 		end := min(start+batchSize, len(sentences))
 		// Rows of the states (valid positions, row by row) each query reads.
@@ -52,22 +108,20 @@ func (m *Model) MaskedLogProbs(sentences [][]string, queries []Masked, batchSize
 		if len(asked) == 0 {
 			continue
 		}
-		var logp [2][]float32
 		err := m.eachBatch(sentences[start:end], end-start, func(g *kit.Graph, b *batch) {
+			var logp [2]*ts.Tensor
 			for d := range 2 {
 				h := m.states(g, b, d, false, nil)
 				h = g.T(h.IndexSelect(0, g.Ints(rows[d], int64(len(rows[d]))), false))
-				logp[d] = kit.Float32s(m.logProbs(g, h))
+				logp[d] = m.logProbs(g, h)
 			}
+			f(g, asked, logp)
 		})
 		if err != nil {
-			return nil, err
-		}
-		for k, qi := range asked {
-			out[qi] = Combine(logp[Forward][int64(k)*v:int64(k+1)*v], logp[Backward][int64(k)*v:int64(k+1)*v])
+			return err
 		}
 	}
-	return out, nil
+	return nil
 }
 
 // Words is the vocabulary, indexed like MaskedLogProbs's distributions.

@@ -4,6 +4,7 @@ package traintest
 
 import (
 	"math"
+	"sort"
 	"testing"
 
 	"github.com/sugarme/gotch/ts"
@@ -67,4 +68,30 @@ func Paths(n, k int) [][]int {
 		}
 	}
 	return out
+}
+
+// CheckTopK checks a masked LM's ranking of one position against its
+// whole distribution logp (log-probabilities, -Inf for words never drawn):
+// ids are the k most likely words, best first, and scores are their
+// log-probabilities up to one constant.
+func CheckTopK(t testing.TB, logp []float64, ids []int, scores []float64, k int) {
+	t.Helper()
+	order := make([]int, 0, len(logp))
+	for id, x := range logp {
+		if !math.IsInf(x, -1) {
+			order = append(order, id)
+		}
+	}
+	sort.SliceStable(order, func(a, b int) bool { return logp[order[a]] > logp[order[b]] })
+	if len(ids) != k || len(scores) != k {
+		t.Fatalf("%d ids and %d scores, want the top %d", len(ids), len(scores), k)
+	}
+	for i, id := range ids {
+		if math.Abs(logp[id]-logp[order[i]]) > 1e-5 { // float32 ranking on the device
+			t.Fatalf("rank %d: word %d (log-probability %v), the distribution's is %d (%v)", i, id, logp[id], order[i], logp[order[i]])
+		}
+		if d := (scores[i] - scores[0]) - (logp[id] - logp[ids[0]]); math.Abs(d) > 1e-4 {
+			t.Fatalf("rank %d: score %v, %v below the best's, the distribution's gap is %v", i, scores[i], scores[0]-scores[i], logp[ids[0]]-logp[id])
+		}
+	}
 }
