@@ -55,21 +55,15 @@ type Stats struct {
 // LSTM language models (lm.Model) or a masked-LM encoder (package
 // train/encoder, which registers its loader with RegisterMaskedLM).
 type MaskedLM interface {
-	// MaskedLogProbs returns per query the log-probabilities over Words of
-	// the word at its position, -Inf for ids that must not be drawn.
-	MaskedLogProbs(sentences [][]string, queries []lm.Masked, batchSize int) ([][]float64, error)
+	// MaskedTopK returns per query the k most likely words at its
+	// position (ids into Words, best first, log-probabilities up to a
+	// constant per query), never an id that must not be drawn. The model
+	// ranks them itself, on its device: the drawing needs no more, and the
+	// vocabulary's distribution of every masked word never reaches the
+	// host.
+	MaskedTopK(sentences [][]string, queries []lm.Masked, k, batchSize int) ([][]lm.Candidate, error)
 	Words() []string
 	Close()
-}
-
-// TopKMaskedLM is a MaskedLM that ranks the words of each masked position
-// itself and returns only the k most likely (best first, scores up to a
-// constant per position): the drawing needs no more, and a model that
-// ranks on its device spares the host the vocabulary's distribution of
-// every masked word. Both of nerflow's masked LMs are.
-type TopKMaskedLM interface {
-	MaskedLM
-	MaskedTopK(sentences [][]string, queries []lm.Masked, k, batchSize int) ([][]lm.Candidate, error)
 }
 
 // Sentences returns an augmented copy of sents for the given epoch: the
@@ -115,7 +109,7 @@ func Sentences(m MaskedLM, sents []corpus.Sentence, cfg Config, epoch int) ([]co
 		if len(queries) == 0 {
 			continue
 		}
-		top, err := topK(m, tokens, queries, cfg.TopK, cfg.BatchSize)
+		top, err := m.MaskedTopK(tokens, queries, cfg.TopK, cfg.BatchSize)
 		if err != nil {
 			return nil, st, fmt.Errorf("augmentation: %w", err)
 		}
@@ -152,55 +146,6 @@ func maskedPositions(n int, rate float64, rng *rand.Rand) []int {
 	pos := rng.Perm(n)[:k]
 	slices.Sort(pos)
 	return pos
-}
-
-// topK returns the k most likely words of each query: ranked by the model
-// where it can (TopKMaskedLM), else from its whole distributions.
-func topK(m MaskedLM, tokens [][]string, queries []lm.Masked, k, batchSize int) ([][]lm.Candidate, error) {
-	if r, ok := m.(TopKMaskedLM); ok {
-		return r.MaskedTopK(tokens, queries, k, batchSize)
-	}
-	logp, err := m.MaskedLogProbs(tokens, queries, batchSize)
-	if err != nil {
-		return nil, err
-	}
-	out := make([][]lm.Candidate, len(logp))
-	for qi, row := range logp {
-		out[qi] = topCandidates(row, k)
-	}
-	return out, nil
-}
-
-// topCandidates returns the k most likely words of a distribution (log
-// probabilities, -Inf for words that must not be drawn), best first, the
-// lower id first on a tie.
-func topCandidates(logp []float64, k int) []lm.Candidate {
-	ids := make([]int, 0, k+1)
-	for id, x := range logp {
-		if math.IsInf(x, -1) {
-			continue
-		}
-		at, _ := slices.BinarySearchFunc(ids, id, func(a, b int) int {
-			if logp[a] != logp[b] {
-				if logp[a] > logp[b] {
-					return -1
-				}
-				return 1
-			}
-			return a - b
-		})
-		if at < k {
-			ids = slices.Insert(ids, at, id)
-			if len(ids) > k {
-				ids = ids[:k]
-			}
-		}
-	}
-	out := make([]lm.Candidate, len(ids))
-	for i, id := range ids {
-		out[i] = lm.Candidate{ID: id, Score: logp[id]}
-	}
-	return out
 }
 
 // draw picks one of the candidates with probability proportional to
