@@ -224,6 +224,25 @@ func EncoderWeights(enc Encoder) []ts.NamedTensor {
 	return out
 }
 
+// trainedWeights are the weights a training updates: a frozen encoder's
+// are left out.
+func (m *Tagger) trainedWeights() []ts.NamedTensor {
+	if m.frozenEnc {
+		return m.ownWeights()
+	}
+	return m.namedWeights()
+}
+
+// encoderGroup names the weights of a fine-tuned encoder, which learn on a
+// schedule of their own; nil without one, or with it frozen.
+func (m *Tagger) encoderGroup() []string {
+	if m.enc == nil || m.frozenEnc {
+		return nil
+	}
+	names, _ := kit.SplitNamed(m.encoderWeights())
+	return names
+}
+
 // encoderWeights are the encoder's weights under the tagger's names (nil
 // without an encoder).
 func (m *Tagger) encoderWeights() []ts.NamedTensor {

@@ -39,14 +39,15 @@ func NewSteps(m *Tagger, c *corpus.Corpus, run TrainConfig, seed uint64) (*Steps
 	if err != nil {
 		return nil, err
 	}
-	names, params := kit.SplitNamed(m.namedWeights())
+	// The optimizer kit.Fit gives a training (fitRun's Weights and
+	// ParamGroups).
+	names, params := kit.SplitNamed(m.trainedWeights())
 	opt, err := kit.NewAdam(names, params, run.MaxGradNorm)
 	if err != nil {
 		return nil, err
 	}
 	lrs := []float64{run.LearningRate}
-	if m.enc != nil {
-		enc, _ := kit.SplitNamed(m.encoderWeights())
+	if enc := m.encoderGroup(); enc != nil {
 		if err := opt.SetGroup(1, enc...); err != nil {
 			opt.Close()
 			return nil, err
@@ -144,7 +145,7 @@ func (s *Steps) ReferenceSpec(batches [][]int) map[string]any {
 // as many.
 func (s *Steps) Weights() int64 {
 	var n int64
-	for _, w := range s.m.namedWeights() {
+	for _, w := range s.m.trainedWeights() {
 		n += int64(w.Tensor.Numel())
 	}
 	return n

@@ -557,21 +557,15 @@ var (
 func (r *fitRun) Device() gotch.Device { return r.t.model.device }
 
 // Weights are those training updates: a frozen encoder's are left out.
-func (r *fitRun) Weights() []ts.NamedTensor {
-	if m := r.t.model; m.frozenEnc {
-		return m.ownWeights()
-	}
-	return r.t.model.namedWeights()
-}
+func (r *fitRun) Weights() []ts.NamedTensor { return r.t.model.trainedWeights() }
 
 // ParamGroups puts a fine-tuned encoder's weights on a schedule of their
 // own.
 func (r *fitRun) ParamGroups() []kit.ParamGroup {
-	m, cfg := r.t.model, r.t.cfg
-	if m.enc == nil || m.frozenEnc {
+	names, cfg := r.t.model.encoderGroup(), r.t.cfg
+	if names == nil {
 		return nil
 	}
-	names, _ := kit.SplitNamed(m.encoderWeights())
 	return []kit.ParamGroup{{Name: "encoder", Weights: names, LearningRate: cfg.EncoderLearningRate, Warmup: cfg.EncoderWarmup}}
 }
 
