@@ -26,7 +26,9 @@ const (
 // AutoNER is AutoNER (Shang et al., 2018) on gazetteers: typed phrases
 // (dict_core) and untyped high-quality phrases (dict_full, entities of
 // unknown type "?") label raw text, and taggers learn from the labels while
-// treating what the labels cannot say as unknown. Every variant is scored
+// treating what the labels cannot say as unknown. A train input that
+// carries distant tags already (as CoNLL-2003's does) stands in for the
+// gazetteers: its tagged phrases are the phrases, none of unknown type. Every variant is scored
 // on the dev and test sets given, beside the gazetteers' own labels of
 // those sets, and registered as NAME-VARIANT.
 //
@@ -48,7 +50,8 @@ func init() {
 			"partial-label CRF where an untyped phrase may take any entity tag) and the Tie-or-Break model (variant " +
 			"tiebreak: a tie/break classifier between adjacent tokens, unknown gaps left out, and a type classifier " +
 			"over the spans between breaks with a None class), each tagger scored on the dev and " +
-			"test sets beside the gazetteers' own labels of them and registered as NAME-VARIANT." + overlayDoc,
+			"test sets beside the gazetteers' own labels of them and registered as NAME-VARIANT. Without gazetteers " +
+			"the train input's distant tags are the phrases (no tiebreak-labels node)." + overlayDoc,
 		Params: append([]stages.Param{
 			stages.StringListParam("variants", []string{variantFuzzy, variantTieBreak}, "the taggers trained, one each (and per seed)",
 				stages.OneOf(variantFuzzy, variantTieBreak)),
@@ -74,14 +77,16 @@ func buildAutoNER(b *spec.Builder) error {
 	if len(seeds) == 0 {
 		b.Errorf("params.seeds", "want at least one seed")
 	}
-	if !b.Has("gazetteers") {
-		b.Errorf("inputs.gazetteers", "AutoNER labels the train input with phrase lists: connect gazetteers (typed ones, and untyped high-quality phrases)")
-		return nil
-	}
 	vec := vectors(b)
 	corpus := trainingCorpus(b)
-	b.Node("tiebreak-labels", distant.StageTieBreak).Pass("case").
-		Input("corpus", b.In("train")).Input("gazetteers", gazetteersFor(b)...).Input("stopwords", b.In("stopwords"))
+	// Without gazetteers the train input's own distant tags (CoNLL-2003's,
+	// say) are the phrases. Both variants read their labels from BIO tags,
+	// so they train as they are; only the .ck file of the gazetteers'
+	// matches, with its unknown gaps next to untyped phrases, has no source.
+	if b.Has("gazetteers") {
+		b.Node("tiebreak-labels", distant.StageTieBreak).Pass("case").
+			Input("corpus", b.In("train")).Input("gazetteers", gazetteersFor(b)...).Input("stopwords", b.In("stopwords"))
+	}
 
 	fan := func(n *spec.NodeBuilder) *spec.NodeBuilder { return fanSeeds(n, seeds, false) }
 	for _, v := range variants {

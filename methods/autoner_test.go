@@ -77,9 +77,41 @@ func TestAutoNERGraph(t *testing.T) {
 	}
 }
 
+// On CoNLL-2003's distant tags there is no gazetteer: both variants train
+// on the train input's tags as they are, nothing writes Tie-or-Break
+// labels, and the dev scores have no gazetteer labels to stand beside.
+func TestAutoNEROnDistantTags(t *testing.T) {
+	g, err := expand(t, fixture(t), example(t, "conll03-autoner.yaml"), noOverlay)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"label", "tiebreak-labels", "labels-dev"} {
+		if _, ok := g.Node(id); ok {
+			t.Errorf("node %s in %v: no gazetteers to match", id, ids(g))
+		}
+	}
+	for _, v := range []string{"fuzzy", "tiebreak"} {
+		for _, seed := range []string{"1", "2", "3"} {
+			id := v + "[seed=" + seed + "]"
+			p := nodeParams(t, g, id)
+			if p["corpus_file"] != "train_text.txt" || p["corpus_labels"] != "train_label_dist.txt" || p["dev_labels"] != "valid_label_true.txt" {
+				t.Errorf("%s reads %v, want the distant tags and the gold dev tags", id, p)
+			}
+			n, _ := g.Node(id)
+			if in := portIn(n, "corpus"); in.Node != "" {
+				t.Errorf("%s reads its corpus from node %s, want the train input", id, in.Node)
+			}
+			ev, ok := g.Node("eval-" + id)
+			if !ok || portIn(ev, "model").Node != id || portIn(ev, "baseline").Node != "" {
+				t.Errorf("eval-%s %+v", id, ev)
+			}
+		}
+	}
+}
+
 func TestAutoNERErrors(t *testing.T) {
 	for _, tc := range []struct{ from, to, want string }{
-		{"  gazetteers: [../../data/gaz/per.txt, ../../data/gaz/loc.txt]\n", "", "inputs.gazetteers: AutoNER labels the train input"},
+		{"  gazetteers: [../../data/gaz/per.txt, ../../data/gaz/loc.txt]\n", "  stopwords: ../../data/gaz/per.txt\n", "inputs.stopwords: stopwords only matter with gazetteers"},
 		{"seeds: [1, 2],", "seeds: [1, 2], variants: [],", "params.variants: want at least one of fuzzy, tiebreak"},
 		{"seeds: [1, 2],", "seeds: [],", "params.seeds: want at least one seed"},
 		{"seeds: [1, 2],", "seeds: [1], miss_rate: 2,", "miss_rate"},
