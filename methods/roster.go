@@ -66,6 +66,7 @@ func init() {
 			stages.IntParam("selftrain_update_interval", d.UpdateInterval, "steps between two computations of the self-training targets", stages.AtLeast(1)),
 			stages.FloatParam("entity_threshold", d.Targets.Threshold, "self-training: p(entity) under which a token's types are left out", stages.Range(0, 1)),
 			stages.StringParam("entity_target", selftrain.EntityEnsemble, "self-training's entity-vs-O target: ensemble (the averaged predictions' p(entity), fixed, as RoSTER's code; hard when ensemble=false leaves no average), hard (the model's decision), model (its p(entity)) or sharpen (the model's [p(O), p(entity)] squared and divided by their frequencies, as BOND)", stages.OneOf(selftrain.EntityTargets...)),
+			stages.BoolParam("teacher_student", false, "after the last step (the student, or its self-training), BOND's teacher-student self-training of its model (stage "+selftrain.StageTeacher+", node teacher-student, at that stage's defaults: soft pseudo-labels above confidence 0.9, a new teacher every half epoch; a crf student's confident O weighs the entity tags by student_miss_rate), scored on the dev set and one more candidate of select"),
 			stages.BoolParam("augment", true, "self-training on contextual augmentations too, from language models trained on the gpu queue (false: originals only; ablation)"),
 			stages.StringParam("augment_lm", augmentLSTM, "what the augmentation draws replacement words from: lstm (forward and backward LSTM language models trained on the training text and the unlabeled input, node lm) or encoder (the masked-LM head of the encoder input, top 5 of each masked word; with encoder_placement none the taggers do not read it)", stages.OneOf(augmentLSTM, augmentEncoder)),
 		}, append(append(fileParams(), distantParams()...), encoderParams(tagger.EncoderNone)...)...),
@@ -226,8 +227,26 @@ func buildRoster(b *spec.Builder) error {
 			st.Input("lm", lm.Out("lm"))
 		}
 		scoreDev(b, st, nil)
-		last = finalModel{step: st, name: b.Name()}
+		last, model = finalModel{step: st, name: b.Name()}, st.Out("model")
 		cands = append(cands, candidate{step: st, name: "self-trained"})
+	}
+
+	// Step 4: BOND's teacher-student rounds on the last step's model,
+	// whose predictions of the corpus are better labels than the
+	// distant ones the seeds started from.
+	if p.Bool("teacher_student") {
+		ts := b.Node("teacher-student", selftrain.StageTeacher).Queue("gpu").Input("model", model).Set("seed", seeds[0])
+		if student == studentCRF && p.Bool("ensemble") {
+			ts.PassAs("o_miss_rate", "student_miss_rate")
+		} else if p.Bool("partial") && !p.Bool("ensemble") {
+			ts.PassAs("o_miss_rate", "miss_rate")
+		}
+		tuneEncoder(b, ts)
+		corpus(ts) // its tags are not used
+		readSplit(b, ts, "dev", "dev")
+		scoreDev(b, ts, nil)
+		last = finalModel{step: ts, name: b.Name()}
+		cands = append(cands, candidate{step: ts, name: "teacher-student"})
 	}
 	if p.Bool("select") && (len(cands) > 1 || len(seeds) > 1) {
 		if best := bestOnDev(b, cands...); best != nil {

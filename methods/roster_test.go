@@ -293,3 +293,48 @@ func modelOf(t *testing.T, g *spec.Graph, id string) string {
 	}
 	return ""
 }
+
+// teacher_student adds BOND's rounds after the last step, on its model,
+// with the O evidence that model was trained at; the earlier nodes keep
+// their keys (and cache), and the new model is one more candidate.
+func TestRosterTeacherStudent(t *testing.T) {
+	dir := fixture(t)
+	base, err := expand(t, dir, example(t, "conll03-roster.yaml"), noOverlay)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := expand(t, dir, example(t, "conll03-roster.yaml"), noOverlay, "teacher_student=true")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts, ok := g.Node("teacher-student")
+	if !ok || ts.Stage != selftrain.StageTeacher || ts.Queue != "gpu" || modelOf(t, g, "teacher-student") != "distil" {
+		t.Fatalf("teacher-student %+v in %v", ts, ids(g))
+	}
+	if p := nodeParams(t, g, "teacher-student"); p["o_miss_rate"] != 0.2 || p["seed"] != 1.0 || p["dev_labels"] != "valid_label_true.txt" {
+		t.Errorf("teacher-student params %v, want the student's miss rate 0.2, seed 1 and the dev tags", p)
+	}
+	if p := nodeParams(t, g, "select"); fmt.Sprint(p["names"]) != "[seed 1 seed 2 seed 3 student teacher-student]" {
+		t.Errorf("select names %v", p["names"])
+	}
+	if _, ok := g.Node("eval-teacher-student"); !ok {
+		t.Errorf("no eval-teacher-student in %v", ids(g))
+	}
+	for _, id := range []string{"noise[seed=1]", "distil", "eval-distil"} {
+		a, _ := base.Node(id)
+		b, _ := g.Node(id)
+		if string(a.Params) != string(b.Params) || !slices.Equal(a.Parents, b.Parents) {
+			t.Errorf("%s changed with teacher_student: %s vs %s", id, a.Params, b.Params)
+		}
+	}
+	kl, err := expand(t, dir, example(t, "conll03-roster.yaml"), noOverlay, "teacher_student=true", "student=kl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if modelOf(t, kl, "teacher-student") != "selftrain" {
+		t.Errorf("after the kl student the rounds start from %s, want selftrain's model", modelOf(t, kl, "teacher-student"))
+	}
+	if p := nodeParams(t, kl, "teacher-student"); p["o_miss_rate"] != 0.0 {
+		t.Errorf("a token-head teacher gets o_miss_rate %v, want the stage's default 0", p["o_miss_rate"])
+	}
+}
