@@ -28,9 +28,9 @@ const (
 // unknown type "?") label raw text, and taggers learn from the labels while
 // treating what the labels cannot say as unknown. A train input that
 // carries distant tags already (as CoNLL-2003's does) stands in for the
-// gazetteers: its tagged phrases are the phrases, none of unknown type. Every variant is scored
-// on the dev and test sets given, beside the gazetteers' own labels of
-// those sets, and registered as NAME-VARIANT.
+// gazetteers: its tagged phrases are the phrases, none of unknown type.
+// Every variant is scored on the dev and test sets given, beside the
+// gazetteers' own labels of those sets, and registered as NAME-VARIANT.
 //
 //	label ------------> fuzzy, tiebreak (x seeds) -> eval-V, test-V -> register-V
 //	tiebreak-labels (the Tie-or-Break labels of the train input and their report)
