@@ -69,7 +69,7 @@ func init() {
 			stages.IntParam("selftrain_update_interval", d.UpdateInterval, "steps between two computations of the self-training targets", stages.AtLeast(1)),
 			stages.FloatParam("entity_threshold", d.Targets.Threshold, "self-training: p(entity) under which a token's types are left out", stages.Range(0, 1)),
 			stages.StringParam("entity_target", selftrain.EntityEnsemble, "self-training's entity-vs-O target: ensemble (the averaged predictions' p(entity), fixed, as RoSTER's code; hard when ensemble=false leaves no average), hard (the model's decision), model (its p(entity)) or sharpen (the model's [p(O), p(entity)] squared and divided by their frequencies, as BOND)", stages.OneOf(selftrain.EntityTargets...)),
-			stages.BoolParam("teacher_student", false, "after the last step (the student, or its self-training), BOND's teacher-student self-training of its model (stage "+selftrain.StageTeacher+", node teacher-student, at that stage's defaults: soft pseudo-labels above confidence 0.9, a new teacher every half epoch; a crf student's confident O weighs the entity tags by student_miss_rate), scored on the dev set and one more candidate of select"),
+			stages.BoolParam("teacher_student", false, "after the last step (the student, or its self-training), BOND's teacher-student self-training of its model (stage "+selftrain.StageTeacher+", node teacher-student, at that stage's defaults but patience 0: soft pseudo-labels above confidence 0.9, a new teacher every half epoch, four epochs, the best step on dev kept; a crf student's confident O weighs the entity tags by student_miss_rate), scored on the dev set and one more candidate of select"),
 			stages.BoolParam("augment", true, "self-training on contextual augmentations too, from language models trained on the gpu queue (false: originals only; ablation)"),
 			stages.StringParam("augment_lm", augmentLSTM, "what the augmentation draws replacement words from: lstm (forward and backward LSTM language models trained on the training text and the unlabeled input, node lm) or encoder (the masked-LM head of the encoder input, top 5 of each masked word; with encoder_placement none the taggers do not read it)", stages.OneOf(augmentLSTM, augmentEncoder)),
 		}, append(append(fileParams(), distantParams()...), encoderParams(tagger.EncoderNone)...)...),
@@ -238,7 +238,11 @@ func buildRoster(b *spec.Builder) error {
 	// whose predictions of the corpus are better labels than the
 	// distant ones the seeds started from.
 	if p.Bool("teacher_student") {
-		ts := b.Node("teacher-student", selftrain.StageTeacher).Queue("gpu").Input("model", model).Set("seed", seeds[0])
+		// Patience 0: the rounds rise late (on CoNLL-2003 the dev F1 was
+		// still rising at the last of four epochs in every seed set, and
+		// the stage's patience of 3 stopped one set while it was below
+		// the student); the best step on dev is kept either way.
+		ts := b.Node("teacher-student", selftrain.StageTeacher).Queue("gpu").Input("model", model).Set("seed", seeds[0]).Set("patience", 0)
 		if student == studentCRF && p.Bool("ensemble") {
 			ts.PassAs("o_miss_rate", "student_miss_rate")
 		} else if p.Bool("partial") && !p.Bool("ensemble") {
