@@ -102,10 +102,7 @@ func buildBond(b *spec.Builder) error {
 			// from; stage 1's node is unchanged.
 			st.PassAs("o_miss_rate", "miss_rate")
 		}
-		tuneEncoder(b, st)
-		corpus(st) // its tags are not used
-		readSplit(b, st, "dev", "dev")
-		scoreDev(b, st, nil)
+		selfTraining(b, st, corpus)
 		last = finalModel{step: st, name: b.Name()}
 		if p.Bool("select") {
 			if best := bestOnDev(b, candidate{step: early, name: "early-stopped"}, candidate{step: st, name: "self-trained"}); best != nil {

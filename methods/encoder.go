@@ -69,6 +69,18 @@ func withEncoder(b *spec.Builder, n *spec.NodeBuilder) *spec.NodeBuilder {
 	return n.Input("encoder", b.In("encoder")).Pass("encoder_placement", "encoder_learning_rate", "encoder_warmup")
 }
 
+// selfTraining connects a node that goes on training a model on its own
+// predictions of the training corpus (RoSTER's self-training, BOND's
+// teacher-student rounds) as every such step is: the encoder's learning
+// rate, the corpus (its tags are not used), the dev split it keeps its
+// best step on, and its score there.
+func selfTraining(b *spec.Builder, n *spec.NodeBuilder, corpus func(*spec.NodeBuilder)) {
+	tuneEncoder(b, n)
+	corpus(n)
+	readSplit(b, n, "dev", "dev")
+	scoreDev(b, n, nil)
+}
+
 // tuneEncoder gives a node that continues training a model with the
 // encoder (a self-training stage) the encoder's learning rate.
 func tuneEncoder(b *spec.Builder, n *spec.NodeBuilder) *spec.NodeBuilder {

@@ -214,9 +214,7 @@ func buildRoster(b *spec.Builder) error {
 	if selftrainOn {
 		st := b.Node("selftrain", selftrain.StageTagger).Queue("gpu").Input("model", model).
 			PassAs("epochs", "selftrain_epochs").PassAs("update_interval", "selftrain_update_interval").Pass("entity_threshold").Set("entity_target", entityTarget)
-		tuneEncoder(b, st)
-		corpus(st) // its tags are not used
-		readSplit(b, st, "dev", "dev")
+		selfTraining(b, st, corpus)
 		if entityTarget == selftrain.EntityEnsemble {
 			st.Input("soft", average)
 		}
@@ -229,7 +227,6 @@ func buildRoster(b *spec.Builder) error {
 			corpus(lm) // its tokens only
 			st.Input("lm", lm.Out("lm"))
 		}
-		scoreDev(b, st, nil)
 		last, model = finalModel{step: st, name: b.Name()}, st.Out("model")
 		cands = append(cands, candidate{step: st, name: "self-trained"})
 	}
@@ -248,10 +245,7 @@ func buildRoster(b *spec.Builder) error {
 		} else if p.Bool("partial") && !p.Bool("ensemble") {
 			ts.PassAs("o_miss_rate", "miss_rate")
 		}
-		tuneEncoder(b, ts)
-		corpus(ts) // its tags are not used
-		readSplit(b, ts, "dev", "dev")
-		scoreDev(b, ts, nil)
+		selfTraining(b, ts, corpus)
 		last = finalModel{step: ts, name: b.Name()}
 		cands = append(cands, candidate{step: ts, name: "teacher-student"})
 	}
