@@ -123,6 +123,30 @@ type ParamGroup struct {
 	Warmup       float64  // fraction of all steps
 }
 
+// NewGroupedAdam is the optimizer Fit trains with: Adam over weights,
+// gradients clipped to maxGradNorm, and the weights of groups[k] in
+// parameter group k+1 (the rest in group 0), so that a caller stepping a
+// Learner's weights by hand updates them as Fit would.
+func NewGroupedAdam(weights []ts.NamedTensor, maxGradNorm float64, groups []ParamGroup) (*Adam, error) {
+	for _, pg := range groups {
+		if pg.LearningRate < 0 || pg.Warmup < 0 || pg.Warmup > 1 {
+			return nil, fmt.Errorf("parameter group %s: learning rate %v, warmup %v out of range", pg.Name, pg.LearningRate, pg.Warmup)
+		}
+	}
+	names, params := SplitNamed(weights)
+	opt, err := NewAdam(names, params, maxGradNorm)
+	if err != nil {
+		return nil, err
+	}
+	for k, pg := range groups {
+		if err := opt.SetGroup(k+1, pg.Weights...); err != nil {
+			opt.Close()
+			return nil, fmt.Errorf("parameter group %s: %w", pg.Name, err)
+		}
+	}
+	return opt, nil
+}
+
 // Grouped is a Learner some of whose weights learn on schedules of their
 // own.
 type Grouped interface {
@@ -278,24 +302,15 @@ func (l *loop) run(ctx context.Context) (*FitResult, error) {
 	if l.temp {
 		defer os.RemoveAll(l.dir)
 	}
-	names, params := SplitNamed(l.m.Weights())
-	opt, err := NewAdam(names, params, l.cfg.MaxGradNorm)
+	if gr, ok := l.m.(Grouped); ok {
+		l.groups = gr.ParamGroups()
+	}
+	opt, err := NewGroupedAdam(l.m.Weights(), l.cfg.MaxGradNorm, l.groups)
 	if err != nil {
 		return nil, err
 	}
 	defer opt.Close()
 	l.opt = opt
-	if gr, ok := l.m.(Grouped); ok {
-		l.groups = gr.ParamGroups()
-		for k, pg := range l.groups {
-			if pg.LearningRate < 0 || pg.Warmup < 0 || pg.Warmup > 1 {
-				return nil, fmt.Errorf("parameter group %s: learning rate %v, warmup %v out of range", pg.Name, pg.LearningRate, pg.Warmup)
-			}
-			if err := opt.SetGroup(k+1, pg.Weights...); err != nil {
-				return nil, fmt.Errorf("parameter group %s: %w", pg.Name, err)
-			}
-		}
-	}
 	if ev, ok := l.m.(Evaluator); ok && ev.Evaluates() {
 		l.ev = ev
 	}

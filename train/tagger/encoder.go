@@ -233,14 +233,15 @@ func (m *Tagger) trainedWeights() []ts.NamedTensor {
 	return m.namedWeights()
 }
 
-// encoderGroup names the weights of a fine-tuned encoder, which learn on a
-// schedule of their own; nil without one, or with it frozen.
-func (m *Tagger) encoderGroup() []string {
+// paramGroups puts a fine-tuned encoder's weights on a schedule of their
+// own (cfg's encoder learning rate and warm-up); nil without an encoder,
+// or with it frozen.
+func (m *Tagger) paramGroups(cfg TrainConfig) []kit.ParamGroup {
 	if m.enc == nil || m.frozenEnc {
 		return nil
 	}
 	names, _ := kit.SplitNamed(m.encoderWeights())
-	return names
+	return []kit.ParamGroup{{Name: "encoder", Weights: names, LearningRate: cfg.EncoderLearningRate, Warmup: cfg.EncoderWarmup}}
 }
 
 // encoderWeights are the encoder's weights under the tagger's names (nil

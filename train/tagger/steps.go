@@ -40,19 +40,15 @@ func NewSteps(m *Tagger, c *corpus.Corpus, run TrainConfig, seed uint64) (*Steps
 		return nil, err
 	}
 	// The optimizer kit.Fit gives a training (fitRun's Weights and
-	// ParamGroups).
-	names, params := kit.SplitNamed(m.trainedWeights())
-	opt, err := kit.NewAdam(names, params, run.MaxGradNorm)
+	// ParamGroups), at each group's peak rate.
+	groups := m.paramGroups(run)
+	opt, err := kit.NewGroupedAdam(m.trainedWeights(), run.MaxGradNorm, groups)
 	if err != nil {
 		return nil, err
 	}
 	lrs := []float64{run.LearningRate}
-	if enc := m.encoderGroup(); enc != nil {
-		if err := opt.SetGroup(1, enc...); err != nil {
-			opt.Close()
-			return nil, err
-		}
-		lrs = append(lrs, run.EncoderLearningRate)
+	for _, g := range groups {
+		lrs = append(lrs, g.LearningRate)
 	}
 	return &Steps{m: m, run: run, exs: exs, tr: tr, opt: opt, lrs: lrs, rng: rand.New(rand.NewPCG(seed, 3)), out: make([]Prediction, len(exs))}, nil
 }

@@ -561,13 +561,7 @@ func (r *fitRun) Weights() []ts.NamedTensor { return r.t.model.trainedWeights() 
 
 // ParamGroups puts a fine-tuned encoder's weights on a schedule of their
 // own.
-func (r *fitRun) ParamGroups() []kit.ParamGroup {
-	names, cfg := r.t.model.encoderGroup(), r.t.cfg
-	if names == nil {
-		return nil
-	}
-	return []kit.ParamGroup{{Name: "encoder", Weights: names, LearningRate: cfg.EncoderLearningRate, Warmup: cfg.EncoderWarmup}}
-}
+func (r *fitRun) ParamGroups() []kit.ParamGroup { return r.t.model.paramGroups(r.t.cfg) }
 
 func (r *fitRun) Evaluates() bool             { return r.d.devGold != nil }
 func (r *fitRun) Evaluate() (float64, error)  { return r.t.score(r.d.dev, r.d.devGold) }
