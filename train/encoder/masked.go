@@ -45,9 +45,7 @@ func (m *Model) MaskedTopK(sentences [][]string, queries []lm.Masked, k, batchSi
 	out := make([][]lm.Candidate, len(queries))
 	err := m.maskedLogits(sentences, queries, batchSize, func(g *kit.Graph, order []int, logits *ts.Tensor) {
 		ids, vals := g.TopK(logits, reserved, k)
-		for j, qi := range order {
-			out[qi] = lm.Candidates(ids[j*k:(j+1)*k], vals[j*k:(j+1)*k])
-		}
+		lm.SetTopK(out, order, ids, vals, k)
 	})
 	if err != nil {
 		return nil, err

@@ -54,9 +54,7 @@ func (m *Model) MaskedTopK(sentences [][]string, queries []Masked, k, batchSize 
 	out := make([][]Candidate, len(queries))
 	err := m.maskedScores(sentences, queries, batchSize, func(g *kit.Graph, asked []int, logp [2]*ts.Tensor) {
 		ids, vals := g.TopK(g.T(logp[Forward].Add(logp[Backward], false)), reserved, k)
-		for j, qi := range asked {
-			out[qi] = Candidates(ids[j*k:(j+1)*k], vals[j*k:(j+1)*k])
-		}
+		SetTopK(out, asked, ids, vals, k)
 	})
 	if err != nil {
 		return nil, err
@@ -64,13 +62,17 @@ func (m *Model) MaskedTopK(sentences [][]string, queries []Masked, k, batchSize 
 	return out, nil
 }
 
-// Candidates pairs the ids and scores of one position's top k.
-func Candidates(ids []int64, scores []float32) []Candidate {
-	out := make([]Candidate, len(ids))
-	for i := range ids {
-		out[i] = Candidate{ID: int(ids[i]), Score: float64(scores[i])}
+// SetTopK stores a batch's top k (kit.Graph.TopK's ids and scores, k per
+// row) as the candidates of the queries its rows answer: row j is query
+// rows[j].
+func SetTopK(out [][]Candidate, rows []int, ids []int64, scores []float32, k int) {
+	for j, qi := range rows {
+		c := make([]Candidate, k)
+		for i := range c {
+			c[i] = Candidate{ID: int(ids[j*k+i]), Score: float64(scores[j*k+i])}
+		}
+		out[qi] = c
 	}
-	return out
 }
 
 // maskedScores runs both directions over the sentences of the queries,
