@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/nerflow/nerflow/corpus"
 	"github.com/nerflow/nerflow/eval"
@@ -25,6 +26,11 @@ type Labeler struct {
 	matches                    map[string]int
 	unknown, ambiguous         int
 	phraseCount                map[int]int
+
+	// short types the abbreviations the corpus defines (nil: off);
+	// shortLabeled counts the occurrences it labeled, by short form.
+	short        *shortForms
+	shortLabeled map[string]int
 
 	gold       *eval.Scorer
 	goldMarks  int // unknown or ambiguous spans on gold sentences
@@ -70,9 +76,18 @@ func (l *Labeler) tags(spans []corpus.Span, n int) ([]string, error) {
 	return l.scheme.Tags(spans, n, corpus.MergeAdjacent())
 }
 
+// match returns the matches of a sentence, the short forms' included.
+func (l *Labeler) match(tokens []string) []Match {
+	ms := l.sc.Match(tokens)
+	if l.short != nil {
+		ms = l.short.add(tokens, ms)
+	}
+	return ms
+}
+
 // Label returns the distant tags of a sentence and counts them in the report.
 func (l *Labeler) Label(tokens []string) ([]string, error) {
-	ms := l.sc.Match(tokens)
+	ms := l.match(tokens)
 	spans := l.spansOf(ms, true)
 	tags, err := l.tags(spans, len(tokens))
 	if err != nil {
@@ -84,7 +99,11 @@ func (l *Labeler) Label(tokens []string) ([]string, error) {
 		l.matched++
 	}
 	for _, mt := range ms {
-		l.phraseCount[mt.Phrase]++
+		if mt.Phrase >= 0 {
+			l.phraseCount[mt.Phrase]++
+		} else {
+			l.shortLabeled[strings.Join(tokens[mt.Start:mt.End], " ")]++
+		}
 		switch mt.Kind {
 		case Typed:
 			l.matches[mt.Type]++
@@ -133,7 +152,7 @@ func (l *Labeler) Score(gold corpus.Sentence) error {
 	if err != nil {
 		return fmt.Errorf("gold %w", err) // not reached: Spans yields valid spans
 	}
-	ms := l.sc.Match(gold.Tokens)
+	ms := l.match(gold.Tokens)
 	written, err := l.tags(l.spansOf(ms, false), len(gold.Tokens))
 	if err != nil {
 		return fmt.Errorf("distant: %w", err)
@@ -207,6 +226,9 @@ func (l *Labeler) Report() Report {
 			r.AmbiguousPhrases = append(r.AmbiguousPhrases, pc)
 		}
 	}
+	if l.short != nil {
+		r.Abbreviations = l.short.report(l.shortLabeled, m.cfg.topK)
+	}
 	if l.gold != nil {
 		r.Gold = &GoldReport{
 			Source:       l.goldSource,
@@ -229,6 +251,11 @@ func labelAndScore(m *Matcher, c, gold *corpus.Corpus, scheme corpus.Scheme) (*c
 	l, err := m.NewLabeler(scheme)
 	if err != nil {
 		return nil, Report{}, err
+	}
+	if m.cfg.abbreviations {
+		// Before labeling: an abbreviation is typed wherever it occurs,
+		// also before its definition.
+		l.short, l.shortLabeled = m.findShortForms(c), map[string]int{}
 	}
 	out := &corpus.Corpus{Sentences: make([]corpus.Sentence, len(c.Sentences))}
 	for i, s := range c.Sentences {

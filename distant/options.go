@@ -49,6 +49,9 @@ type config struct {
 	ambiguous Uncertain
 	untyped   Uncertain
 	topK      int
+	// abbreviations: labeling a corpus also types the short forms it
+	// defines (abbreviation.go).
+	abbreviations bool
 }
 
 // Option configures Load, NewMatcher and Label.
@@ -106,6 +109,12 @@ func (c config) policy(k MatchKind) Uncertain {
 
 // WithTopK sets how many frequent and ambiguous phrases a Report lists (default 20).
 func WithTopK(k int) Option { return func(c *config) { c.topK = k } }
+
+// WithAbbreviations makes labeling a corpus also type the abbreviations it
+// defines: "nitroglycerin ( NTG )" after a typed match of nitroglycerin
+// labels every NTG of the corpus, matched as written, with its type where no
+// typed match covers it (default off).
+func WithAbbreviations(on bool) Option { return func(c *config) { c.abbreviations = on } }
 
 // ReadStopwords reads a stopword list, one word per line; blank lines are skipped.
 func ReadStopwords(path string) ([]string, error) {

@@ -47,6 +47,10 @@ type Report struct {
 	TopPhrases       []PhraseCount `json:"top_phrases"`
 	AmbiguousPhrases []PhraseCount `json:"ambiguous_phrases"`
 
+	// Abbreviations says what the corpus's own abbreviations added, when
+	// they were used (WithAbbreviations).
+	Abbreviations *AbbreviationReport `json:"abbreviations,omitempty"`
+
 	Gold *GoldReport `json:"gold,omitempty"`
 
 	// Warnings point at input that is probably a mistake: an empty
@@ -179,6 +183,13 @@ func (r Report) WriteText(w io.Writer) error {
 		100*r.Coverage, 100*r.UnknownCoverage, 100*r.SentenceCoverage)
 	if r.IOMerges > 0 {
 		p.printf("IO scheme: %d pairs of adjacent same-type matches written as one entity\n", r.IOMerges)
+	}
+	if a := r.Abbreviations; a != nil {
+		p.printf("abbreviations: %d short forms defined after a typed match (%d more defined with several types, left out), %d occurrences labeled\n",
+			a.ShortForms, a.Conflicting, a.Labeled)
+		for _, f := range a.Top {
+			p.printf("  %-12s %-12s %4d definitions %6d labeled\n", f.ShortForm, f.Type, f.Definitions, f.Labeled)
+		}
 	}
 
 	phrases := func(title string, list []PhraseCount) {

@@ -26,6 +26,7 @@ func init() {
 			stages.StringParam("format", "conll", "format of the labeled corpus", stages.OneOf("conll", "jsonl", "jsonl-spans", "ck")),
 			stages.BoolParam("entry_sentences", false, "append every typed gazetteer entry to the labeled corpus as a sentence of its own, so that a tagger trained on it learns the entries the corpus never mentions (for gazetteers of up to a few thousand entries: a large dictionary would outweigh the corpus)"),
 			stages.FloatParam("entry_share", 0.5, "entry_sentences: at most this many entry sentences per sentence of the corpus; a gazetteer with more typed entries contributes an evenly spread subset of them, so that the text, where entities have context, still outweighs isolated phrases (0: every entry)", stages.Range(0, 1000)),
+			abbreviationsParam(),
 			stages.IntParam("top", 20, "frequent and ambiguous phrases listed in the report", stages.Range(0, 10000)),
 		}, append(matchParams("label of phrases with tied types: unknown (\"?\") or o"),
 			append(dataset.SourceParams("corpus", "sentences to label"), dataset.SourceParams("gold", "gold sentences")...)...)...),
@@ -41,6 +42,15 @@ func init() {
 		},
 		Run: runStage,
 	})
+}
+
+// abbreviationsParam declares abbreviations, read by the stages that label
+// a whole corpus (WithAbbreviations).
+func abbreviationsParam() stages.Param {
+	return stages.BoolParam("abbreviations", false, "also type the abbreviations the corpus defines after a typed match, "+
+		"\"nitroglycerin ( NTG )\" (Schwartz and Hearst's test; a sentence that begins with the parenthesis continues "+
+		"the one before): every occurrence of the short form, matched as written, takes the long form's type where no "+
+		"typed match covers it; a short form defined with several types is left out")
 }
 
 // matchParams are the params of a labeling stage that compile its matcher
@@ -64,7 +74,7 @@ func runStage(c *stages.Context) error {
 	if err != nil {
 		return stages.Permanent(err)
 	}
-	m, gazetteers, err := stageMatcher(c, WithTopK(p.Int("top")))
+	m, gazetteers, err := stageMatcher(c, WithTopK(p.Int("top")), WithAbbreviations(p.Bool("abbreviations")))
 	if err != nil {
 		return err
 	}

@@ -83,9 +83,10 @@ type TieBreakReport struct {
 // TieBreaker writes Tie-or-Break labels sentence by sentence and counts
 // them. It is not safe for concurrent use.
 type TieBreaker struct {
-	m  *Matcher
-	sc *Scanner
-	r  TieBreakReport
+	m     *Matcher
+	sc    *Scanner
+	r     TieBreakReport
+	short *shortForms // the corpus's abbreviations (nil: off)
 }
 
 // NewTieBreaker returns a TieBreaker over m's phrases. Matches are
@@ -104,6 +105,9 @@ func (tb *TieBreaker) Label(tokens []string) TieBreakSentence {
 		return s
 	}
 	ms := tb.sc.Match(tokens)
+	if tb.short != nil {
+		ms = tb.short.add(tokens, ms)
+	}
 	// seg[i] is the index in s.Segments of token i's segment.
 	seg := make([]int, n)
 	next := 0
@@ -112,7 +116,10 @@ func (tb *TieBreaker) Label(tokens []string) TieBreakSentence {
 		s.Segments = append(s.Segments, Segment{Start: i, End: i + 1})
 	}
 	for _, mt := range ms {
-		types := tb.typesOf(mt.Phrase)
+		types := []string{mt.Type} // a short form (abbreviation.go)
+		if mt.Phrase >= 0 {
+			types = tb.typesOf(mt.Phrase)
+		}
 		if types == nil {
 			continue // labeled O: as unmatched tokens
 		}
@@ -222,6 +229,9 @@ func (tb *TieBreaker) Report() TieBreakReport {
 // TieBreak labels every sentence of c.
 func (m *Matcher) TieBreak(c *corpus.Corpus) ([]TieBreakSentence, TieBreakReport) {
 	tb := m.NewTieBreaker()
+	if m.cfg.abbreviations {
+		tb.short = m.findShortForms(c)
+	}
 	out := make([]TieBreakSentence, len(c.Sentences))
 	for i, s := range c.Sentences {
 		out[i] = tb.Label(s.Tokens)

@@ -25,7 +25,7 @@ func init() {
 			"apart, or unknown (inside or next to a phrase of unknown type, or where overlapping matches disagree), " +
 			"with each phrase's type set (\"?\" for untyped phrases); written as AutoNER's .ck with the S/D column.",
 		Params: append(matchParams("phrases with tied types: unknown keeps the tied types as the phrase's type set, o labels them no phrase"),
-			dataset.SourceParams("corpus", "sentences to label")...),
+			append([]stages.Param{abbreviationsParam()}, dataset.SourceParams("corpus", "sentences to label")...)...),
 		Inputs: []stages.Port{
 			{Name: "corpus", Kind: "corpus", Doc: "sentences to label"},
 			{Name: "gazetteers", Kind: "gazetteer", Many: true, Doc: "typed or untyped phrase lists, JSONL or CSV; every file of every artifact is a gazetteer"},
@@ -40,7 +40,7 @@ func init() {
 }
 
 func runTieBreakStage(c *stages.Context) error {
-	m, _, err := stageMatcher(c)
+	m, _, err := stageMatcher(c, WithAbbreviations(c.Params.Bool("abbreviations")))
 	if err != nil {
 		return err
 	}

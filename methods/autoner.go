@@ -84,7 +84,7 @@ func buildAutoNER(b *spec.Builder) error {
 	// so they train as they are; only the .ck file of the gazetteers'
 	// matches, with its unknown gaps next to untyped phrases, has no source.
 	if b.Has("gazetteers") {
-		b.Node("tiebreak-labels", distant.StageTieBreak).Pass("case").
+		b.Node("tiebreak-labels", distant.StageTieBreak).Pass("case", "abbreviations").
 			Input("corpus", b.In("train")).Input("gazetteers", gazetteersFor(b)...).Input("stopwords", b.In("stopwords"))
 	}
 

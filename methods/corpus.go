@@ -117,8 +117,16 @@ func distantParams() []stages.Param {
 		stages.BoolParam("entry_sentences", false, "with gazetteers: every typed entry is also a training sentence of its own, so that the taggers learn the entries the corpus never mentions (for gazetteers of up to a few thousand entries)"),
 		stages.FloatParam("entry_share", 0.5, "entry_sentences: at most this many entry sentences per sentence of the training corpus, an evenly spread subset of the entries where the gazetteers have more (0: every entry); the text, where entities have context, keeps outweighing isolated phrases",
 			stages.Range(0, 1000)),
+		stages.BoolParam("abbreviations", false, "with gazetteers: every labeling node (label, labels-dev, labels-test) also types the abbreviations its corpus defines after a typed match, \"nitroglycerin ( NTG )\": every NTG, as written, takes the long form's type where no typed match covers it (for scientific text, which names a thing once in full; docs/autoner.md has the figures on BC5CDR)"),
 		overlayParam(),
 	}
+}
+
+// labelingNode adds a labeling node (stage distant.label) with the params
+// every labeling node of a method shares: the labels of each split and
+// the training labels follow one rule.
+func labelingNode(b *spec.Builder, name string) *spec.NodeBuilder {
+	return b.Node(name, distant.StageName).Pass("scheme", "case", "abbreviations")
 }
 
 // trainingCorpus returns what connects the distantly labeled training
@@ -139,7 +147,7 @@ func trainingCorpus(b *spec.Builder) func(n *spec.NodeBuilder) {
 			b.Errorf("params."+f, "the gazetteers label the train input, which is one file of raw sentences: connect that file instead")
 		}
 	}
-	label := b.Node("label", distant.StageName).Pass("scheme", "case", "entry_sentences", "entry_share").
+	label := labelingNode(b, "label").Pass("entry_sentences", "entry_share").
 		Input("corpus", b.In("train")).Input("gazetteers", gazetteersFor(b)...).Input("stopwords", b.In("stopwords"))
 	return func(n *spec.NodeBuilder) { n.Input("corpus", label.Out("labeled")) }
 }

@@ -125,7 +125,7 @@ func labelsBaseline(b *spec.Builder, split string) spec.Ref {
 	name := "labels-" + split
 	n := b.Lookup(name)
 	if n == nil {
-		n = b.Node(name, distant.StageName).Pass("scheme", "case").
+		n = labelingNode(b, name).
 			Input("gazetteers", gazetteersFor(b)...).Input("stopwords", b.In("stopwords"))
 		readSplit(b, n, split, "corpus")
 		readSplit(b, n, split, "gold")

@@ -1,6 +1,7 @@
 package methods_test
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -71,6 +72,22 @@ func TestLabelsOfEverySplitAreTheBaseline(t *testing.T) {
 	}
 	if p := nodeParams(t, g, "noise[seed=2]"); p["head"] != tagger.CRFHead || p["loss"] != tagger.LossPartial || p["miss_rate"] != 0.4 || p["update_interval"] != 0.0 {
 		t.Errorf("partial seeds: %v", p)
+	}
+}
+
+// abbreviations reaches every labeling node, so that the baselines are
+// labeled by the rule the training labels were.
+func TestAbbreviationsLabelEverySplit(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		g, err := expand(t, fixture(t), rosterOnGazetteers, fmt.Sprintf("abbreviations=%v", on))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, label := range []string{"label", "labels-dev", "labels-test"} {
+			if v := nodeParams(t, g, label)["abbreviations"]; v != on {
+				t.Errorf("abbreviations=%v: %s has abbreviations %v", on, label, v)
+			}
+		}
 	}
 }
 

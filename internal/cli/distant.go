@@ -26,6 +26,7 @@ type distantFlags struct {
 	names                         []string
 	namesMinCommon                int
 	top                           int
+	abbreviations                 bool
 	reportPath                    string
 }
 
@@ -90,6 +91,7 @@ sentences, such as AutoNER's raw_text.txt, is read with --corpus-format conll.`,
 		fl.StringVar(&f.stopwords, "stopwords", "", "file of stopwords, one per line: phrases made only of them are not matched")
 		fl.StringArrayVar(&f.names, "names", nil, "name list (first<TAB>Name, title<TAB>Title lines; e.g. examples/data/names/names.tsv): the person names it finds in --corpus label it as PER beside the gazetteers, as stage "+distant.StageNames+" does; repeatable")
 		fl.IntVar(&f.namesMinCommon, "names-min-common", 2, "with --names: a word whose lower-case form occurs this often in the corpus starts no name and ends one")
+		fl.BoolVar(&f.abbreviations, "abbreviations", false, `also type the abbreviations the corpus defines after a typed match ("nitroglycerin ( NTG )"): every NTG of the corpus, as written, takes the long form's type where no typed match covers it`)
 		fl.IntVar(&f.top, "top", 20, "frequent and ambiguous phrases to list")
 		fl.StringVar(&f.reportPath, "report", "", "also write the report as JSON to this file")
 		for _, name := range []string{"corpus", "gazetteer", "out"} {
@@ -110,7 +112,7 @@ func runDistant(out io.Writer, log *slog.Logger, f distantFlags) error {
 	if err != nil {
 		return err
 	}
-	opts = append(opts, distant.WithTopK(f.top))
+	opts = append(opts, distant.WithTopK(f.top), distant.WithAbbreviations(f.abbreviations))
 	if f.stopwords != "" {
 		words, err := distant.ReadStopwords(f.stopwords)
 		if err != nil {
