@@ -52,6 +52,11 @@ format=typed|untyped|jsonl|csv. Matches of untyped phrases, and of phrases
 whose types tie, are tagged with the unknown type "?" (training ignores its
 type); --untyped o and --ambiguous o tag them O instead.
 
+--abbreviations also types the short forms the corpus defines after a typed
+match, "nitroglycerin ( NTG )" (Schwartz and Hearst's test): every NTG of the
+corpus, matched as written, takes the long form's type where no typed match
+covers it; the report lists them. The methods on gazetteers turn it on.
+
 --gold FILE labels the gold file's sentences with the same matcher and
 scores the distant labels against the gold tags (conlleval semantics; "?"
 spans count as O). The gold sentences need not be in the corpus: a dev set
