@@ -33,6 +33,9 @@ const (
 // long forms.
 type shortForms struct {
 	types map[string]string // tokens joined by spaces -> type
+	// starts holds the first token of every short form in types, so that
+	// labeling looks a position up only where one may begin.
+	starts map[string]bool
 	// defined counts a short form's definitions, type by type, conflicting
 	// ones included (for the report).
 	defined     map[string]map[string]int
@@ -47,7 +50,7 @@ type shortForms struct {
 // with a parenthesized abbreviation. A short form defined with more than
 // one type is ambiguous in this corpus and is left out.
 func (m *Matcher) findShortForms(c *corpus.Corpus) *shortForms {
-	sf := &shortForms{types: map[string]string{}, defined: map[string]map[string]int{}}
+	sf := &shortForms{types: map[string]string{}, starts: map[string]bool{}, defined: map[string]map[string]int{}}
 	sc := m.Scanner()
 	var prevTokens []string
 	var prevTyped []Match
@@ -78,6 +81,8 @@ func (m *Matcher) findShortForms(c *corpus.Corpus) *shortForms {
 		for t := range byType {
 			sf.types[form] = t
 		}
+		first, _, _ := strings.Cut(form, " ")
+		sf.starts[first] = true
 		sf.maxTokens = max(sf.maxTokens, strings.Count(form, " ")+1)
 	}
 	return sf
@@ -176,6 +181,9 @@ func (sf *shortForms) add(tokens []string, ms []Match) []Match {
 	}
 	var out []Match
 	for i := 0; i < len(tokens); i++ {
+		if !sf.starts[tokens[i]] {
+			continue
+		}
 		for n := min(sf.maxTokens, len(tokens)-i); n >= 1; n-- {
 			t, ok := sf.types[strings.Join(tokens[i:i+n], " ")]
 			if !ok {
@@ -189,8 +197,8 @@ func (sf *shortForms) add(tokens []string, ms []Match) []Match {
 				out = slices.Clone(ms)
 			}
 			short := Match{Start: i, End: i + n, Kind: Typed, Type: t, Phrase: -1}
-			if k := slices.IndexFunc(out, func(mt Match) bool { return mt.Start == i && mt.End == i+n }); k >= 0 {
-				out[k] = short
+			if j >= 0 {
+				out[j] = short // out is ms with matches appended: ms[j] is out[j]
 			} else {
 				out = append(out, short)
 			}
