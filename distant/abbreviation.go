@@ -88,6 +88,15 @@ func (m *Matcher) findShortForms(c *corpus.Corpus) *shortForms {
 	return sf
 }
 
+// shortFormsOf is findShortForms where the matcher was configured to use
+// the corpus's abbreviations (WithAbbreviations), nil otherwise.
+func (m *Matcher) shortFormsOf(c *corpus.Corpus) *shortForms {
+	if !m.cfg.abbreviations {
+		return nil
+	}
+	return m.findShortForms(c)
+}
+
 // typedMatches returns a copy of the typed matches of ms (a Scanner reuses
 // its result).
 func typedMatches(ms []Match) []Match {

@@ -252,11 +252,9 @@ func labelAndScore(m *Matcher, c, gold *corpus.Corpus, scheme corpus.Scheme) (*c
 	if err != nil {
 		return nil, Report{}, err
 	}
-	if m.cfg.abbreviations {
-		// Before labeling: an abbreviation is typed wherever it occurs,
-		// also before its definition.
-		l.short, l.shortLabeled = m.findShortForms(c), map[string]int{}
-	}
+	// Before labeling: an abbreviation is typed wherever it occurs, also
+	// before its definition.
+	l.short, l.shortLabeled = m.shortFormsOf(c), map[string]int{}
 	out := &corpus.Corpus{Sentences: make([]corpus.Sentence, len(c.Sentences))}
 	for i, s := range c.Sentences {
 		tags, err := l.Label(s.Tokens)

@@ -229,9 +229,7 @@ func (tb *TieBreaker) Report() TieBreakReport {
 // TieBreak labels every sentence of c.
 func (m *Matcher) TieBreak(c *corpus.Corpus) ([]TieBreakSentence, TieBreakReport) {
 	tb := m.NewTieBreaker()
-	if m.cfg.abbreviations {
-		tb.short = m.findShortForms(c)
-	}
+	tb.short = m.shortFormsOf(c)
 	out := make([]TieBreakSentence, len(c.Sentences))
 	for i, s := range c.Sentences {
 		out[i] = tb.Label(s.Tokens)
