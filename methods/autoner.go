@@ -60,6 +60,8 @@ func init() {
 			stages.IntParam("epochs", 8, "training epochs, raised to reach min_steps; the best epoch on the dev input is kept (8: on BC5CDR Tie-or-Break was still rising after 4, and 8 scored 1.1 higher over three seeds, docs/autoner.md)", stages.Range(1, 1000)),
 			minStepsParam("each tagger"),
 			stages.FloatParam("miss_rate", 0, "variant fuzzy: the chance that the labels left an entity token O (0: AutoNER's Fuzzy-LSTM-CRF, where an unmatched token is O)", stages.Range(0, 1)),
+			tagger.Param("type_miss_rates"),
+			tagger.Param("mistype_rates"),
 		}, append(fileParams(), distantParams()...)...),
 		Inputs: distantInputs(),
 		Build:  buildAutoNER,
@@ -72,6 +74,9 @@ func buildAutoNER(b *spec.Builder) error {
 	variants := slices.Compact(slices.Clone(p.Strings("variants")))
 	if len(variants) == 0 {
 		b.Errorf("params.variants", "want at least one of %s, %s", variantFuzzy, variantTieBreak)
+	}
+	if !slices.Contains(variants, variantFuzzy) {
+		refuseLabelNoise(b, "applies to variant "+variantFuzzy+", the partial-label CRF")
 	}
 	seeds := p.Ints("seeds")
 	if len(seeds) == 0 {
@@ -93,7 +98,7 @@ func buildAutoNER(b *spec.Builder) error {
 		t := fanSeeds(b.Node(v, tagger.StageTrain), seeds, true).Pass("scheme", "epochs", "min_steps").Input("embeddings", vec)
 		switch v {
 		case variantFuzzy:
-			t.Set("head", tagger.CRFHead).Set("loss", tagger.LossPartial).Pass("miss_rate")
+			partialOnLabels(t)
 		case variantTieBreak:
 			t.Set("head", tagger.TieBreakHead).Set("loss", tagger.LossTieBreak)
 		}

@@ -51,6 +51,8 @@ func init() {
 			stages.FloatParam("drop_o", 0, "stage 1: fraction of the distant O tokens left out of the loss (BOND: none; not with partial)", stages.Range(0, 0.99)),
 			stages.BoolParam("partial", true, "both stages partial-label CRFs: stage 1 with loss "+tagger.LossPartial+" (a distant O is evidence of strength 1 - miss_rate, a match is kept), stage 2's student with loss "+tagger.LossTagSets+" (the teacher's tag where it is confident, any tag elsewhere; soft labels: the fewest tags holding threshold of its marginals; the teacher's confident O weighs the entity tags by miss_rate, as stage 1's distant O) (false: BOND's recipe, token classifiers with cross entropy, then KL; on the shipped sample its stage 1 scores dev F1 42-53 against the labels' 65, the partial CRF 69-71)"),
 			tagger.Param("miss_rate"),
+			tagger.Param("type_miss_rates"),
+			tagger.Param("mistype_rates"),
 			stages.BoolParam("select", true, "the final model is the one of the two stages that scores best on the dev input (node select; stage 2 wins a tie): self-training that lowers the dev F1 does not replace its teacher (false: stage 2's model; without a dev input, always stage 2's)"),
 			stages.BoolParam("selftrain", true, "stage 2, teacher-student self-training (false: register the early-stopped model; ablation)"),
 			stages.StringParam("labels", d.Pseudo.Labels, "stage 2 pseudo-labels: soft (BOND's best) or hard", stages.OneOf(selftrain.LabelsSoft, selftrain.LabelsHard)),
@@ -77,7 +79,7 @@ func buildBond(b *spec.Builder) error {
 		Input("embeddings", vectors(b))
 	withEncoder(b, early)
 	if p.Bool("partial") {
-		early.Set("head", tagger.CRFHead).Set("loss", tagger.LossPartial).Pass("miss_rate")
+		partialOnLabels(early)
 		if b.IsSet("drop_o") {
 			b.Errorf("params.drop_o", "applies to cross entropy on the labels, which partial=true replaces with the partial-label CRF (miss_rate weighs a distant O instead)")
 		}
@@ -86,6 +88,7 @@ func buildBond(b *spec.Builder) error {
 		if b.IsSet("miss_rate") {
 			b.Errorf("params.miss_rate", "applies to the partial-label CRF of partial=true")
 		}
+		refuseLabelNoise(b, "applies to the partial-label CRF of partial=true")
 	}
 	corpus(early)
 	readSplit(b, early, "dev", "dev")

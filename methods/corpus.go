@@ -11,6 +11,7 @@ import (
 	"github.com/nerflow/nerflow/embeddings"
 	"github.com/nerflow/nerflow/pipeline/spec"
 	"github.com/nerflow/nerflow/stages"
+	"github.com/nerflow/nerflow/train/tagger"
 )
 
 // splits are the corpus inputs of a tagger method, in the order the word
@@ -167,6 +168,22 @@ func fanSeeds(n *spec.NodeBuilder, seeds []int, param bool) *spec.NodeBuilder {
 		n.Set("seed", seeds[0])
 	}
 	return n
+}
+
+// partialOnLabels makes n a partial-label CRF on the distant labels, at
+// the method's miss rate and per-type noise.
+func partialOnLabels(n *spec.NodeBuilder) *spec.NodeBuilder {
+	return n.Set("head", tagger.CRFHead).Set("loss", tagger.LossPartial).Pass("miss_rate", "type_miss_rates", "mistype_rates")
+}
+
+// refuseLabelNoise reports the per-type noise parameters as set where no
+// partial-label CRF trains on the distant labels (why says what would).
+func refuseLabelNoise(b *spec.Builder, why string) {
+	for _, name := range []string{"type_miss_rates", "mistype_rates"} {
+		if b.IsSet(name) {
+			b.Errorf("params."+name, "%s", why)
+		}
+	}
 }
 
 // minStepsParam declares min_steps, the floor on training steps that the

@@ -41,6 +41,8 @@ func init() {
 			tagger.Param("tau"),
 			stages.IntParam("update_interval", 200, "batches between noisy-label removals", stages.AtLeast(1)),
 			stages.FloatParam("miss_rate", tagger.Param("miss_rate").Default.(float64), "variant partial: the chance that the distant labels left an entity token O (1 - their recall)", stages.Range(0, 1)),
+			tagger.Param("type_miss_rates"),
+			tagger.Param("mistype_rates"),
 		}, append(fileParams(), distantParams()...)...),
 		Inputs: distantInputs(),
 		Build:  buildDistant,
@@ -53,6 +55,9 @@ func buildDistant(b *spec.Builder) error {
 	variants := p.Strings("variants")
 	if len(variants) == 0 {
 		b.Errorf("params.variants", "want at least one of %s, %s, %s, %s", variantCE, variantGCE, variantGCERemove, variantPartial)
+	}
+	if !slices.Contains(variants, variantPartial) {
+		refuseLabelNoise(b, "applies to variant "+variantPartial+", the partial-label CRF")
 	}
 	seeds := p.Ints("seeds")
 	if len(seeds) == 0 {
@@ -69,7 +74,7 @@ func buildDistant(b *spec.Builder) error {
 		}
 		switch v {
 		case variantPartial:
-			t.Set("head", tagger.CRFHead).Set("loss", tagger.LossPartial).Pass("miss_rate")
+			partialOnLabels(t)
 		case variantCE:
 			t.Set("loss", tagger.LossCE)
 		case variantGCE:

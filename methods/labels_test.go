@@ -172,3 +172,49 @@ func TestRosterCRFStudent(t *testing.T) {
 		t.Errorf("crf student with self-training: %v", err)
 	}
 }
+
+// The labels' per-type noise (type_miss_rates, mistype_rates) reaches
+// every partial-label CRF that trains on the distant labels, and only
+// those: roster's CRF student learns the ensemble's labels, not the
+// gazetteer's, at its own uniform student_miss_rate. A method or variant
+// without such a CRF refuses them.
+func TestLabelNoiseReachesThePartialCRFs(t *testing.T) {
+	const noise = "type_miss_rates: [PER=0.8], mistype_rates: [PER=0.1, LOC=0.2], "
+	wantMiss, wantMistype := []any{"PER=0.8"}, []any{"PER=0.1", "LOC=0.2"}
+	bond := strings.Replace(strings.Replace(rosterOnGazetteers, "method: roster", "method: bond", 1), "seeds: [1, 2], partial: true, student: kl, ", "", 1)
+	for _, c := range []struct {
+		text  string
+		nodes []string // trained on the labels
+		not   []string // trained on something else
+	}{
+		{strings.Replace(rosterOnGazetteers, "partial: true, student: kl,", "partial: true, "+noise, 1), []string{"noise[seed=1]", "noise[seed=2]"}, []string{"distil"}},
+		{strings.Replace(bond, "{", "{"+noise, 1), []string{"early"}, nil},
+		{strings.Replace(autonerSpec, "{", "{"+noise, 1), []string{"fuzzy[seed=1]", "fuzzy[seed=2]"}, nil},
+	} {
+		g, err := expand(t, fixture(t), c.text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range c.nodes {
+			p := nodeParams(t, g, n)
+			if p["loss"] != tagger.LossPartial || !slices.Equal(p["type_miss_rates"].([]any), wantMiss) || !slices.Equal(p["mistype_rates"].([]any), wantMistype) {
+				t.Errorf("%s: %v", n, p)
+			}
+		}
+		for _, n := range c.not {
+			if p := nodeParams(t, g, n); len(p["type_miss_rates"].([]any)) > 0 || len(p["mistype_rates"].([]any)) > 0 {
+				t.Errorf("%s learns the ensemble's labels, not the gazetteer's, but has their noise: %v", n, p)
+			}
+		}
+	}
+	for _, text := range []string{
+		strings.Replace(rosterOnGazetteers, "partial: true, student: kl,", "partial: false, "+noise, 1),
+		strings.Replace(bond, "{", "{partial: false, "+noise, 1),
+		strings.Replace(autonerSpec, "{", "{variants: [tiebreak], "+noise, 1),
+		"method: distant\nparams: {variants: [gce], " + noise + "}\ninputs:\n  train: ../../data/raw.txt\n  gazetteers: [../../data/gaz/per.txt]\n",
+	} {
+		if _, err := expand(t, fixture(t), text); err == nil || !strings.Contains(err.Error(), "type_miss_rates") || !strings.Contains(err.Error(), "mistype_rates") {
+			t.Errorf("per-type noise without a partial-label CRF on the labels: %v\n%s", err, text)
+		}
+	}
+}

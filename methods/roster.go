@@ -55,6 +55,8 @@ func init() {
 			stages.BoolParam("gce", true, "generalized cross entropy (false: cross entropy; ablation)"),
 			stages.BoolParam("partial", true, "the seeds are partial-label CRFs (loss "+tagger.LossPartial+": a distant O is evidence of strength 1 - miss_rate, a match is kept) instead of token classifiers with generalized cross entropy and noisy-label removal (false: RoSTER's recipe)"),
 			stages.FloatParam("miss_rate", tagger.Param("miss_rate").Default.(float64), "partial: the chance that the distant labels left an entity token O (1 - their recall)", stages.Range(0, 1)),
+			tagger.Param("type_miss_rates"),
+			tagger.Param("mistype_rates"),
 			tagger.Param("q"),
 			stages.BoolParam("removal", true, "noisy-label removal (false: every distant label counts; ablation)"),
 			tagger.Param("tau"),
@@ -162,15 +164,17 @@ func buildRoster(b *spec.Builder) error {
 		// The CRF's marginals are the distributions the ensemble averages;
 		// the distilled and self-trained models are token classifiers as
 		// in RoSTER.
-		noise.Set("head", tagger.CRFHead).Set("loss", tagger.LossPartial).Pass("miss_rate")
+		partialOnLabels(noise)
 		for _, name := range []string{"gce", "removal", "drop_o"} {
 			if b.IsSet(name) {
 				b.Errorf("params."+name, "applies to the token classifiers, which partial=true replaces with partial-label CRFs")
 			}
 		}
 	case p.Bool("gce"):
+		refuseLabelNoise(b, "applies to the partial-label CRF seeds of partial=true")
 		noise.Set("head", tagger.TokenHead).Set("loss", tagger.LossGCE).Pass("q", "drop_o")
 	default:
+		refuseLabelNoise(b, "applies to the partial-label CRF seeds of partial=true")
 		noise.Set("head", tagger.TokenHead).Set("loss", tagger.LossCE).Pass("drop_o")
 	}
 	if p.Bool("removal") && !p.Bool("partial") {

@@ -1,7 +1,11 @@
 package tagger
 
 import (
+	"fmt"
 	"math"
+	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/sugarme/gotch/ts"
 
@@ -15,67 +19,185 @@ import (
 //
 //	-log sum_y p(y | x) prod_t c(obs_t | y_t)
 //
-// A gazetteer match is taken as it is (c = 1 for its tag, 0 for any
-// other; an unknown-type "?" match allows every entity tag). An unmatched
-// token is O evidence of strength miss_rate: c(O | O) = 1 and c(O | entity
-// tag) = miss_rate, the chance that a real entity token went unmatched (1
-// minus the labels' recall). miss_rate 0 is the plain CRF on the labels;
-// miss_rate 1 is the fully partial CRF (drop_o 1), where unmatched tokens say
-// nothing and nothing keeps the model from tagging them all as entities.
-// In between, the model tags an unmatched token as an entity only where
-// its own evidence outweighs the labels' odds 1 : miss_rate for O, which is
-// what lets it find the entities a small gazetteer misses without
-// unlearning O.
+// c is the labeler's noise channel. An unmatched token is O evidence:
+// c(O | O) = 1 and c(O | entity tag) = miss_rate, the chance that a real
+// entity token went unmatched (1 minus the labels' recall); type_miss_rates
+// sets it per type, for labels whose recall differs by type (CoNLL-2003's
+// distant labels find 73-75% of PER and LOC tokens but 23% of MISC: one
+// rate for all makes the model unlearn MISC). A match is taken as it is
+// (c = 1 for its tag, 0 for any other; an unknown-type "?" match allows
+// every entity tag), unless mistype_rates gives its type a rate: then
+// c(match | another entity tag) is that rate, for labels that put the
+// wrong type on real entities (CoNLL-2003's PER matches are a third
+// wrong, mostly places and clubs). miss_rate 0 is the plain CRF on the
+// labels; miss_rate 1 is the fully partial CRF (drop_o 1), where unmatched
+// tokens say nothing and nothing keeps the model from tagging them all as
+// entities. In between, the model tags an unmatched token as an entity
+// only where its own evidence outweighs the labels' odds 1 : miss_rate for
+// O, which is what lets it find the entities a small gazetteer misses
+// without unlearning O.
 const LossPartial = "partial"
 
 func init() { RegisterLoss(LossPartial, partialLoss{}) }
 
-// partialLoss owns its miss rate.
-type partialLoss struct{ missRate float64 }
+// partialLoss owns its rates; ForLabels binds the per-type ones to a tag
+// set (channel), which Compute needs when any is set.
+type partialLoss struct {
+	missRate      float64
+	typeMissRates map[string]float64
+	mistypeRates  map[string]float64
+	channel       *labelChannel
+}
 
 func (partialLoss) Doc() string {
-	return "partial-label CRF: marginal likelihood of the distant labels, an unmatched token O with probability 1 - miss_rate"
+	return "partial-label CRF: marginal likelihood of the distant labels, an unmatched token O with probability 1 - miss_rate (per type: type_miss_rates), a match of a type in mistype_rates possibly another type's entity"
 }
 func (partialLoss) Head() string { return CRFHead }
 func (partialLoss) Soft() bool   { return false }
 
 func (partialLoss) Params() []stages.Param {
-	return []stages.Param{stages.FloatParam("miss_rate", 0.5, "loss partial: the probability that an entity token was left O by the distant labels (1 - their recall); 0: O is certain, 1: O says nothing", stages.Range(0, 1))}
+	return []stages.Param{
+		stages.FloatParam("miss_rate", 0.5, "loss partial: the probability that an entity token was left O by the distant labels (1 - their recall); 0: O is certain, 1: O says nothing", stages.Range(0, 1)),
+		stages.StringListParam("type_miss_rates", nil, "loss partial: TYPE=RATE, miss_rate for the entity tokens of TYPE, for labels whose recall differs by type (e.g. MISC=0.8 where the labels find a fifth of MISC); the other types keep miss_rate"),
+		stages.StringListParam("mistype_rates", nil, "loss partial: TYPE=RATE, the probability, relative to the match being right, that a match of TYPE is a token of another entity tag (another type, or another part of a name): for labels that put TYPE on other types' entities (e.g. PER=0.3); the other types' matches are sure"),
+	}
 }
 
-// Configure needs no check of its own: the declared range is miss_rate's
-// whole domain.
 func (partialLoss) Configure(p stages.Params) (Loss, error) {
-	return partialLoss{missRate: p.Float("miss_rate")}, nil
+	miss, err := typeRates("type_miss_rates", p.Strings("type_miss_rates"))
+	if err != nil {
+		return nil, err
+	}
+	mistype, err := typeRates("mistype_rates", p.Strings("mistype_rates"))
+	if err != nil {
+		return nil, err
+	}
+	return partialLoss{missRate: p.Float("miss_rate"), typeMissRates: miss, mistypeRates: mistype}, nil
+}
+
+// typeRates reads TYPE=RATE items, each rate in [0, 1] and each type once.
+func typeRates(name string, items []string) (map[string]float64, error) {
+	if len(items) == 0 {
+		return nil, nil
+	}
+	rates := make(map[string]float64, len(items))
+	for _, item := range items {
+		typ, v, ok := strings.Cut(item, "=")
+		typ = strings.TrimSpace(typ)
+		if !ok || typ == "" {
+			return nil, fmt.Errorf("%s: %q: want TYPE=RATE", name, item)
+		}
+		rate, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+		if err != nil || rate < 0 || rate > 1 {
+			return nil, fmt.Errorf("%s: %q: the rate must be a number in [0, 1]", name, item)
+		}
+		if _, dup := rates[typ]; dup {
+			return nil, fmt.Errorf("%s: type %s given twice", name, typ)
+		}
+		rates[typ] = rate
+	}
+	return rates, nil
+}
+
+// ForLabels binds the per-type rates to the tagger's tag set, refusing a
+// type it does not have: a misspelt type would otherwise be silently
+// ignored.
+func (l partialLoss) ForLabels(labels *Labels) (Loss, error) {
+	for _, set := range []struct {
+		name  string
+		rates map[string]float64
+	}{{"type_miss_rates", l.typeMissRates}, {"mistype_rates", l.mistypeRates}} {
+		for typ := range set.rates {
+			if !slices.Contains(labels.Types, typ) {
+				return nil, fmt.Errorf("loss %s: %s names type %s, which the tagger does not have (its types: %s)", LossPartial, set.name, typ, strings.Join(labels.Types, ", "))
+			}
+		}
+	}
+	l.channel = newLabelChannel(labels.Tags, l.missRate, l.typeMissRates, l.mistypeRates)
+	return l, nil
 }
 
 func (l partialLoss) Compute(lb *LossBatch) *ts.Tensor {
-	if l.missRate == 0 {
-		// O is certain: the CRF's own loss, which scores a fully labeled
-		// batch by the gold path's score, not a second forward pass.
+	ch := l.channel
+	if ch == nil {
+		if len(l.typeMissRates) > 0 || len(l.mistypeRates) > 0 {
+			panic("tagger: partial loss with per-type rates used before ForLabels")
+		}
+		ch = newLabelChannel(make([]string, lb.K), l.missRate, nil, nil)
+	}
+	if ch.certain() {
+		// O is certain and matches are sure: the CRF's own loss, which
+		// scores a fully labeled batch by the gold path's score, not a
+		// second forward pass.
 		return crfLoss{}.Compute(lb)
 	}
 	gold := packedTargets(lb)
 	w := lb.Head.(*crfWeightsOf)
-	nll := crfMarginalNLL(lb.G, w.emissions(lb.G, lb.H), w.trans, w.start, w.end, lb.Batch, labelEvidence(gold, lb.K, l.missRate), lb.K)
+	nll := crfMarginalNLL(lb.G, w.emissions(lb.G, lb.H), w.trans, w.start, w.end, lb.Batch, ch.evidence(gold), lb.K)
 	return perSentence(lb, nll)
 }
 
-// labelEvidence is log c(obs_t | y_t) for every token and tag ([len(gold)*k]):
-// allowedTags' mask, except that an observed O allows the entity tags at
-// log(missRate) instead of ruling them out.
-func labelEvidence(gold []int64, k int, missRate float64) []float32 {
-	ev := allowedTags(gold, k)
-	if missRate <= 0 {
-		return ev
-	}
-	weak := float32(math.Log(missRate))
-	for p, y := range gold {
-		if y != 0 {
-			continue
+// labelChannel is the distant labeler's c(obs | y) by tag, as logs: miss[j]
+// is log c(O | entity tag j), mistype[i] is log c(i | entity tag j) for an
+// observed entity tag i and every other entity tag j (notAllowed: c = 0,
+// a match of i is sure). Index 0 (O) is unused in both.
+type labelChannel struct {
+	miss, mistype []float32
+}
+
+// newLabelChannel builds the channel over tags (a Labels tag set: O, then
+// the entity tags, whose types the rates are looked up by; empty strings
+// for a channel without per-type rates).
+func newLabelChannel(tags []string, missRate float64, typeMiss, mistype map[string]float64) *labelChannel {
+	logOf := func(rate float64) float32 {
+		if rate <= 0 {
+			return notAllowed
 		}
-		for j := 1; j < k; j++ {
-			ev[p*k+j] = weak
+		return float32(math.Log(rate))
+	}
+	ch := &labelChannel{miss: make([]float32, len(tags)), mistype: make([]float32, len(tags))}
+	for j := 1; j < len(tags); j++ {
+		_, typ, _ := strings.Cut(tags[j], "-")
+		rate, ok := typeMiss[typ]
+		if !ok {
+			rate = missRate
+		}
+		ch.miss[j] = logOf(rate)
+		ch.mistype[j] = notAllowed
+		if r, ok := mistype[typ]; ok {
+			ch.mistype[j] = logOf(r)
+		}
+	}
+	return ch
+}
+
+// certain says whether the channel allows nothing but the labels.
+func (ch *labelChannel) certain() bool {
+	for j := 1; j < len(ch.miss); j++ {
+		if ch.miss[j] != notAllowed || ch.mistype[j] != notAllowed {
+			return false
+		}
+	}
+	return true
+}
+
+// evidence is log c(obs_t | y_t) for every token and tag ([len(gold)*k]):
+// allowedTags' mask, except that an observed O allows each entity tag at
+// its miss rate and a match of a tag with a mistype rate allows the other
+// entity tags at that rate.
+func (ch *labelChannel) evidence(gold []int64) []float32 {
+	k := len(ch.miss)
+	ev := allowedTags(gold, k)
+	for p, y := range gold {
+		switch {
+		case y == 0:
+			copy(ev[p*k+1:(p+1)*k], ch.miss[1:])
+		case y > 0 && ch.mistype[y] != notAllowed:
+			for j := 1; j < k; j++ {
+				if j != int(y) {
+					ev[p*k+j] = ch.mistype[y]
+				}
+			}
 		}
 	}
 	return ev

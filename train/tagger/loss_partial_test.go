@@ -2,22 +2,47 @@ package tagger
 
 import (
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/sugarme/gotch"
 
+	"github.com/nerflow/nerflow/corpus"
 	"github.com/nerflow/nerflow/kit"
 )
 
 // The partial-label CRF's loss is -log sum_y p(y) prod_t c(obs_t | y_t),
 // checked by enumerating every path of the fixture: an unmatched (O) token
-// weighs its entity tags by miss_rate, a known tag rules the others out, an
-// unknown-type token rules O out and an ignored token allows every tag. Its
-// gradient with respect to the emissions is p(y_t = j) - q(y_t = j), the
-// model's marginals minus those of the evidence-weighted posterior q.
+// weighs each entity tag by its type's miss rate, a known tag rules the
+// others out unless its type has a mistype rate (then the other entity
+// tags weigh that rate), an unknown-type token rules O out and an ignored
+// token allows every tag. Its gradient with respect to the emissions is
+// p(y_t = j) - q(y_t = j), the model's marginals minus those of the
+// evidence-weighted posterior q.
 func TestPartialLossMatchesEnumeration(t *testing.T) {
 	lockThread(t)
-	for _, miss := range []float64{0, 0.3, 1} {
+	// The fixture's three tags are those of the IO scheme over types A and
+	// B: O, I-A, I-B.
+	labels, err := NewLabels(corpus.IO, []string{"A", "B"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		miss     float64
+		typeMiss map[string]float64 // by type
+		mistype  map[string]float64
+	}{
+		{miss: 0}, {miss: 0.3}, {miss: 1},
+		{miss: 0.3, typeMiss: map[string]float64{"A": 0.8}},
+		{miss: 0.5, typeMiss: map[string]float64{"B": 0}, mistype: map[string]float64{"B": 0.25}},
+		{miss: 0, mistype: map[string]float64{"A": 0.4, "B": 1}},
+	} {
+		missOf := func(j int) float64 {
+			if r, ok := c.typeMiss[labels.Types[j-1]]; ok {
+				return r
+			}
+			return c.miss
+		}
 		f := newCRFFixture(13)
 		f.exs[0].targets = []int32{0, 1}
 		f.exs[1].targets = []int32{2, anyEntity, ignored, 0}
@@ -30,16 +55,18 @@ func TestPartialLossMatchesEnumeration(t *testing.T) {
 		}
 		// c is the labeler's likelihood of example id's label at token tt
 		// given tag j.
-		c := func(id, tt, j int) float64 {
+		channel := func(id, tt, j int) float64 {
 			switch y := f.exs[id].targets[tt]; {
 			case y == ignored:
 				return 1
 			case y == anyEntity:
 				return map[bool]float64{true: 0, false: 1}[j == 0]
 			case y == 0 && j != 0:
-				return miss
+				return missOf(j)
 			case int(y) == j:
 				return 1
+			case y > 0 && j != 0:
+				return c.mistype[labels.Types[y-1]] // 0 when the type has none
 			}
 			return 0
 		}
@@ -47,7 +74,7 @@ func TestPartialLossMatchesEnumeration(t *testing.T) {
 		k := int64(f.k)
 		em := leaf(t, g, f.packed(), int64(f.b.n), k)
 		nll := crfMarginalNLL(g, em, g.Floats(f.trans, k, k), g.Floats(f.start, k), g.Floats(f.end, k), f.b,
-			labelEvidence(gold, f.k, miss), f.k)
+			newLabelChannel(labels.Tags, c.miss, c.typeMiss, c.mistype).evidence(gold), f.k)
 		grad := gradOf(t, g, nll, em)
 
 		want := 0.0
@@ -64,7 +91,7 @@ func TestPartialLossMatchesEnumeration(t *testing.T) {
 			for _, p := range paths(len(rows), f.k) {
 				w := math.Exp(f.score(rows, p) - z)
 				for tt, j := range p {
-					w *= c(id, tt, j)
+					w *= channel(id, tt, j)
 				}
 				total += w
 				for tt, j := range p {
@@ -100,5 +127,64 @@ func TestPartialLossChecksMissRate(t *testing.T) {
 	}
 	if err := cfg(0.4).validate(TokenHead); err == nil {
 		t.Error("partial with the token head: want an error")
+	}
+}
+
+// Per-type rates are TYPE=RATE items, each type once and each rate in
+// [0, 1]; binding them to a tag set refuses a type it lacks, naming the
+// types it has.
+func TestPartialLossChecksTypeRates(t *testing.T) {
+	cfg := func(name string, items ...string) TrainConfig {
+		c := TrainConfig{Loss: LossPartial, Epochs: 1, BatchSize: 1, LearningRate: 1}
+		c.SetLossParam(name, items)
+		return c
+	}
+	for _, name := range []string{"type_miss_rates", "mistype_rates"} {
+		for _, bad := range [][]string{{"MISC"}, {"=0.5"}, {"MISC=x"}, {"MISC=1.5"}, {"MISC=-0.1"}, {"MISC=0.8", "MISC=0.7"}} {
+			if err := cfg(name, bad...).validate(CRFHead); err == nil || !strings.Contains(err.Error(), name) {
+				t.Errorf("%s %q: want an error naming the parameter, got %v", name, bad, err)
+			}
+		}
+		c := cfg(name, "MISC=0.8", " PER = 0.3 ")
+		if err := c.validate(CRFHead); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		l, err := configureLoss(c, CRFHead)
+		if err != nil {
+			t.Fatal(err)
+		}
+		labels, err := NewLabels(corpus.BIO, []string{"LOC", "PER"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = l.(TagSetLoss).ForLabels(labels)
+		if err == nil || !strings.Contains(err.Error(), "MISC") || !strings.Contains(err.Error(), "LOC, PER") {
+			t.Errorf("%s with type MISC on a LOC/PER tagger: %v", name, err)
+		}
+	}
+	// Bound, the rates land on the tags of their types.
+	c := cfg("type_miss_rates", "MISC=0.8")
+	c.SetLossParam("mistype_rates", []string{"PER=0.25"})
+	l, err := configureLoss(c, CRFHead)
+	if err != nil {
+		t.Fatal(err)
+	}
+	labels, _ := NewLabels(corpus.BIO, []string{"MISC", "PER"})
+	bound, err := l.(TagSetLoss).ForLabels(labels)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := bound.(partialLoss).channel
+	for j, tag := range labels.Tags[1:] {
+		wantMiss, wantMistype := 0.5, float32(notAllowed)
+		if strings.HasSuffix(tag, "MISC") {
+			wantMiss = 0.8
+		} else {
+			wantMistype = float32(math.Log(0.25))
+		}
+		near(t, tag+" miss", float64(ch.miss[j+1]), math.Log(wantMiss), 1e-6)
+		if ch.mistype[j+1] != wantMistype {
+			t.Errorf("%s mistype %v, want %v", tag, ch.mistype[j+1], wantMistype)
+		}
 	}
 }

@@ -52,6 +52,14 @@ type ConfigurableLoss interface {
 	Configure(p stages.Params) (Loss, error)
 }
 
+// TagSetLoss is a loss whose settings name entity types (partial's
+// per-type rates). The trainer binds it to the tagger's tag set before the
+// first step; ForLabels refuses a type the tag set lacks.
+type TagSetLoss interface {
+	Loss
+	ForLabels(labels *Labels) (Loss, error)
+}
+
 // LossBatch is what a loss sees of a training step.
 type LossBatch struct {
 	G     *kit.Graph

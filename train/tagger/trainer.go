@@ -395,6 +395,11 @@ func NewTrainer(model *Tagger, cfg TrainConfig, opts ...TrainerOption) (*Trainer
 	if err != nil {
 		return nil, fmt.Errorf("training config: %w", err)
 	}
+	if tl, ok := loss.(TagSetLoss); ok {
+		if loss, err = tl.ForLabels(model.Labels); err != nil {
+			return nil, fmt.Errorf("training config: %w", err)
+		}
+	}
 	t := &Trainer{model: model, cfg: cfg, loss: loss, removal: removalOfLoss(loss), log: slog.New(slog.DiscardHandler)}
 	model.tuneEncoder(cfg.EncoderLearningRate > 0)
 	for _, o := range opts {
