@@ -176,12 +176,14 @@ func partialOnLabels(n *spec.NodeBuilder) *spec.NodeBuilder {
 	return n.Set("head", tagger.CRFHead).Set("loss", tagger.LossPartial).Pass("miss_rate", "type_miss_rates", "mistype_rates")
 }
 
-// refuseLabelNoise reports the per-type noise parameters as set where no
-// partial-label CRF trains on the distant labels (why says what would).
+// refuseLabelNoise reports the per-type noise parameters as given where no
+// partial-label CRF trains on the distant labels (why says what would). An
+// empty list is no noise, so that `--set type_miss_rates=` clears a spec's
+// rates for an ablation without partial-label CRFs.
 func refuseLabelNoise(b *spec.Builder, why string) {
 	for _, name := range []string{"type_miss_rates", "mistype_rates"} {
-		if b.IsSet(name) {
-			b.Errorf("params."+name, "%s", why)
+		if len(b.Params().Strings(name)) > 0 {
+			b.Errorf("params."+name, "%s (clear it with --set %s=)", why, name)
 		}
 	}
 }
