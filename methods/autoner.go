@@ -75,9 +75,6 @@ func buildAutoNER(b *spec.Builder) error {
 	if len(variants) == 0 {
 		b.Errorf("params.variants", "want at least one of %s, %s", variantFuzzy, variantTieBreak)
 	}
-	if !slices.Contains(variants, variantFuzzy) {
-		refuseLabelNoise(b, "applies to variant "+variantFuzzy+", the partial-label CRF")
-	}
 	seeds := p.Ints("seeds")
 	if len(seeds) == 0 {
 		b.Errorf("params.seeds", "want at least one seed")

@@ -56,9 +56,6 @@ func buildDistant(b *spec.Builder) error {
 	if len(variants) == 0 {
 		b.Errorf("params.variants", "want at least one of %s, %s, %s, %s", variantCE, variantGCE, variantGCERemove, variantPartial)
 	}
-	if !slices.Contains(variants, variantPartial) {
-		refuseLabelNoise(b, "applies to variant "+variantPartial+", the partial-label CRF")
-	}
 	seeds := p.Ints("seeds")
 	if len(seeds) == 0 {
 		b.Errorf("params.seeds", "want at least one seed")
