@@ -59,7 +59,7 @@ func (partialLoss) Params() []stages.Param {
 	return []stages.Param{
 		stages.FloatParam("miss_rate", 0.5, "loss partial: the probability that an entity token was left O by the distant labels (1 - their recall); 0: O is certain, 1: O says nothing", stages.Range(0, 1)),
 		stages.StringListParam("type_miss_rates", nil, "loss partial: TYPE=RATE, miss_rate for the entity tokens of TYPE, for labels whose recall differs by type (e.g. MISC=0.8 where the labels find a fifth of MISC); the other types keep miss_rate"),
-		stages.StringListParam("mistype_rates", nil, "loss partial: TYPE=RATE, the probability, relative to the match being right, that a match of TYPE is a token of another entity tag (another type, or another part of a name): for labels that put TYPE on other types' entities (e.g. PER=0.3); the other types' matches are sure"),
+		stages.StringListParam("mistype_rates", nil, "loss partial: TYPE=RATE, the probability, relative to the match being right, that a match of TYPE is a token of another entity tag (another type, or another part of a name): for labels that put TYPE on other types' entities (e.g. PER=0.1); the other types' matches are sure"),
 	}
 }
 

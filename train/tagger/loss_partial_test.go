@@ -188,3 +188,18 @@ func TestPartialLossChecksTypeRates(t *testing.T) {
 		}
 	}
 }
+
+// A trainer binds the per-type rates to its tagger's types: a type the
+// tagger lacks stops it before the first step, and rates of its own types
+// train, lowering the loss on the fixture.
+func TestPartialLossTrainsWithTypeRates(t *testing.T) {
+	c := fixtureCorpus(fixture)
+	cfg := tinyTrainConfig(LossPartial)
+	cfg.SetLossParam("type_miss_rates", []string{"MISC=0.8"})
+	if _, err := NewTrainer(newTiny(t, c, tinyConfig(CRFHead, "bio"), 1), cfg); err == nil || !strings.Contains(err.Error(), "MISC") {
+		t.Errorf("type_miss_rates with a type the PER/LOC tagger lacks: %v", err)
+	}
+	cfg.SetLossParam("type_miss_rates", []string{"LOC=0.8"})
+	cfg.SetLossParam("mistype_rates", []string{"PER=0.2"})
+	checkLossFalls(t, newTiny(t, c, tinyConfig(CRFHead, "bio"), 1), cfg, c)
+}
