@@ -159,6 +159,9 @@ func buildRoster(b *spec.Builder) error {
 	noise := fanSeeds(b.Node("noise", tagger.StageTrain), seeds, true).Queue("gpu").
 		Pass("scheme", "epochs", "min_steps").Input("embeddings", vec)
 	withEncoder(b, noise)
+	if !p.Bool("partial") {
+		refuseLabelNoise(b, "applies to the partial-label CRF seeds of partial=true")
+	}
 	switch {
 	case p.Bool("partial"):
 		// The CRF's marginals are the distributions the ensemble averages;
@@ -171,10 +174,8 @@ func buildRoster(b *spec.Builder) error {
 			}
 		}
 	case p.Bool("gce"):
-		refuseLabelNoise(b, "applies to the partial-label CRF seeds of partial=true")
 		noise.Set("head", tagger.TokenHead).Set("loss", tagger.LossGCE).Pass("q", "drop_o")
 	default:
-		refuseLabelNoise(b, "applies to the partial-label CRF seeds of partial=true")
 		noise.Set("head", tagger.TokenHead).Set("loss", tagger.LossCE).Pass("drop_o")
 	}
 	if p.Bool("removal") && !p.Bool("partial") {

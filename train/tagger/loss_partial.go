@@ -2,6 +2,7 @@ package tagger
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/sugarme/gotch/ts"
 
+	"github.com/nerflow/nerflow/corpus"
 	"github.com/nerflow/nerflow/stages"
 )
 
@@ -40,8 +42,8 @@ const LossPartial = "partial"
 
 func init() { RegisterLoss(LossPartial, partialLoss{}) }
 
-// partialLoss owns its rates; ForLabels binds the per-type ones to a tag
-// set (channel), which Compute needs when any is set.
+// partialLoss owns its rates; ForLabels, which every trainer calls before
+// the first step, turns them into the channel of its tag set, once.
 type partialLoss struct {
 	missRate      float64
 	typeMissRates map[string]float64
@@ -107,7 +109,7 @@ func (l partialLoss) ForLabels(labels *Labels) (Loss, error) {
 		name  string
 		rates map[string]float64
 	}{{"type_miss_rates", l.typeMissRates}, {"mistype_rates", l.mistypeRates}} {
-		for typ := range set.rates {
+		for _, typ := range slices.Sorted(maps.Keys(set.rates)) { // the first bad type, the same every run
 			if !slices.Contains(labels.Types, typ) {
 				return nil, fmt.Errorf("loss %s: %s names type %s, which the tagger does not have (its types: %s)", LossPartial, set.name, typ, strings.Join(labels.Types, ", "))
 			}
@@ -120,12 +122,9 @@ func (l partialLoss) ForLabels(labels *Labels) (Loss, error) {
 func (l partialLoss) Compute(lb *LossBatch) *ts.Tensor {
 	ch := l.channel
 	if ch == nil {
-		if len(l.typeMissRates) > 0 || len(l.mistypeRates) > 0 {
-			panic("tagger: partial loss with per-type rates used before ForLabels")
-		}
-		ch = newLabelChannel(make([]string, lb.K), l.missRate, nil, nil)
+		panic("tagger: partial loss used before ForLabels bound it to a tag set")
 	}
-	if ch.certain() {
+	if ch.certain {
 		// O is certain and matches are sure: the CRF's own loss, which
 		// scores a fully labeled batch by the gold path's score, not a
 		// second forward pass.
@@ -140,14 +139,15 @@ func (l partialLoss) Compute(lb *LossBatch) *ts.Tensor {
 // labelChannel is the distant labeler's c(obs | y) by tag, as logs: miss[j]
 // is log c(O | entity tag j), mistype[i] is log c(i | entity tag j) for an
 // observed entity tag i and every other entity tag j (notAllowed: c = 0,
-// a match of i is sure). Index 0 (O) is unused in both.
+// a match of i is sure). Index 0 (O) is unused in both. certain says that
+// it allows nothing but the labels (every rate 0).
 type labelChannel struct {
 	miss, mistype []float32
+	certain       bool
 }
 
-// newLabelChannel builds the channel over tags (a Labels tag set: O, then
-// the entity tags, whose types the rates are looked up by; empty strings
-// for a channel without per-type rates).
+// newLabelChannel builds the channel over tags, a Labels tag set (O, then
+// the entity tags, by whose types the rates are looked up).
 func newLabelChannel(tags []string, missRate float64, typeMiss, mistype map[string]float64) *labelChannel {
 	logOf := func(rate float64) float32 {
 		if rate <= 0 {
@@ -155,30 +155,21 @@ func newLabelChannel(tags []string, missRate float64, typeMiss, mistype map[stri
 		}
 		return float32(math.Log(rate))
 	}
-	ch := &labelChannel{miss: make([]float32, len(tags)), mistype: make([]float32, len(tags))}
+	ch := &labelChannel{miss: make([]float32, len(tags)), mistype: make([]float32, len(tags)), certain: true}
 	for j := 1; j < len(tags); j++ {
-		_, typ, _ := strings.Cut(tags[j], "-")
-		rate, ok := typeMiss[typ]
+		t, err := corpus.ParseTag(tags[j])
+		if err != nil {
+			panic(fmt.Sprintf("tagger: tag set %v: %v", tags, err)) // NewLabels makes only valid tags
+		}
+		rate, ok := typeMiss[t.Type]
 		if !ok {
 			rate = missRate
 		}
 		ch.miss[j] = logOf(rate)
-		ch.mistype[j] = notAllowed
-		if r, ok := mistype[typ]; ok {
-			ch.mistype[j] = logOf(r)
-		}
+		ch.mistype[j] = logOf(mistype[t.Type]) // 0 when the type has none: sure
+		ch.certain = ch.certain && ch.miss[j] == notAllowed && ch.mistype[j] == notAllowed
 	}
 	return ch
-}
-
-// certain says whether the channel allows nothing but the labels.
-func (ch *labelChannel) certain() bool {
-	for j := 1; j < len(ch.miss); j++ {
-		if ch.miss[j] != notAllowed || ch.mistype[j] != notAllowed {
-			return false
-		}
-	}
-	return true
 }
 
 // evidence is log c(obs_t | y_t) for every token and tag ([len(gold)*k]):
