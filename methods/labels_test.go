@@ -174,24 +174,28 @@ func TestRosterCRFStudent(t *testing.T) {
 }
 
 // The labels' per-type noise (type_miss_rates, mistype_rates) reaches
-// every partial-label CRF that trains on the distant labels, and only
-// those: roster's CRF student learns the ensemble's labels, not the
-// gazetteer's, at its own uniform student_miss_rate. Roster and bond
-// without partial-label CRFs (partial=false, another recipe) refuse them;
-// distant and autoner, whose specs list settings for several variants, let
-// the variants without such a CRF ignore them, as they do miss_rate.
+// every partial-label CRF that trains on the distant labels and
+// negsample's span classifiers, and only those: roster's CRF student
+// learns the ensemble's labels, not the gazetteer's, at its own uniform
+// student_miss_rate. Roster and bond without partial-label CRFs
+// (partial=false, another recipe) refuse them; distant and autoner, whose
+// specs list settings for several variants, let the variants without such
+// a CRF ignore them, as they do miss_rate.
 func TestLabelNoiseReachesThePartialCRFs(t *testing.T) {
 	const noise = "type_miss_rates: [PER=0.8], mistype_rates: [PER=0.1, LOC=0.2], "
 	wantMiss, wantMistype := []any{"PER=0.8"}, []any{"PER=0.1", "LOC=0.2"}
 	bond := strings.Replace(strings.Replace(rosterOnGazetteers, "method: roster", "method: bond", 1), "seeds: [1, 2], partial: true, student: kl, ", "", 1)
+	negsample := strings.Replace(strings.Replace(rosterOnGazetteers, "method: roster", "method: negsample", 1), "seeds: [1, 2], partial: true, student: kl, miss_rate: 0.4, ", noise, 1)
 	for _, c := range []struct {
 		text  string
+		loss  string   // of the nodes trained on the labels
 		nodes []string // trained on the labels
 		not   []string // trained on something else
 	}{
-		{strings.Replace(rosterOnGazetteers, "partial: true, student: kl,", "partial: true, "+noise, 1), []string{"noise[seed=1]", "noise[seed=2]"}, []string{"distil"}},
-		{strings.Replace(bond, "{", "{"+noise, 1), []string{"early"}, nil},
-		{strings.Replace(autonerSpec, "{", "{"+noise, 1), []string{"fuzzy[seed=1]", "fuzzy[seed=2]"}, nil},
+		{strings.Replace(rosterOnGazetteers, "partial: true, student: kl,", "partial: true, "+noise, 1), tagger.LossPartial, []string{"noise[seed=1]", "noise[seed=2]"}, []string{"distil"}},
+		{strings.Replace(bond, "{", "{"+noise, 1), tagger.LossPartial, []string{"early"}, nil},
+		{strings.Replace(autonerSpec, "{", "{"+noise, 1), tagger.LossPartial, []string{"fuzzy[seed=1]", "fuzzy[seed=2]"}, nil},
+		{negsample, tagger.LossNegSample, []string{"train[sampling=uniform]", "train[sampling=weighted]"}, nil},
 	} {
 		g, err := expand(t, fixture(t), c.text)
 		if err != nil {
@@ -199,7 +203,7 @@ func TestLabelNoiseReachesThePartialCRFs(t *testing.T) {
 		}
 		for _, n := range c.nodes {
 			p := nodeParams(t, g, n)
-			if p["loss"] != tagger.LossPartial || !slices.Equal(p["type_miss_rates"].([]any), wantMiss) || !slices.Equal(p["mistype_rates"].([]any), wantMistype) {
+			if p["loss"] != c.loss || !slices.Equal(p["type_miss_rates"].([]any), wantMiss) || !slices.Equal(p["mistype_rates"].([]any), wantMistype) {
 				t.Errorf("%s: %v", n, p)
 			}
 		}

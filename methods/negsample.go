@@ -39,6 +39,8 @@ func init() {
 			stages.IntParam("max_span", 10, "longest span classified, in tokens", stages.Range(1, 64)),
 			stages.FloatParam("neg_ratio", 0.35, "negatives per sentence: ceil(neg_ratio * length) (lambda)", stages.Range(0.01, 10)),
 			stages.FloatParam("mu", 8, "weighted sampling: exponent of the O margin", stages.Range(0, 64)),
+			tagger.Param("type_miss_rates"),
+			tagger.Param("mistype_rates"),
 			stages.BoolParam("select", true, "the dev input selects each tagger's best epoch (one prediction of the dev set per epoch); false: the last epoch's tagger"),
 			stages.StringParam("complete_file", "", "file of the complete input holding the sentences (empty: its only file)"),
 			stages.StringParam("complete_labels", "", "labels file of the complete input, parallel to complete_file"),
@@ -63,7 +65,7 @@ func buildNegSample(b *spec.Builder) error {
 
 	t := b.Node("train", tagger.StageTrain).
 		Set("head", tagger.SpanHead).Set("loss", tagger.LossNegSample).
-		Pass("scheme", "epochs", "min_steps", "max_span", "neg_ratio", "mu", "seed").Input("embeddings", vec)
+		Pass("scheme", "epochs", "min_steps", "max_span", "neg_ratio", "mu", "seed", "type_miss_rates", "mistype_rates").Input("embeddings", vec)
 	withEncoder(b, t)
 	var fans []func(*spec.NodeBuilder) // the fan-outs of the train node, for the nodes paired with it
 	var rows, columns []string

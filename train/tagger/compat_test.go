@@ -41,10 +41,12 @@ func TestOldRunsLoad(t *testing.T) {
 		own   map[string]any
 		check func(Loss) bool
 	}{
-		"ce":        {TokenHead, map[string]any{"tau": 0.7, "update_interval": int64(0)}, func(l Loss) bool { return l.(ceLoss).removes == noisyLabelRemoval{tau: 0.7} }},
-		"gce":       {TokenHead, map[string]any{"q": 0.6, "tau": 0.8, "update_interval": int64(200)}, func(l Loss) bool { return l.(gceLoss) == gceLoss{q: 0.6, removes: noisyLabelRemoval{200, 0.8}} }},
-		"negsample": {SpanHead, map[string]any{"sampling": SamplingWeighted, "neg_ratio": 0.5, "mu": 4.0}, func(l Loss) bool { return l.(negSampleLoss) == negSampleLoss{SamplingWeighted, 0.5, 4} }},
-		"partial":   {CRFHead, map[string]any{"miss_rate": 0.3}, func(l Loss) bool { return l.(partialLoss).missRate == 0.3 }},
+		"ce":  {TokenHead, map[string]any{"tau": 0.7, "update_interval": int64(0)}, func(l Loss) bool { return l.(ceLoss).removes == noisyLabelRemoval{tau: 0.7} }},
+		"gce": {TokenHead, map[string]any{"q": 0.6, "tau": 0.8, "update_interval": int64(200)}, func(l Loss) bool { return l.(gceLoss) == gceLoss{q: 0.6, removes: noisyLabelRemoval{200, 0.8}} }},
+		"negsample": {SpanHead, map[string]any{"sampling": SamplingWeighted, "neg_ratio": 0.5, "mu": 4.0}, func(l Loss) bool {
+			return reflect.DeepEqual(l.(negSampleLoss), negSampleLoss{sampling: SamplingWeighted, negRatio: 0.5, mu: 4})
+		}},
+		"partial": {CRFHead, map[string]any{"miss_rate": 0.3}, func(l Loss) bool { return l.(partialLoss).missRate == 0.3 }},
 	} {
 		run := runs[name]
 		if !reflect.DeepEqual(run.LossParams, c.own) {

@@ -145,7 +145,7 @@ func TestLossGetsItsOwnParams(t *testing.T) {
 		t.Errorf("gce: %+v, %v", l, err)
 	}
 	cfg.Loss = LossNegSample
-	if l, err = configureLoss(cfg, SpanHead); err != nil || l.(negSampleLoss) != (negSampleLoss{sampling: SamplingWeighted, negRatio: 0.35, mu: 8}) {
+	if l, err = configureLoss(cfg, SpanHead); err != nil || !reflect.DeepEqual(l.(negSampleLoss), negSampleLoss{sampling: SamplingWeighted, negRatio: 0.35, mu: 8}) {
 		t.Errorf("negsample: %+v, %v", l, err)
 	}
 	cfg.SetLossParam("qq", 0.3)

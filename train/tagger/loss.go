@@ -24,6 +24,24 @@ func crossEntropy(g *kit.Graph, logits *ts.Tensor, targets []int64, weights []fl
 	return generalizedCrossEntropy(g, logits, targets, weights, 0)
 }
 
+// noisyCrossEntropy is l_i = -log sum_c softmax(z_i)_c exp(e_ic): the
+// negative log likelihood of an observed label through the labeler's
+// noise channel, e_ic = log c(obs_i | c), laid out row by row ([n*C],
+// notAllowed where c(obs_i | c) = 0). One-hot evidence (0 at y_i,
+// notAllowed elsewhere) is crossEntropy.
+func noisyCrossEntropy(g *kit.Graph, logits *ts.Tensor, evidence, weights []float32) *ts.Tensor {
+	total := sum(weights)
+	if total == 0 {
+		return nil
+	}
+	n := int64(len(weights))
+	logp := g.T(logits.LogSoftmax(1, gotch.Float, false))
+	ev := g.T(logp.Add(g.Floats(evidence, n, int64(len(evidence))/n), false))
+	l := g.T(ev.Logsumexp([]int64{1}, false, false)) // [n] log sum_c p_ic c(obs_i | c)
+	s := g.T(g.T(l.Mul(g.Floats(weights, n), false)).Sum(gotch.Float, false))
+	return g.T(s.MulScalar(g.Scalar(-1/total), false))
+}
+
 // generalizedCrossEntropy is Zhang and Sabuncu's (2018) noise-robust loss
 // l_i = (1 - p_i^q) / q with p_i = softmax(z_i)[y_i]. q = 0 is the limit,
 // cross entropy; q = 1 is the mean absolute error. Its gradient is cross

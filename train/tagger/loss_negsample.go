@@ -27,6 +27,16 @@ import (
 // already finds confidently O but is still unsure of are favoured, and
 // likely entities avoided. T = sqrt(C - c) falls over the C epochs (c the
 // epochs done), sharpening the distribution as the model improves.
+//
+// type_miss_rates and mistype_rates put the labeler's noise by type into
+// both terms, as loss partial does for the CRF: a drawn negative's loss is
+// -log(p(O) + sum_T m_T p(T)), m_T the chance that an entity of type T went
+// unlabeled, so a negative that the model finds to be, say, MISC where the
+// labels find a fifth of MISC costs little; an annotated span of type T
+// has -log(p(T) + r_T sum_{U != T} p(U)), r_T the chance that a label of T
+// sits on another type's entity. O stays ruled out for an annotated span.
+// Types without a rate keep the paper's loss: sampling already makes a
+// missed entity a rare negative.
 const LossNegSample = "negsample"
 
 // The samplings of LossNegSample.
@@ -39,11 +49,14 @@ var samplings = []string{SamplingUniform, SamplingWeighted}
 
 func init() { RegisterLoss(LossNegSample, negSampleLoss{}) }
 
-// negSampleLoss owns how negatives are drawn.
+// negSampleLoss owns how negatives are drawn and the labeler's noise by
+// type, which ForLabels binds to the tagger's classes.
 type negSampleLoss struct {
 	sampling string  // SamplingUniform or SamplingWeighted
 	negRatio float64 // ceil(negRatio * length) negatives per sentence
 	mu       float64 // the weighted draw's exponent of the O margin
+	rates    typedRates
+	channel  *spanChannel // nil: every label sure, plain cross entropy
 }
 
 func (negSampleLoss) Doc() string {
@@ -53,17 +66,76 @@ func (negSampleLoss) Head() string { return SpanHead }
 func (negSampleLoss) Soft() bool   { return false }
 
 func (negSampleLoss) Params() []stages.Param {
-	return []stages.Param{
+	return append([]stages.Param{
 		stages.StringParam("sampling", SamplingUniform, "loss negsample: how negatives are drawn from the unannotated spans, uniform (Li et al. 2021) or weighted (by the model's uncertainty and O margin)", stages.OneOf(samplings...)),
 		stages.FloatParam("neg_ratio", 0.35, "loss negsample: negatives per sentence, ceil(neg_ratio * sentence length) (lambda)", stages.Range(0.01, 10)),
 		stages.FloatParam("mu", 8, "loss negsample, weighted: exponent of the O margin in the weights, u * (1 + v)^mu", stages.Range(0, 64)),
-	}
+	}, typedRateParams()...)
 }
 
-// Configure needs no check of its own: the declarations' choices and
-// ranges keep every value valid.
+// Configure checks the per-type rates; the declarations' choices and
+// ranges keep every other value valid.
 func (negSampleLoss) Configure(p stages.Params) (Loss, error) {
-	return negSampleLoss{sampling: p.String("sampling"), negRatio: p.Float("neg_ratio"), mu: p.Float("mu")}, nil
+	rates, err := configureTypedRates(p)
+	if err != nil {
+		return nil, err
+	}
+	return negSampleLoss{sampling: p.String("sampling"), negRatio: p.Float("neg_ratio"), mu: p.Float("mu"), rates: rates}, nil
+}
+
+// ForLabels binds the per-type rates to the tagger's span classes.
+func (l negSampleLoss) ForLabels(labels *Labels) (Loss, error) {
+	if err := l.rates.check(LossNegSample, labels); err != nil {
+		return nil, err
+	}
+	l.channel = newSpanChannel(labels.Types, l.rates)
+	return l, nil
+}
+
+// spanChannel is the labeler's c(obs | class) over the span classes (O,
+// then 1 + the index of each type), as logs: miss[k] is log c(unlabeled |
+// k), mistype[k] log c(label k | another entity class). notAllowed: c = 0.
+// Index 0 (O) is unused in both.
+type spanChannel struct {
+	miss, mistype []float32
+}
+
+// newSpanChannel builds the channel of types, or nil when every rate is 0
+// (the labels are sure, and the loss is cross entropy).
+func newSpanChannel(types []string, r typedRates) *spanChannel {
+	logOf := func(rate float64) float32 {
+		if rate <= 0 {
+			return notAllowed
+		}
+		return float32(math.Log(rate))
+	}
+	ch := &spanChannel{miss: make([]float32, len(types)+1), mistype: make([]float32, len(types)+1)}
+	sure := true
+	for i, typ := range types {
+		ch.miss[i+1], ch.mistype[i+1] = logOf(r.miss[typ]), logOf(r.mistype[typ])
+		sure = sure && ch.miss[i+1] == notAllowed && ch.mistype[i+1] == notAllowed
+	}
+	if sure {
+		return nil
+	}
+	return ch
+}
+
+// evidence is log c(obs | k) for every class k of a row whose observed
+// class is target (0: a drawn negative).
+func (ch *spanChannel) evidence(target int64) []float32 {
+	ev := make([]float32, len(ch.miss))
+	if target == 0 {
+		copy(ev[1:], ch.miss[1:])
+		return ev
+	}
+	ev[0] = notAllowed
+	for k := 1; k < len(ev); k++ {
+		if k != int(target) {
+			ev[k] = ch.mistype[target]
+		}
+	}
+	return ev
 }
 
 // sampling is the state of negative sampling in one epoch: its draws and
@@ -238,7 +310,15 @@ func (l negSampleLoss) Compute(lb *LossBatch) *ts.Tensor {
 	for i := range ones {
 		ones[i] = 1
 	}
-	return crossEntropy(lb.G, w.logits(lb.G, lb.H, lb.Batch, rows), targets, ones)
+	logits := w.logits(lb.G, lb.H, lb.Batch, rows)
+	if l.channel == nil {
+		return crossEntropy(lb.G, logits, targets, ones)
+	}
+	ev := make([]float32, 0, len(rows)*len(l.channel.miss))
+	for _, y := range targets {
+		ev = append(ev, l.channel.evidence(y)...)
+	}
+	return noisyCrossEntropy(lb.G, logits, ev, ones)
 }
 
 // samplingWeights scores each sentence's candidate negatives with the

@@ -2,11 +2,7 @@ package tagger
 
 import (
 	"fmt"
-	"maps"
 	"math"
-	"slices"
-	"strconv"
-	"strings"
 
 	"github.com/sugarme/gotch/ts"
 
@@ -45,10 +41,9 @@ func init() { RegisterLoss(LossPartial, partialLoss{}) }
 // partialLoss owns its rates; ForLabels, which every trainer calls before
 // the first step, turns them into the channel of its tag set, once.
 type partialLoss struct {
-	missRate      float64
-	typeMissRates map[string]float64
-	mistypeRates  map[string]float64
-	channel       *labelChannel
+	missRate float64
+	rates    typedRates
+	channel  *labelChannel
 }
 
 func (partialLoss) Doc() string {
@@ -58,64 +53,25 @@ func (partialLoss) Head() string { return CRFHead }
 func (partialLoss) Soft() bool   { return false }
 
 func (partialLoss) Params() []stages.Param {
-	return []stages.Param{
+	return append([]stages.Param{
 		stages.FloatParam("miss_rate", 0.5, "loss partial: the probability that an entity token was left O by the distant labels (1 - their recall); 0: O is certain, 1: O says nothing", stages.Range(0, 1)),
-		stages.StringListParam("type_miss_rates", nil, "loss partial: TYPE=RATE, miss_rate for the entity tokens of TYPE, for labels whose recall differs by type (e.g. MISC=0.8 where the labels find a fifth of MISC); the other types keep miss_rate"),
-		stages.StringListParam("mistype_rates", nil, "loss partial: TYPE=RATE, the probability, relative to the match being right, that a match of TYPE is a token of another entity tag (another type, or another part of a name): for labels that put TYPE on other types' entities (e.g. PER=0.1); the other types' matches are sure"),
-	}
+	}, typedRateParams()...)
 }
 
 func (partialLoss) Configure(p stages.Params) (Loss, error) {
-	miss, err := typeRates("type_miss_rates", p.Strings("type_miss_rates"))
+	rates, err := configureTypedRates(p)
 	if err != nil {
 		return nil, err
 	}
-	mistype, err := typeRates("mistype_rates", p.Strings("mistype_rates"))
-	if err != nil {
-		return nil, err
-	}
-	return partialLoss{missRate: p.Float("miss_rate"), typeMissRates: miss, mistypeRates: mistype}, nil
+	return partialLoss{missRate: p.Float("miss_rate"), rates: rates}, nil
 }
 
-// typeRates reads TYPE=RATE items, each rate in [0, 1] and each type once.
-func typeRates(name string, items []string) (map[string]float64, error) {
-	if len(items) == 0 {
-		return nil, nil
-	}
-	rates := make(map[string]float64, len(items))
-	for _, item := range items {
-		typ, v, ok := strings.Cut(item, "=")
-		typ = strings.TrimSpace(typ)
-		if !ok || typ == "" {
-			return nil, fmt.Errorf("%s: %q: want TYPE=RATE", name, item)
-		}
-		rate, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-		if err != nil || rate < 0 || rate > 1 {
-			return nil, fmt.Errorf("%s: %q: the rate must be a number in [0, 1]", name, item)
-		}
-		if _, dup := rates[typ]; dup {
-			return nil, fmt.Errorf("%s: type %s given twice", name, typ)
-		}
-		rates[typ] = rate
-	}
-	return rates, nil
-}
-
-// ForLabels binds the per-type rates to the tagger's tag set, refusing a
-// type it does not have: a misspelt type would otherwise be silently
-// ignored.
+// ForLabels binds the per-type rates to the tagger's tag set.
 func (l partialLoss) ForLabels(labels *Labels) (Loss, error) {
-	for _, set := range []struct {
-		name  string
-		rates map[string]float64
-	}{{"type_miss_rates", l.typeMissRates}, {"mistype_rates", l.mistypeRates}} {
-		for _, typ := range slices.Sorted(maps.Keys(set.rates)) { // the first bad type, the same every run
-			if !slices.Contains(labels.Types, typ) {
-				return nil, fmt.Errorf("loss %s: %s names type %s, which the tagger does not have (its types: %s)", LossPartial, set.name, typ, strings.Join(labels.Types, ", "))
-			}
-		}
+	if err := l.rates.check(LossPartial, labels); err != nil {
+		return nil, err
 	}
-	l.channel = newLabelChannel(labels.Tags, l.missRate, l.typeMissRates, l.mistypeRates)
+	l.channel = newLabelChannel(labels.Tags, l.missRate, l.rates.miss, l.rates.mistype)
 	return l, nil
 }
 

@@ -95,6 +95,34 @@ func TestCrossEntropy(t *testing.T) {
 	checkGrad(t, gradOf(t, g, loss, z), wantGrad(func(int) float64 { return 1 }, oneHot))
 }
 
+// Through a noise channel the loss is -log sum_c p_ic c(obs_i | c), and its
+// gradient p_i minus the posterior of the true class given the
+// observation, p_ic c_ic / sum_c p_ic c_ic. Row 0 may be class 2 at a
+// quarter of the odds of class 1, never 0; row 1 is class 2, or class 0 at
+// odds 0.5.
+func TestNoisyCrossEntropy(t *testing.T) {
+	lockThread(t)
+	g := kit.NewGraph(gotch.CPU)
+	defer g.Free()
+	z := leaf(t, g, lossLogits, 2, 3)
+	ln := func(x float64) float32 { return float32(math.Log(x)) }
+	ev := []float32{notAllowed, 0, ln(0.25), ln(0.5), notAllowed, 0}
+	loss := noisyCrossEntropy(g, z, ev, lossWeights)
+	// (1·-log(0.62853172 + 0.25·0.14024438) + 0.5·-log(0.5·0.04661263 + 0.93623955)) / 1.5
+	near(t, "noisy cross entropy", kit.Item(loss), 0.2871560872336368, 1e-6)
+	posterior := [][]float64{{0, 0.9471647447066638, 0.05283525529333614}, {0.02428889767926321, 0, 0.9757111023207368}}
+	checkGrad(t, gradOf(t, g, loss, z), wantGrad(func(int) float64 { return 1 }, func(i, c int) float64 { return posterior[i][c] }))
+
+	// One-hot evidence is cross entropy.
+	g2 := kit.NewGraph(gotch.CPU)
+	defer g2.Free()
+	z2 := leaf(t, g2, lossLogits, 2, 3)
+	sure := []float32{notAllowed, 0, notAllowed, notAllowed, notAllowed, 0}
+	loss = noisyCrossEntropy(g2, z2, sure, lossWeights)
+	near(t, "noisy cross entropy, one-hot", kit.Item(loss), 0.33154049065777297, 1e-6)
+	checkGrad(t, gradOf(t, g2, loss, z2), wantGrad(func(int) float64 { return 1 }, oneHot))
+}
+
 func TestGeneralizedCrossEntropy(t *testing.T) {
 	lockThread(t)
 	g := kit.NewGraph(gotch.CPU)

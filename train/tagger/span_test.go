@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/sugarme/gotch/ts"
@@ -231,6 +232,51 @@ func TestNegSampleConfig(t *testing.T) {
 	if err := bad.validate(); err == nil {
 		t.Error("span head with max_span 0: no error")
 	}
+}
+
+// The span channel: a drawn negative (class 0) may be an entity of a type
+// with a miss rate, at that rate; an annotated span of a type with a
+// mistype rate may be another type's, never O; types without rates keep
+// the one-hot target, and no rate at all is no channel.
+func TestSpanChannel(t *testing.T) {
+	if ch := newSpanChannel([]string{"PER", "LOC"}, typedRates{}); ch != nil {
+		t.Errorf("no rates: channel %+v, want none", ch)
+	}
+	ch := newSpanChannel([]string{"PER", "LOC", "MISC"}, typedRates{
+		miss:    map[string]float64{"MISC": 0.8, "LOC": 0},
+		mistype: map[string]float64{"PER": 0.1},
+	})
+	ln := func(x float64) float32 { return float32(math.Log(x)) }
+	for _, c := range []struct {
+		target int64
+		want   []float32
+	}{
+		{0, []float32{0, notAllowed, notAllowed, ln(0.8)}},    // O, or MISC at 0.8
+		{1, []float32{notAllowed, 0, ln(0.1), ln(0.1)}},       // PER, or another type at 0.1
+		{2, []float32{notAllowed, notAllowed, 0, notAllowed}}, // LOC: sure
+		{3, []float32{notAllowed, notAllowed, notAllowed, 0}}, // MISC: sure
+	} {
+		if got := ch.evidence(c.target); !slices.Equal(got, c.want) {
+			t.Errorf("class %d: evidence %v, want %v", c.target, got, c.want)
+		}
+	}
+}
+
+// With per-type rates the span classifier still learns (the loss falls on
+// the fixture), and a type the tagger lacks is refused before the first
+// step, naming the types it has.
+func TestNegSampleTypeRates(t *testing.T) {
+	c := fixtureCorpus(fixture)
+	m := newTiny(t, c, spanConfig(), 1)
+	cfg := tinyTrainConfig(LossNegSample)
+	cfg.SetLossParam("type_miss_rates", []string{"MISC=0.8"})
+	if _, err := NewTrainer(m, cfg); err == nil || !strings.Contains(err.Error(), "MISC") || !strings.Contains(err.Error(), "PER, LOC") {
+		t.Errorf("a type the tagger lacks: %v", err)
+	}
+	cfg.SetLossParam("type_miss_rates", []string{"LOC=0.5"})
+	cfg.SetLossParam("mistype_rates", []string{"PER=0.1"})
+	cfg.Epochs = 15
+	checkLossFalls(t, m, cfg, c)
 }
 
 // spanIndex finds each candidate at its place in candidates' order.
