@@ -14,7 +14,8 @@ import (
 // step is scored on the dev set given; the final model on the test set too.
 //
 //	[label] -> noise (K seeds, gpu queue) -> predict (K) -> average -> distil -> selftrain -> register
-//	       |          \-> eval-noise (K)                               \-> eval-distil \-> eval-selftrain, test
+//	       |          \-> eval-noise (K)              /                \-> eval-distil \-> eval-selftrain, test
+//	       |-> [span (span_seeds) -> predict-span] --/
 //	       \-> lm (language models of the training text, [unlabeled]) ---------------/
 //	eval-noise (K), eval-distil, eval-selftrain -> select (the best model on dev) -> eval-select
 //	select -> overlay-fill, overlay-override (with the gazetteer overlay) -> eval-overlay-MODE
@@ -48,6 +49,8 @@ func init() {
 			"trained on the training text (and the unlabeled input, if any)." + overlayDoc,
 		Params: append([]stages.Param{
 			stages.IntListParam("seeds", []int{1, 2, 3, 4, 5}, "seeds of the noise-robust taggers (K = 5), trained in parallel on the gpu queue", stages.AtLeast(0)),
+			stages.IntListParam("span_seeds", nil, "seeds of span classifiers trained with negative sampling (method negsample's loss, uniform sampling, with type_miss_rates and mistype_rates) on the same labels, which join the seeds in the ensemble (node span): models of another kind, whose errors differ from the CRFs' (empty: none)", stages.AtLeast(0)),
+			stages.IntParam("span_epochs", 10, "span seeds: training epochs (method negsample's default), raised to reach min_steps; the dev split picks the best", stages.Range(1, 1000)),
 			tagger.SchemeParam("io", "tag scheme of the labels and the taggers"),
 			stages.IntParam("epochs", 3, "noise-robust training epochs of each seed, raised to reach min_steps", stages.Range(1, 1000)),
 			minStepsParam("the seeds and the student each"),
@@ -159,8 +162,9 @@ func buildRoster(b *spec.Builder) error {
 	noise := fanSeeds(b.Node("noise", tagger.StageTrain), seeds, true).Queue("gpu").
 		Pass("scheme", "epochs", "min_steps").Input("embeddings", vec)
 	withEncoder(b, noise)
-	if !p.Bool("partial") {
-		refuseLabelNoise(b, "applies to the partial-label CRF seeds of partial=true")
+	spanSeeds := p.Ints("span_seeds")
+	if !p.Bool("partial") && len(spanSeeds) == 0 {
+		refuseLabelNoise(b, "applies to the partial-label CRF seeds of partial=true and to span_seeds")
 	}
 	switch {
 	case p.Bool("partial"):
@@ -188,12 +192,40 @@ func buildRoster(b *spec.Builder) error {
 	last, model := finalModel{step: noise, fan: seedFan, name: b.Name()}, noise.Out("model")
 	cands := []candidate{{step: noise, seeds: seeds, name: "seed"}}
 
+	// Step 1b: span classifiers with negative sampling, members of the
+	// ensemble beside the seeds. They read the same labels another way
+	// (whole spans, a sampled O), so their errors differ from the CRFs':
+	// on CoNLL-2003 the average of three CRF seeds and three span seeds
+	// labels the training split better than either kind's three alone
+	// (docs/roster.md).
+	var span *spec.NodeBuilder
+	switch {
+	case len(spanSeeds) > 0 && !p.Bool("ensemble"):
+		b.Errorf("params.span_seeds", "the span seeds join the ensemble, which ensemble=false leaves out")
+	case len(spanSeeds) > 0:
+		span = fanSeeds(b.Node("span", tagger.StageTrain), spanSeeds, true).Queue("gpu").
+			Set("head", tagger.SpanHead).Set("loss", tagger.LossNegSample).Set("sampling", tagger.SamplingUniform).
+			Pass("scheme", "min_steps", "type_miss_rates", "mistype_rates").PassAs("epochs", "span_epochs").Input("embeddings", vec)
+		withEncoder(b, span)
+		corpus(span)
+		readSplit(b, span, "dev", "dev")
+		scoreDev(b, span, func(n *spec.NodeBuilder) *spec.NodeBuilder { return fanSeeds(n, spanSeeds, false) })
+		cands = append(cands, candidate{step: span, seeds: spanSeeds, name: "span seed"})
+	case b.IsSet("span_epochs"):
+		b.Errorf("params.span_epochs", "applies to span_seeds, which are none")
+	}
+
 	// Step 2: the seeds' predictions of the training corpus averaged and
 	// distilled into one tagger.
 	if p.Bool("ensemble") && len(seeds) > 0 {
 		pred := fanSeeds(b.Node("predict", tagger.StagePredict), seeds, false).Input("model", model)
 		corpus(pred)
 		avg := b.Node("average", ensemble.StageAverage).Input("predictions", pred.Out("predictions"))
+		if span != nil {
+			spanPred := fanSeeds(b.Node("predict-span", tagger.StagePredict), spanSeeds, false).Input("model", span.Out("model"))
+			corpus(spanPred)
+			avg.Input("predictions", spanPred.Out("predictions"))
+		}
 		distil := b.Node("distil", tagger.StageTrain).Queue("gpu").Pass("scheme", "min_steps").PassAs("epochs", "distil_epochs").
 			Set("seed", seeds[0]).Input("embeddings", vec)
 		withEncoder(b, distil)

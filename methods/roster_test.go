@@ -339,3 +339,66 @@ func TestRosterTeacherStudent(t *testing.T) {
 		t.Errorf("a token-head teacher gets o_miss_rate %v, want the stage's default 0", p["o_miss_rate"])
 	}
 }
+
+// Span seeds are span classifiers with negative sampling on the same
+// labels and with their noise, members of the ensemble beside the CRF
+// seeds and candidates of select; the CRF seeds and their nodes do not
+// change (so their cache holds). They need the ensemble, and span_epochs
+// needs them.
+func TestRosterSpanSeeds(t *testing.T) {
+	dir := fixture(t)
+	base, err := expand(t, dir, example(t, "conll03-roster.yaml"), noOverlay, "span_seeds=")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := expand(t, dir, example(t, "conll03-roster.yaml"), noOverlay, "span_seeds=4,5", "span_epochs=6")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"4", "5"} {
+		p := nodeParams(t, g, "span[seed="+s+"]")
+		if p["head"] != tagger.SpanHead || p["loss"] != tagger.LossNegSample || p["sampling"] != tagger.SamplingUniform || p["epochs"] != 6.0 ||
+			fmt.Sprint(p["seed"]) != s || p["min_steps"] != 1000.0 || p["scheme"] != "bio" || fmt.Sprint(p["type_miss_rates"]) != "[MISC=0.8]" || fmt.Sprint(p["mistype_rates"]) != "[PER=0.1]" {
+			t.Errorf("span[seed=%s] params %v", s, p)
+		}
+		if got := modelOf(t, g, "predict-span[seed="+s+"]"); got != "span[seed="+s+"]" {
+			t.Errorf("predict-span[seed=%s] reads the model of %s", s, got)
+		}
+		if _, ok := g.Node("eval-span[seed=" + s + "]"); !ok {
+			t.Errorf("no eval-span[seed=%s] in %v", s, ids(g))
+		}
+	}
+	avg, _ := g.Node("average")
+	var members []string
+	for _, in := range avg.Inputs {
+		members = append(members, in.Node)
+	}
+	if want := []string{"predict[seed=1]", "predict[seed=2]", "predict[seed=3]", "predict-span[seed=4]", "predict-span[seed=5]"}; !slices.Equal(members, want) {
+		t.Errorf("average reads %v, want %v", members, want)
+	}
+	if p := nodeParams(t, g, "select"); fmt.Sprint(p["names"]) != "[seed 1 seed 2 seed 3 span seed 4 span seed 5 student teacher-student]" {
+		t.Errorf("select names %v", p["names"])
+	}
+	for _, id := range []string{"noise[seed=1]", "predict[seed=2]", "eval-noise[seed=3]"} {
+		a, _ := base.Node(id)
+		b, _ := g.Node(id)
+		if string(a.Params) != string(b.Params) || !slices.Equal(a.Parents, b.Parents) {
+			t.Errorf("%s changed with span seeds: %s vs %s", id, a.Params, b.Params)
+		}
+	}
+	for _, c := range []struct {
+		sets []string
+		want string
+	}{
+		{[]string{"span_seeds=4", "ensemble=false", "seeds=1"}, "params.span_seeds"},
+		{[]string{"span_seeds=", "span_epochs=6"}, "params.span_epochs"},
+	} {
+		if _, err := expand(t, dir, example(t, "conll03-roster.yaml"), append([]string{noOverlay}, c.sets...)...); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: err %v, want a %s error", c.sets, err, c.want)
+		}
+	}
+	// The span seeds take the labels' noise also beside the paper's seeds.
+	if _, err := expand(t, dir, example(t, "conll03-roster.yaml"), noOverlay, "span_seeds=4", "partial=false", "teacher_student=false"); err != nil {
+		t.Errorf("span seeds with partial=false and the example's rates: %v", err)
+	}
+}
