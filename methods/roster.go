@@ -37,7 +37,7 @@ import (
 // default, as they add F1 on CoNLL-2003 alone of the corpora measured.
 // span_seeds adds span classifiers with negative sampling to the ensemble
 // beside the CRF seeds: off by default, as on CoNLL-2003 they add 0.3 to
-// the final model for three more models to train, and nothing on a small
+// the final model at twice the time, and nothing on a small
 // corpus.
 func init() {
 	d := selftrain.DefaultConfig()
