@@ -92,28 +92,37 @@ func (l negSampleLoss) ForLabels(labels *Labels) (Loss, error) {
 	return l, nil
 }
 
-// spanChannel is the labeler's c(obs | class) over the span classes (O,
-// then 1 + the index of each type), as logs: miss[k] is log c(unlabeled |
-// k), mistype[k] log c(label k | another entity class). notAllowed: c = 0.
-// Index 0 (O) is unused in both.
+// spanChannel is the labeler's noise over the span classes (O, then 1 +
+// the index of each type), built once per tagger: rows[y] is log c(y |
+// k) for every class k, the evidence of a row observed as class y (0: a
+// drawn negative; notAllowed where c = 0).
 type spanChannel struct {
-	miss, mistype []float32
+	rows [][]float32
 }
 
 // newSpanChannel builds the channel of types, or nil when every rate is 0
-// (the labels are sure, and the loss is cross entropy).
+// (the labels are sure, and the loss is cross entropy). A negative may be
+// class k at k's miss rate; an annotated span of class y may be another
+// entity class at y's mistype rate, never O.
 func newSpanChannel(types []string, r typedRates) *spanChannel {
-	logOf := func(rate float64) float32 {
-		if rate <= 0 {
-			return notAllowed
-		}
-		return float32(math.Log(rate))
-	}
-	ch := &spanChannel{miss: make([]float32, len(types)+1), mistype: make([]float32, len(types)+1)}
+	c := len(types) + 1
+	ch := &spanChannel{rows: make([][]float32, c)}
 	sure := true
-	for i, typ := range types {
-		ch.miss[i+1], ch.mistype[i+1] = logOf(r.miss[typ]), logOf(r.mistype[typ])
-		sure = sure && ch.miss[i+1] == notAllowed && ch.mistype[i+1] == notAllowed
+	for y := range c {
+		row := make([]float32, c)
+		for k := range row {
+			switch {
+			case k == y:
+			case y == 0:
+				row[k] = logRate(r.miss[types[k-1]])
+			case k == 0:
+				row[k] = notAllowed
+			default:
+				row[k] = logRate(r.mistype[types[y-1]])
+			}
+			sure = sure && (k == y || row[k] == notAllowed)
+		}
+		ch.rows[y] = row
 	}
 	if sure {
 		return nil
@@ -122,21 +131,8 @@ func newSpanChannel(types []string, r typedRates) *spanChannel {
 }
 
 // evidence is log c(obs | k) for every class k of a row whose observed
-// class is target (0: a drawn negative).
-func (ch *spanChannel) evidence(target int64) []float32 {
-	ev := make([]float32, len(ch.miss))
-	if target == 0 {
-		copy(ev[1:], ch.miss[1:])
-		return ev
-	}
-	ev[0] = notAllowed
-	for k := 1; k < len(ev); k++ {
-		if k != int(target) {
-			ev[k] = ch.mistype[target]
-		}
-	}
-	return ev
-}
+// class is target (0: a drawn negative). The row is shared: read only.
+func (ch *spanChannel) evidence(target int64) []float32 { return ch.rows[target] }
 
 // sampling is the state of negative sampling in one epoch: its draws and
 // what they drew.
@@ -314,7 +310,7 @@ func (l negSampleLoss) Compute(lb *LossBatch) *ts.Tensor {
 	if l.channel == nil {
 		return crossEntropy(lb.G, logits, targets, ones)
 	}
-	ev := make([]float32, 0, len(rows)*len(l.channel.miss))
+	ev := make([]float32, 0, len(rows)*len(l.channel.rows))
 	for _, y := range targets {
 		ev = append(ev, l.channel.evidence(y)...)
 	}

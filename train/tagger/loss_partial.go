@@ -2,7 +2,6 @@ package tagger
 
 import (
 	"fmt"
-	"math"
 
 	"github.com/sugarme/gotch/ts"
 
@@ -105,12 +104,6 @@ type labelChannel struct {
 // newLabelChannel builds the channel over tags, a Labels tag set (O, then
 // the entity tags, by whose types the rates are looked up).
 func newLabelChannel(tags []string, missRate float64, typeMiss, mistype map[string]float64) *labelChannel {
-	logOf := func(rate float64) float32 {
-		if rate <= 0 {
-			return notAllowed
-		}
-		return float32(math.Log(rate))
-	}
 	ch := &labelChannel{miss: make([]float32, len(tags)), mistype: make([]float32, len(tags)), certain: true}
 	for j := 1; j < len(tags); j++ {
 		t, err := corpus.ParseTag(tags[j])
@@ -121,8 +114,8 @@ func newLabelChannel(tags []string, missRate float64, typeMiss, mistype map[stri
 		if !ok {
 			rate = missRate
 		}
-		ch.miss[j] = logOf(rate)
-		ch.mistype[j] = logOf(mistype[t.Type]) // 0 when the type has none: sure
+		ch.miss[j] = logRate(rate)
+		ch.mistype[j] = logRate(mistype[t.Type]) // 0 when the type has none: sure
 		ch.certain = ch.certain && ch.miss[j] == notAllowed && ch.mistype[j] == notAllowed
 	}
 	return ch

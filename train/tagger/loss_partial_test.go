@@ -189,17 +189,32 @@ func TestPartialLossChecksTypeRates(t *testing.T) {
 	}
 }
 
-// A trainer binds the per-type rates to its tagger's types: a type the
-// tagger lacks stops it before the first step, and rates of its own types
-// train, lowering the loss on the fixture.
-func TestPartialLossTrainsWithTypeRates(t *testing.T) {
+// Both losses that take the labels' noise by type bind it to the
+// tagger's types when a trainer is made: a type the tagger lacks stops it
+// before the first step, naming the types it has, and rates of its own
+// types train, lowering the loss on the fixture.
+func TestTypeRatesBindToTheTagger(t *testing.T) {
 	c := fixtureCorpus(fixture)
-	cfg := tinyTrainConfig(LossPartial)
-	cfg.SetLossParam("type_miss_rates", []string{"MISC=0.8"})
-	if _, err := NewTrainer(newTiny(t, c, tinyConfig(CRFHead, "bio"), 1), cfg); err == nil || !strings.Contains(err.Error(), "MISC") {
-		t.Errorf("type_miss_rates with a type the PER/LOC tagger lacks: %v", err)
+	for _, k := range []struct {
+		loss   string
+		model  Config
+		epochs int // the span head's drawn negatives make its loss noisier
+	}{
+		{LossPartial, tinyConfig(CRFHead, "bio"), 0},
+		{LossNegSample, spanConfig(), 15},
+	} {
+		t.Run(k.loss, func(t *testing.T) {
+			cfg := tinyTrainConfig(k.loss)
+			if k.epochs > 0 {
+				cfg.Epochs = k.epochs
+			}
+			cfg.SetLossParam("type_miss_rates", []string{"MISC=0.8"})
+			if _, err := NewTrainer(newTiny(t, c, k.model, 1), cfg); err == nil || !strings.Contains(err.Error(), "MISC") || !strings.Contains(err.Error(), "PER, LOC") {
+				t.Errorf("type_miss_rates with a type the PER/LOC tagger lacks: %v", err)
+			}
+			cfg.SetLossParam("type_miss_rates", []string{"LOC=0.5"})
+			cfg.SetLossParam("mistype_rates", []string{"PER=0.1"})
+			checkLossFalls(t, newTiny(t, c, k.model, 1), cfg, c)
+		})
 	}
-	cfg.SetLossParam("type_miss_rates", []string{"LOC=0.8"})
-	cfg.SetLossParam("mistype_rates", []string{"PER=0.2"})
-	checkLossFalls(t, newTiny(t, c, tinyConfig(CRFHead, "bio"), 1), cfg, c)
 }

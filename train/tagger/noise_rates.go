@@ -3,6 +3,7 @@ package tagger
 import (
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -63,6 +64,15 @@ func typeRates(name string, items []string) (map[string]float64, error) {
 		rates[typ] = rate
 	}
 	return rates, nil
+}
+
+// logRate is a channel probability as the losses add it to log scores:
+// notAllowed for 0, a label the rate does not allow.
+func logRate(rate float64) float32 {
+	if rate <= 0 {
+		return notAllowed
+	}
+	return float32(math.Log(rate))
 }
 
 // check refuses a type the tagger does not have: a misspelt type would

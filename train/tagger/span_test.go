@@ -5,7 +5,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/sugarme/gotch/ts"
@@ -260,23 +259,6 @@ func TestSpanChannel(t *testing.T) {
 			t.Errorf("class %d: evidence %v, want %v", c.target, got, c.want)
 		}
 	}
-}
-
-// With per-type rates the span classifier still learns (the loss falls on
-// the fixture), and a type the tagger lacks is refused before the first
-// step, naming the types it has.
-func TestNegSampleTypeRates(t *testing.T) {
-	c := fixtureCorpus(fixture)
-	m := newTiny(t, c, spanConfig(), 1)
-	cfg := tinyTrainConfig(LossNegSample)
-	cfg.SetLossParam("type_miss_rates", []string{"MISC=0.8"})
-	if _, err := NewTrainer(m, cfg); err == nil || !strings.Contains(err.Error(), "MISC") || !strings.Contains(err.Error(), "PER, LOC") {
-		t.Errorf("a type the tagger lacks: %v", err)
-	}
-	cfg.SetLossParam("type_miss_rates", []string{"LOC=0.5"})
-	cfg.SetLossParam("mistype_rates", []string{"PER=0.1"})
-	cfg.Epochs = 15
-	checkLossFalls(t, m, cfg, c)
 }
 
 // spanIndex finds each candidate at its place in candidates' order.
