@@ -180,10 +180,13 @@ func (s *Store) put(ctx context.Context, key string, r io.Reader, opts []storage
 		// Parts go up side by side; when one fails (MinIO out of space),
 		// the server may drop the upload before the part that says why
 		// answers, and the first error back is "no such upload", which
-		// names no cause. Once more with one part at a time, the failing
-		// part's own answer comes back.
+		// names no cause. Once more as one PUT where S3 allows it (5 GiB):
+		// there is no upload for the server to drop, so its own answer
+		// comes back; larger objects go one part at a time, which names
+		// the cause less reliably (the server may still drop the upload).
 		if body, err = sp.content(); err == nil {
 			po.NumThreads = 1
+			po.DisableMultipart = info.Size <= maxSinglePut
 			up, err = s.client.PutObject(ctx, bucket, object, body, info.Size, po)
 		}
 	}
@@ -202,6 +205,9 @@ func (s *Store) put(ctx context.Context, key string, r io.Reader, opts []storage
 	}
 	return info, nil
 }
+
+// maxSinglePut is the largest object S3 takes in one PUT.
+const maxSinglePut = 5 << 30
 
 // spool holds the content of a Put until its digest is known: in memory up
 // to limit bytes (one part), beyond that in a temporary file in dir.
