@@ -59,6 +59,7 @@ func init() {
 			tagger.SchemeParam("bio", "tag scheme of the labels and the taggers"),
 			stages.IntParam("epochs", 8, "training epochs, raised to reach min_steps; the best epoch on the dev input is kept (8: on BC5CDR Tie-or-Break was still rising after 4, and 8 scored 1.1 higher over three seeds, docs/autoner.md)", stages.Range(1, 1000)),
 			minStepsParam("each tagger"),
+			wordDropoutParam("each tagger", 0),
 			stages.FloatParam("miss_rate", 0, "variant fuzzy: the chance that the labels left an entity token O (0: AutoNER's Fuzzy-LSTM-CRF, where an unmatched token is O)", stages.Range(0, 1)),
 			tagger.Param("type_miss_rates"),
 			tagger.Param("mistype_rates"),
@@ -92,7 +93,7 @@ func buildAutoNER(b *spec.Builder) error {
 
 	fan := func(n *spec.NodeBuilder) *spec.NodeBuilder { return fanSeeds(n, seeds, false) }
 	for _, v := range variants {
-		t := fanSeeds(b.Node(v, tagger.StageTrain), seeds, true).Pass("scheme", "epochs", "min_steps").Input("embeddings", vec)
+		t := fanSeeds(b.Node(v, tagger.StageTrain), seeds, true).Pass("scheme", "epochs", "min_steps", "word_dropout").Input("embeddings", vec)
 		switch v {
 		case variantFuzzy:
 			partialOnLabels(t)

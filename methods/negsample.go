@@ -36,6 +36,7 @@ func init() {
 			tagger.SchemeParam("bio", "tag scheme of the predictions"),
 			stages.IntParam("epochs", 10, "training epochs, raised to reach min_steps", stages.Range(1, 1000)),
 			minStepsParam("the taggers"),
+			wordDropoutParam("the taggers", 0),
 			stages.IntParam("max_span", 10, "longest span classified, in tokens", stages.Range(1, 64)),
 			stages.FloatParam("neg_ratio", 0.35, "negatives per sentence: ceil(neg_ratio * length) (lambda)", stages.Range(0.01, 10)),
 			stages.FloatParam("mu", 8, "weighted sampling: exponent of the O margin", stages.Range(0, 64)),
@@ -65,7 +66,7 @@ func buildNegSample(b *spec.Builder) error {
 
 	t := b.Node("train", tagger.StageTrain).
 		Set("head", tagger.SpanHead).Set("loss", tagger.LossNegSample).
-		Pass("scheme", "epochs", "min_steps", "max_span", "neg_ratio", "mu", "seed", "type_miss_rates", "mistype_rates").Input("embeddings", vec)
+		Pass("scheme", "epochs", "min_steps", "word_dropout", "max_span", "neg_ratio", "mu", "seed", "type_miss_rates", "mistype_rates").Input("embeddings", vec)
 	withEncoder(b, t)
 	var fans []func(*spec.NodeBuilder) // the fan-outs of the train node, for the nodes paired with it
 	var rows, columns []string

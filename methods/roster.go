@@ -58,6 +58,7 @@ func init() {
 			tagger.SchemeParam("io", "tag scheme of the labels and the taggers"),
 			stages.IntParam("epochs", 3, "noise-robust training epochs of each seed, raised to reach min_steps", stages.Range(1, 1000)),
 			minStepsParam("the seeds and the student each"),
+			wordDropoutParam("the seeds, the span seeds and the student", wordDropout),
 			stages.FloatParam("drop_o", 0.5, "fraction of the distant O tokens left out of the loss", stages.Range(0, 0.99)),
 			stages.BoolParam("gce", true, "generalized cross entropy (false: cross entropy; ablation)"),
 			stages.BoolParam("partial", true, "the seeds are partial-label CRFs (loss "+tagger.LossPartial+": a distant O is evidence of strength 1 - miss_rate, a match is kept) instead of token classifiers with generalized cross entropy and noisy-label removal (false: RoSTER's recipe)"),
@@ -164,7 +165,7 @@ func buildRoster(b *spec.Builder) error {
 
 	// Step 1: noise-robust training, one tagger per seed.
 	noise := fanSeeds(b.Node("noise", tagger.StageTrain), seeds, true).Queue("gpu").
-		Pass("scheme", "epochs", "min_steps").Input("embeddings", vec)
+		Pass("scheme", "epochs", "min_steps", "word_dropout").Input("embeddings", vec)
 	withEncoder(b, noise)
 	spanSeeds := p.Ints("span_seeds")
 	if !p.Bool("partial") && len(spanSeeds) == 0 {
@@ -209,7 +210,7 @@ func buildRoster(b *spec.Builder) error {
 	case len(spanSeeds) > 0:
 		span = fanSeeds(b.Node("span", tagger.StageTrain), spanSeeds, true).Queue("gpu").
 			Set("head", tagger.SpanHead).Set("loss", tagger.LossNegSample).Set("sampling", tagger.SamplingUniform).
-			Pass("scheme", "min_steps", "type_miss_rates", "mistype_rates").PassAs("epochs", "span_epochs").Input("embeddings", vec)
+			Pass("scheme", "min_steps", "word_dropout", "type_miss_rates", "mistype_rates").PassAs("epochs", "span_epochs").Input("embeddings", vec)
 		withEncoder(b, span)
 		corpus(span)
 		readSplit(b, span, "dev", "dev")
@@ -230,7 +231,7 @@ func buildRoster(b *spec.Builder) error {
 			corpus(spanPred)
 			avg.Input("predictions", spanPred.Out("predictions"))
 		}
-		distil := b.Node("distil", tagger.StageTrain).Queue("gpu").Pass("scheme", "min_steps").PassAs("epochs", "distil_epochs").
+		distil := b.Node("distil", tagger.StageTrain).Queue("gpu").Pass("scheme", "min_steps", "word_dropout").PassAs("epochs", "distil_epochs").
 			Set("seed", seeds[0]).Input("embeddings", vec)
 		withEncoder(b, distil)
 		if student == studentCRF {

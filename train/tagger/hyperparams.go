@@ -139,6 +139,7 @@ func sharedFields(h *Hyperparams) []Hyperparam {
 		intp(&m.CasingDim, "casing_dim", "casing feature size (0: none)", stages.Range(0, 256)),
 		intp(&m.MaxSpan, "max_span", "span head: longest span scored and predicted, in tokens", stages.Range(1, 64)),
 		floatp(&m.Dropout, "dropout", "dropout on the word representations and the BiLSTM output", stages.Range(0, 0.95)),
+		floatp(&m.WordDropout, "word_dropout", "probability that a training token reads as the unknown word, its characters and casing kept (words the gazetteer lacks are then tagged from spelling and context)", stages.Range(0, 0.95)),
 		stringp(&m.LMPlacement, "lm_placement", "TagLM: where a language model's states join the tagger: none, input (with the word representation) or layer1 (with the first BiLSTM layer's output; needs layers >= 2)", stages.OneOf(LMPlacements()...)),
 		stringp(&m.EncoderPlacement, "encoder_placement", "where a fine-tuned encoder's states (input encoder) go: none, under (beside the word representation, under the BiLSTM) or replace (straight to the head, no BiLSTM)", stages.OneOf(EncoderPlacements()...)),
 		intp(&h.MinWordCount, "min_word_count", "occurrences a training word without a pretrained vector needs to get its own", stages.AtLeast(1)),

@@ -40,6 +40,12 @@ type Config struct {
 	Hidden      int     `json:"hidden"`
 	Layers      int     `json:"layers"`
 	Dropout     float64 `json:"dropout"`
+	// WordDropout is the probability that a training token reads as the
+	// unknown word, its characters and casing kept (0: none). Distant
+	// labels come from a gazetteer, so a tagger can score well on them by
+	// remembering the gazetteer's words; held-out text names entities the
+	// gazetteer lacks, which only their spelling and context reveal.
+	WordDropout float64 `json:"word_dropout,omitempty"`
 	// MaxSpan is the longest span, in tokens, that the span head scores
 	// (and so can predict); other heads ignore it.
 	MaxSpan int `json:"max_span,omitempty"`
@@ -86,6 +92,9 @@ func (c Config) validate() error {
 	}
 	if c.Dropout < 0 || c.Dropout >= 1 {
 		errs = append(errs, fmt.Errorf("dropout is %v, want [0, 1)", c.Dropout))
+	}
+	if c.WordDropout < 0 || c.WordDropout >= 1 {
+		errs = append(errs, fmt.Errorf("word_dropout is %v, want [0, 1)", c.WordDropout))
 	}
 	switch c.LMPlacement {
 	case "", LMNone, LMInput:
@@ -288,7 +297,11 @@ func (m *Tagger) forward(g *kit.Graph, b *Batch, train bool, rng *rand.Rand) *ts
 		}
 		return x
 	}
-	words := m.embedWords(g, b.words)
+	ids := b.words
+	if train {
+		ids = dropWords(ids, c.WordDropout, rng)
+	}
+	words := m.embedWords(g, ids)
 
 	charFeat := g.CharCNN(m.charEmb, m.convW, m.convB, b.chars)
 
@@ -332,6 +345,23 @@ func (m *Tagger) forward(g *kit.Graph, b *Batch, train bool, rng *rand.Rand) *ts
 		x = g.Dropout(x, c.Dropout, rng)
 	}
 	return x
+}
+
+// dropWords returns ids with each word replaced by the unknown word with
+// probability p, drawn from rng; with p 0 it returns ids itself and draws
+// nothing, so that the dropout masks after it, and the run, are those of a
+// tagger without word dropout.
+func dropWords(ids []int64, p float64, rng *rand.Rand) []int64 {
+	if p <= 0 {
+		return ids
+	}
+	out := slices.Clone(ids)
+	for i := range out {
+		if rng.Float64() < p {
+			out[i] = unkWord
+		}
+	}
+	return out
 }
 
 // embedWords looks up the vectors of word ids: trained rows from the
