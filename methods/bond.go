@@ -46,7 +46,7 @@ func init() {
 			tagger.SchemeParam("io", "tag scheme of the labels and the tagger"),
 			stages.IntParam("epochs", 3, "stage 1: at most this many epochs on the distant labels, the step chosen on the dev set (BOND: 900 steps of 16 sentences with RoBERTa; a BiLSTM learns slower), raised to reach min_steps", stages.Range(1, 1000)),
 			minStepsParam("stage 1:"),
-			wordDropoutParam("stage 1 (stage 2 keeps its rate)", wordDropout),
+			wordDropoutParam("stage 1 (stage 2 keeps its rate)", 0),
 			stages.IntParam("eval_every", tagger.EvalAuto, "stage 1: steps between two scores on the dev set, the best step's model kept (0: per epoch; -1: auto, an eighth of an epoch and at least 50 steps: 55 on CoNLL-2003)", stages.AtLeast(tagger.EvalAuto)),
 			stages.IntParam("patience", 4, "stage 1: stop after this many scores without a better dev F1 (0: run every epoch)", stages.AtLeast(0)),
 			stages.FloatParam("drop_o", 0, "stage 1: fraction of the distant O tokens left out of the loss (BOND: none; not with partial)", stages.Range(0, 0.99)),
