@@ -196,15 +196,14 @@ func refuseLabelNoise(b *spec.Builder, why string) {
 // keep 0 until it is measured on them.
 const wordDropout = 0.25
 
-// wordDropoutParam declares word_dropout, which a distant method passes to
+// wordDropoutParam declares the tagger's word_dropout (its doc and range
+// as train.tagger declares them) for a distant method, which passes it to
 // every tagger it trains from scratch (what names them; a step that goes on
-// training one keeps its rate), at the default def. A gazetteer's labels
-// can be fitted by remembering the gazetteer's words, which held-out text
-// does not repeat.
+// training one keeps its rate), at the default def.
 func wordDropoutParam(what string, def float64) stages.Param {
-	return stages.FloatParam("word_dropout", def, what+": the probability that a training token reads as the "+
-		"unknown word, its spelling and casing kept, so that entities the gazetteers lack are found from spelling and context "+
-		"(0: none)", stages.Range(0, 0.95))
+	p := tagger.Param("word_dropout")
+	p.Default, p.Doc = def, what+": "+p.Doc
+	return p
 }
 
 // minStepsParam declares min_steps, the floor on training steps that the

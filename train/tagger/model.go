@@ -44,7 +44,8 @@ type Config struct {
 	// unknown word, its characters and casing kept (0: none). Distant
 	// labels come from a gazetteer, so a tagger can score well on them by
 	// remembering the gazetteer's words; held-out text names entities the
-	// gazetteer lacks, which only their spelling and context reveal.
+	// gazetteer lacks, which only their spelling and context reveal. With
+	// EncoderReplace there are no word vectors to drop, and it does nothing.
 	WordDropout float64 `json:"word_dropout,omitempty"`
 	// MaxSpan is the longest span, in tokens, that the span head scores
 	// (and so can predict); other heads ignore it.
