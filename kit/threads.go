@@ -7,9 +7,22 @@ package kit
 //
 // With the OpenMP backend (Debian's libtorch, PyTorch's CPU builds) the
 // number is per OS thread: at::set_num_threads sets the calling thread's
-// OpenMP team size, and a thread that never set it takes the last value set
-// anywhere. Every training and prediction here runs on a locked OS thread,
-// so each sets its own share when it starts (see computeThreads).
+// OpenMP team size, and a thread that never set it takes, on its first
+// libtorch operation, the last value set anywhere. Every training and
+// prediction here runs on a locked OS thread, so each sets its own share
+// when it starts (see computeThreads).
+//
+// Other threads keep one (setThreads): some libtorch work runs outside a
+// training or prediction (building a tagger from its vectors, reading a
+// checkpoint), on whatever Go thread the stage's goroutine is on. With the
+// last count set anywhere (2 on two cores) that thread opened a parallel
+// region, and libgomp gave it a team whose worker stays docked for as long
+// as the thread lives, which for one of Go's threads is the process's
+// life. libgomp counts docked workers among the threads it manages; once
+// they outnumber the cores, every team sleeps between regions instead of
+// spinning, so that a training at 2 threads later in the same process ran
+// at 2,151-2,597 tokens/s against 3,600-3,800 for the same node in a fresh
+// process (the main job's distil node, docs/tagger.md, Threads).
 //
 // BLAS libraries keep a pool of their own. OpenBLAS's pthreads build (what
 // Debian's libtorch links) starts one thread per core, and its threads and
@@ -31,6 +44,30 @@ void at_set_num_threads(int n_threads);
 static void blas_set_num_threads(int n) {
 	void (*f)(int) = (void (*)(int))dlsym(RTLD_DEFAULT, "openblas_set_num_threads");
 	if (f) f(n);
+}
+
+// set_own_threads sets the calling thread's count to n and leaves 1 as
+// the count of the threads that never set one. libtorch reads the
+// process-wide count into a thread's OpenMP settings once, lazily, on the
+// thread's first parallel operation or count query: done here first
+// (at_get_num_threads), it cannot undo the thread's own count later. The
+// process-wide count then goes to 1 (at_set_num_threads sets it, and the
+// calling thread's), and OpenMP's own call puts the calling thread's back
+// to n. Without OpenMP in the process the count is libtorch's alone.
+static void (*omp_set)(int);
+
+static void find_omp(void) {
+	omp_set = (void (*)(int))dlsym(RTLD_DEFAULT, "omp_set_num_threads");
+}
+
+static void set_own_threads(int n) {
+	at_get_num_threads();
+	if (!omp_set) {
+		at_set_num_threads(n);
+		return;
+	}
+	at_set_num_threads(1);
+	omp_set(n);
 }
 
 static int blas_get_num_threads(void) {
@@ -81,9 +118,14 @@ func SetThreads(n int) {
 // count (see the top of the file for why).
 const BLASThreads = 1
 
-func init() { C.blas_set_num_threads(BLASThreads) }
+func init() {
+	C.blas_set_num_threads(BLASThreads)
+	C.find_omp()
+}
 
-func setThreads(n int) { C.at_set_num_threads(C.int(n)) }
+// setThreads sets the calling OS thread's count, and leaves 1 for the
+// threads that never set one (see the top of the file for why).
+func setThreads(n int) { C.set_own_threads(C.int(n)) }
 
 // openBLASThreads is OpenBLAS's pool size, 0 where the process has no
 // OpenBLAS.

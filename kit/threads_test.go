@@ -5,11 +5,15 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"runtime"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sugarme/gotch"
+	"github.com/sugarme/gotch/ts"
 )
 
 func TestThreadShare(t *testing.T) {
@@ -137,4 +141,39 @@ func TestOnComputeThread(t *testing.T) {
 		}
 	}()
 	OnComputeThread(func(func()) { panic("boom") })
+}
+
+// A computation's thread count is its own: a thread that never set one
+// runs libtorch on one thread even after a computation set 2, so that
+// work outside the computations (loading a checkpoint on a stage's
+// goroutine) leaves no OpenMP team behind on one of Go's threads. Checked
+// in a fresh process, where no thread has set a count yet.
+func TestThreadsOutsideComputations(t *testing.T) {
+	if os.Getenv("NERFLOW_TEST_FRESH_PROCESS") == "" {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestThreadsOutsideComputations$", "-test.v")
+		cmd.Env = append(os.Environ(), "NERFLOW_TEST_FRESH_PROCESS=1")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("in a fresh process: %v\n%s", err, out)
+		}
+		return
+	}
+	threadsSet.Store(2) // not SetThreads, which also sets the calling thread
+	parallelOp := func() {
+		x := ts.MustOnes([]int64{1 << 20}, gotch.Float, gotch.CPU)
+		x.MustAdd(x, true).MustDrop()
+	}
+	var inside int
+	OnComputeThread(func(func()) {
+		parallelOp()
+		inside = Threads()
+	})
+	if inside != 2 {
+		t.Errorf("a computation set 2 threads and has %d after a parallel operation", inside)
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	parallelOp()
+	if got := Threads(); got != 1 {
+		t.Errorf("a thread that never set a count runs %d threads, want 1", got)
+	}
 }
