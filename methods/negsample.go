@@ -36,7 +36,7 @@ func init() {
 			tagger.SchemeParam("bio", "tag scheme of the predictions"),
 			stages.IntParam("epochs", 10, "training epochs, raised to reach min_steps", stages.Range(1, 1000)),
 			minStepsParam("the taggers"),
-			wordDropoutParam("the taggers", 0),
+			wordDropoutParam("the taggers", wordDropout),
 			stages.IntParam("max_span", 10, "longest span classified, in tokens", stages.Range(1, 64)),
 			stages.FloatParam("neg_ratio", 0.35, "negatives per sentence: ceil(neg_ratio * length) (lambda)", stages.Range(0.01, 10)),
 			stages.FloatParam("mu", 8, "weighted sampling: exponent of the O margin", stages.Range(0, 64)),
