@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -19,6 +20,34 @@ const winkFixture = `{"precision":8,"l2NormIndex":3,"wordIndex":4,"size":4,"dime
 "vectors":{"the":[0.5,-1,0,1.118,0],",":[1,1,1,1.732,1],
 "germany":[0.25,0.5,-0.75,0.935,2],"lamb":[2,0,-2,2.828,3]},
 "unkVector":[0,0,0,0,0]}`
+
+// syntheticWink returns a wink-shaped document of n words ("w0", "w1", ...)
+// with dim components each, then the norm and the word's index; number
+// writes component i of word w (i == dim: the norm).
+func syntheticWink(n, dim int, number func(w, i int) string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, `{"precision":8,"l2NormIndex":%d,"wordIndex":%d,"size":%d,"dimensions":%d,"words":[`, dim, dim+1, n, dim)
+	for w := range n {
+		if w > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `"w%d"`, w)
+	}
+	b.WriteString(`],"vectors":{`)
+	for w := range n {
+		if w > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `"w%d":[`, w)
+		for i := range dim + 1 {
+			b.WriteString(number(w, i))
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, "%d]", w)
+	}
+	b.WriteString(`},"unkVector":[]}`)
+	return b.String()
+}
 
 func TestReadWinkSelects(t *testing.T) {
 	for _, tc := range []struct {

@@ -24,28 +24,14 @@ func TestTableStoredOnce(t *testing.T) {
 	// A package large enough that its table is shared: 3000 words of 100
 	// dimensions (1.2 MB of float32).
 	const words, dims = 3000, 100
-	var b strings.Builder
-	fmt.Fprintf(&b, `{"precision":8,"l2NormIndex":%d,"wordIndex":%d,"size":%d,"dimensions":%d,"words":[`, dims, dims+1, words, dims)
-	for i := range words {
-		if i > 0 {
-			b.WriteByte(',')
+	doc := syntheticWink(words, dims, func(w, i int) string {
+		if i == dims {
+			return "1" // the norm
 		}
-		fmt.Fprintf(&b, `"w%d"`, i)
-	}
-	b.WriteString(`],"vectors":{`)
-	for i := range words {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		fmt.Fprintf(&b, `"w%d":[`, i)
-		for d := range dims {
-			fmt.Fprintf(&b, "%d.5,", (i+d)%7)
-		}
-		fmt.Fprintf(&b, "1,%d]", i)
-	}
-	b.WriteString(`},"unkVector":[]}`)
+		return fmt.Sprintf("%d.5", (w+i)%7)
+	})
 	dir := t.TempDir()
-	for name, content := range map[string]string{"wink/" + winkJSON: b.String(), "a/train.txt": "w1 w2 .\n", "b/train.txt": "w3 .\n"} {
+	for name, content := range map[string]string{"wink/" + winkJSON: doc, "a/train.txt": "w1 w2 .\n", "b/train.txt": "w3 .\n"} {
 		p := filepath.Join(dir, name)
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			t.Fatal(err)

@@ -184,7 +184,7 @@ func readVectors(it *jsoniter.Iterator, sel *selection, dim, wordIndex int) ([]s
 		for src.ReadArray() {
 			nums = append(nums, src.ReadFloat64())
 		}
-		if src.Error != nil && !(src == kept && errors.Is(src.Error, io.EOF)) {
+		if src.Error != nil {
 			failure = fmt.Errorf("word %q: %w", word, src.Error)
 			return false
 		}
