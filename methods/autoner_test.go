@@ -64,7 +64,8 @@ func TestAutoNERGraph(t *testing.T) {
 			}
 		}
 		p = nodeParams(t, g, "tiebreak[seed="+seed+"]")
-		if p["head"] != tagger.TieBreakHead || p["loss"] != tagger.LossTieBreak || p["scheme"] != "bio" {
+		// miss_rate 0 passed, not the stage's 0.5: AutoNER's None spans.
+		if p["head"] != tagger.TieBreakHead || p["loss"] != tagger.LossTieBreak || p["miss_rate"] != 0.0 || p["scheme"] != "bio" {
 			t.Errorf("tiebreak[seed=%s] params %v", seed, p)
 		}
 		if n, ok := g.Node("eval-tiebreak[seed=" + seed + "]"); !ok || !slices.ContainsFunc(n.Inputs, func(in spec.Input) bool { return in.Port == "baseline" && in.Node == "labels-dev" }) {

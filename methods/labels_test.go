@@ -174,8 +174,8 @@ func TestRosterCRFStudent(t *testing.T) {
 }
 
 // The labels' per-type noise (type_miss_rates, mistype_rates) reaches
-// every partial-label CRF that trains on the distant labels and
-// negsample's span classifiers, and only those: roster's CRF student
+// every partial-label CRF that trains on the distant labels, negsample's
+// span classifiers and autoner's Tie-or-Break, and only those: roster's CRF student
 // learns the ensemble's labels, not the gazetteer's, at its own uniform
 // student_miss_rate. Roster and bond without partial-label CRFs
 // (partial=false, another recipe) refuse them; distant and autoner, whose
@@ -195,6 +195,7 @@ func TestLabelNoiseReachesThePartialCRFs(t *testing.T) {
 		{strings.Replace(rosterOnGazetteers, "partial: true, student: kl,", "partial: true, "+noise, 1), tagger.LossPartial, []string{"noise[seed=1]", "noise[seed=2]"}, []string{"distil"}},
 		{strings.Replace(bond, "{", "{"+noise, 1), tagger.LossPartial, []string{"early"}, nil},
 		{strings.Replace(autonerSpec, "{", "{"+noise, 1), tagger.LossPartial, []string{"fuzzy[seed=1]", "fuzzy[seed=2]"}, nil},
+		{strings.Replace(autonerSpec, "{", "{"+noise, 1), tagger.LossTieBreak, []string{"tiebreak[seed=1]", "tiebreak[seed=2]"}, nil},
 		{negsample, tagger.LossNegSample, []string{"train[sampling=uniform]", "train[sampling=weighted]"}, nil},
 	} {
 		g, err := expand(t, fixture(t), c.text)

@@ -5,6 +5,7 @@ import (
 
 	"github.com/nerflow/nerflow/corpus"
 	"github.com/nerflow/nerflow/kit"
+	"github.com/nerflow/nerflow/stages"
 	"github.com/sugarme/gotch"
 	"github.com/sugarme/gotch/ts"
 )
@@ -27,6 +28,16 @@ const TieBreakHead = "tiebreak"
 // for untyped high-quality phrases). A span is labeled where both its ends
 // and every gap inside are known: a matched phrase (its type) or an
 // unmatched token (O, the None class).
+//
+// With miss_rate (or type_miss_rates) above 0 the labels' O is partial
+// evidence, as in loss partial: the span of an unmatched token may be an
+// entity of a type at that type's miss rate, and the break between two
+// unmatched tokens may be a tie (one missed entity) at miss_rate; a match
+// of a type in mistype_rates may be a span of another type. Each term is
+// then the negative log of the labels' likelihood through that channel
+// (noisyCrossEntropy). AutoNER's Tie-or-Break, miss_rate 0, trusts a
+// gazetteer of high recall; labels that miss a third of the entities
+// (CoNLL-2003's) would teach it to leave them out.
 const LossTieBreak = "tiebreak"
 
 func init() {
@@ -101,6 +112,7 @@ func pairLogits(g *kit.Graph, h *ts.Tensor, w, bias *ts.Tensor, left, right []in
 type tieBreakTargets struct {
 	gapLeft, gapRight  []int64 // the gap between two tokens
 	gapTie             []int64 // 1 tie, 0 break
+	gapOpen            []bool  // a break between two unmatched tokens: a missed entity would tie them
 	spanStart, spanEnd []int64 // first and last token of a span
 	spanClass          []int64
 }
@@ -147,6 +159,7 @@ func (w *tieBreakWeightsOf) targets(lb *LossBatch) tieBreakTargets {
 					y = 1
 				}
 				tt.gapTie = append(tt.gapTie, y)
+				tt.gapOpen = append(tt.gapOpen, ys[t-1] == 0 && ys[t] == 0)
 			}
 		}
 		for start := 0; start < n; {
@@ -166,31 +179,119 @@ func (w *tieBreakWeightsOf) targets(lb *LossBatch) tieBreakTargets {
 	return tt
 }
 
-type tieBreakLoss struct{}
+// tieBreakLoss owns its rates; ForLabels, which every trainer calls before
+// the first step, turns them into the channel of its tag set, once.
+type tieBreakLoss struct {
+	missRate float64
+	rates    typedRates
+	bound    bool
+	channel  *tieBreakChannel // nil: the labels are sure, plain cross entropy
+}
 
 func (tieBreakLoss) Doc() string {
-	return "Tie-or-Break: cross entropy of the known gaps (tie or break) plus that of the labeled spans' classes (None or a type); gaps next to an unknown-type (?) token are left out"
+	return "Tie-or-Break: cross entropy of the known gaps (tie or break) plus that of the labeled spans' classes (None or a type); gaps next to an unknown-type (?) token are left out; an unmatched token's span may be an entity at miss_rate (per type: type_miss_rates), as may the break between two unmatched tokens be a tie, and a match of a type in mistype_rates another type"
 }
 func (tieBreakLoss) Head() string { return TieBreakHead }
 func (tieBreakLoss) Soft() bool   { return false }
 
-func (tieBreakLoss) Compute(lb *LossBatch) *ts.Tensor {
-	w := lb.Head.(*tieBreakWeightsOf)
-	tt := w.targets(lb)
-	return w.loss(lb.G, lb.H, tt)
+func (tieBreakLoss) Params() []stages.Param {
+	return append([]stages.Param{missRateParam()}, typedRateParams()...)
 }
 
-// loss is the mean cross entropy of the known gaps plus that of the labeled
-// spans (a term without rows is left out); nil when there are neither.
-func (w *tieBreakWeightsOf) loss(g *kit.Graph, h *ts.Tensor, tt tieBreakTargets) *ts.Tensor {
-	var terms []*ts.Tensor
-	if len(tt.gapTie) > 0 {
-		z := pairLogits(g, h, w.gapW, w.gapB, tt.gapLeft, tt.gapRight)
-		terms = append(terms, generalizedCrossEntropy(g, binaryLogits(g, z), tt.gapTie, ones(len(tt.gapTie)), 0))
+func (tieBreakLoss) Configure(p stages.Params) (Loss, error) {
+	rates, err := configureTypedRates(p)
+	if err != nil {
+		return nil, err
 	}
-	if len(tt.spanClass) > 0 {
+	return tieBreakLoss{missRate: p.Float("miss_rate"), rates: rates}, nil
+}
+
+// ForLabels binds the rates to the tagger's types.
+func (l tieBreakLoss) ForLabels(labels *Labels) (Loss, error) {
+	if err := l.rates.check(LossTieBreak, labels); err != nil {
+		return nil, err
+	}
+	l.channel, l.bound = newTieBreakChannel(labels.Types, l.missRate, l.rates), true
+	return l, nil
+}
+
+func (l tieBreakLoss) Compute(lb *LossBatch) *ts.Tensor {
+	if !l.bound {
+		panic("tagger: tiebreak loss used before ForLabels bound it to a tag set")
+	}
+	w := lb.Head.(*tieBreakWeightsOf)
+	return w.loss(lb.G, lb.H, w.targets(lb), l.channel)
+}
+
+// tieBreakChannel is the labeler's noise as the Tie-or-Break loss sees it:
+// over the span classes (spans, nil when sure) and, as a log rate, the
+// chance openTie that two adjacent unmatched tokens were one missed entity
+// (notAllowed: a break between them is sure). The gap classifier has no
+// types, so the gap takes miss_rate, not a type's.
+type tieBreakChannel struct {
+	spans   *spanChannel
+	openTie float32
+}
+
+// newTieBreakChannel builds the channel of types, nil when every rate is 0.
+// A type not in r.miss is missed at missRate.
+func newTieBreakChannel(types []string, missRate float64, r typedRates) *tieBreakChannel {
+	miss := make(map[string]float64, len(types))
+	for _, t := range types {
+		rate, ok := r.miss[t]
+		if !ok {
+			rate = missRate
+		}
+		miss[t] = rate
+	}
+	ch := &tieBreakChannel{spans: newSpanChannel(types, typedRates{miss: miss, mistype: r.mistype}), openTie: logRate(missRate)}
+	if ch.spans == nil && ch.openTie == notAllowed {
+		return nil
+	}
+	return ch
+}
+
+// gapEvidence is log c(obs | break), log c(obs | tie) for every known gap
+// ([2*len(gapTie)], break first as binaryLogits lays the classes out).
+func (ch *tieBreakChannel) gapEvidence(tt tieBreakTargets) []float32 {
+	ev := make([]float32, 0, 2*len(tt.gapTie))
+	for i, y := range tt.gapTie {
+		switch {
+		case y == 1:
+			ev = append(ev, notAllowed, 0)
+		case tt.gapOpen[i]:
+			ev = append(ev, 0, ch.openTie)
+		default:
+			ev = append(ev, 0, notAllowed)
+		}
+	}
+	return ev
+}
+
+// loss is the mean negative log-likelihood of the known gaps plus that of
+// the labeled spans (a term without rows is left out), through ch where it
+// is not nil (cross entropy where it is); nil when there are neither.
+func (w *tieBreakWeightsOf) loss(g *kit.Graph, h *ts.Tensor, tt tieBreakTargets, ch *tieBreakChannel) *ts.Tensor {
+	var terms []*ts.Tensor
+	if n := len(tt.gapTie); n > 0 {
+		z := binaryLogits(g, pairLogits(g, h, w.gapW, w.gapB, tt.gapLeft, tt.gapRight))
+		if ch == nil || ch.openTie == notAllowed {
+			terms = append(terms, crossEntropy(g, z, tt.gapTie, ones(n)))
+		} else {
+			terms = append(terms, noisyCrossEntropy(g, z, ch.gapEvidence(tt), ones(n)))
+		}
+	}
+	if n := len(tt.spanClass); n > 0 {
 		z := pairLogits(g, h, w.typeW, w.typeB, tt.spanStart, tt.spanEnd)
-		terms = append(terms, generalizedCrossEntropy(g, z, tt.spanClass, ones(len(tt.spanClass)), 0))
+		if ch == nil || ch.spans == nil {
+			terms = append(terms, crossEntropy(g, z, tt.spanClass, ones(n)))
+		} else {
+			ev := make([]float32, 0, n*(len(w.labels.Types)+1))
+			for _, y := range tt.spanClass {
+				ev = append(ev, ch.spans.evidence(y)...)
+			}
+			terms = append(terms, noisyCrossEntropy(g, z, ev, ones(n)))
+		}
 	}
 	switch len(terms) {
 	case 0:

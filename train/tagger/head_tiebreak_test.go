@@ -24,19 +24,29 @@ type tieBreakFixture struct {
 }
 
 func newTieBreakFixture(t *testing.T) *tieBreakFixture {
+	return tieBreakCase(t, [][]int32{{1, 2, 0}, {0, anyEntity}}, [][]float32{{1, 2, -1}, {0.5, -0.5}})
+}
+
+// tieBreakCase is a batch of sentences with the fixture's tag set and
+// weights, their targets and encoder states given.
+func tieBreakCase(t *testing.T, targets [][]int32, states [][]float32) *tieBreakFixture {
 	labels, err := NewLabels(corpus.BIO, []string{"X"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &tieBreakFixture{labels: labels, states: [][]float32{{1, 2, -1}, {0.5, -0.5}}}
-	for _, ys := range [][]int32{{1, 2, 0}, {0, anyEntity}} {
+	f := &tieBreakFixture{labels: labels, states: states}
+	for _, ys := range targets {
 		e := example{words: make([]int64, len(ys)), casing: make([]int64, len(ys)), chars: make([][]int64, len(ys)), targets: ys}
 		for i := range ys {
 			e.chars[i] = []int64{2}
 		}
 		f.exs = append(f.exs, e)
 	}
-	f.b = newBatch(f.exs, []int{0, 1})
+	ids := make([]int, len(f.exs))
+	for i := range ids {
+		ids[i] = i
+	}
+	f.b = newBatch(f.exs, ids)
 	return f
 }
 
@@ -91,7 +101,7 @@ func TestTieBreakLossByHand(t *testing.T) {
 	if len(tt.gapTie) != 2 || !reflect.DeepEqual(tt.gapTie, []int64{1, 0}) || !reflect.DeepEqual(tt.spanClass, []int64{1, 0}) {
 		t.Fatalf("targets %+v", tt)
 	}
-	loss := w.loss(g, h, tt)
+	loss := w.loss(g, h, tt, nil)
 	near(t, "loss", kit.Item(loss), 0.41663486, 1e-6)
 	grad := gradOf(t, g, loss, h)
 
@@ -104,6 +114,78 @@ func TestTieBreakLossByHand(t *testing.T) {
 		for tk, wv := range want[id] {
 			near(t, "gradient", float64(grad[f.b.pos(i, tk)]), wv, 1e-6)
 		}
+	}
+}
+
+// The loss with the labels' O as partial evidence (miss_rate m = 0.25), on
+// "O O B-X" with states 1, -1, 2 and the fixture's weights, worked by hand.
+// The gap between the two unmatched tokens, z1 = 1 - 1 - 1.5 = -1.5, is an
+// open break: a missed entity would tie them, so its likelihood is
+// p(break) + m p(tie). The gap before the match, z2 = -1 + 2 - 1.5 = -0.5,
+// is a sure break. The unmatched tokens' spans are None or, at m, X:
+// u = [0.5, 2] and [0.5, -2]; the match's span is X, u = [0.5, 4]:
+//
+//	gap  = (-log(1 - 0.75 sigmoid(-1.5)) + softplus(-0.5)) / 2 = 0.31060401
+//	type = (-log(p0 + m pX | u1) - log(p0 + m pX | u2) - log pX(u3)) / 3 = 0.34604155
+//	loss = 0.65664556
+//
+// The gradient of -log sum_c p_c e_c with respect to a logit is p - q, with
+// q the posterior p_c e_c / sum; for the tie logit of the open gap
+// g1 = p_tie - m p_tie / (p_break + m p_tie) = 0.12959027, of the sure one
+// g2 = sigmoid(-0.5) = 0.37754067; for the X logits s = 0.28917865,
+// 0.05574958 and pX(u3) - 1 = -0.02931223, each reaching its one token
+// twice (start and end):
+//
+//	dh0 = g1/2 + 2 s1/3, dh1 = g1/2 + g2/2 + 2 s2/3, dh2 = g2/2 + 2 s3/3
+//
+// (a central difference in float64 gives the same to 1e-9).
+func TestTieBreakMissRateByHand(t *testing.T) {
+	lockThread(t)
+	f := tieBreakCase(t, [][]int32{{0, 0, 1}}, [][]float32{{1, -1, 2}})
+	g := kit.NewGraph(gotch.CPU)
+	defer g.Free()
+	h := leaf(t, g, f.packed(), int64(f.b.n), 1)
+	w := f.weights(g)
+	tt := w.targets(&LossBatch{G: g, Batch: f.b, exs: f.exs})
+	if !reflect.DeepEqual(tt.gapOpen, []bool{true, false}) || !reflect.DeepEqual(tt.spanClass, []int64{0, 0, 1}) {
+		t.Fatalf("targets %+v", tt)
+	}
+	ch := newTieBreakChannel(f.labels.Types, 0.25, typedRates{})
+	loss := w.loss(g, h, tt, ch)
+	near(t, "loss", kit.Item(loss), 0.65664556, 1e-6)
+	grad := gradOf(t, g, loss, h)
+	g1, g2 := 0.12959027, 0.37754067
+	s := []float64{0.28917865, 0.05574958, -0.02931223}
+	want := []float64{g1/2 + 2*s[0]/3, g1/2 + g2/2 + 2*s[1]/3, g2/2 + 2*s[2]/3}
+	for tk, wv := range want {
+		near(t, "gradient", float64(grad[f.b.pos(0, tk)]), wv, 1e-6)
+	}
+	// At miss_rate 0 the same batch is cross entropy: no channel.
+	if ch := newTieBreakChannel(f.labels.Types, 0, typedRates{}); ch != nil {
+		t.Errorf("miss_rate 0: channel %+v, want none", ch)
+	}
+}
+
+// The channel's rows: a type's own miss rate for an unmatched span, the
+// mistype rate between types, and the gap at miss_rate alone.
+func TestTieBreakChannelRates(t *testing.T) {
+	types := []string{"X", "Y"}
+	ch := newTieBreakChannel(types, 0, typedRates{miss: map[string]float64{"X": 0.8}, mistype: map[string]float64{"Y": 0.1}})
+	if ch == nil || ch.spans == nil {
+		t.Fatal("per-type rates: no channel")
+	}
+	lg := func(x float64) float32 { return float32(math.Log(x)) }
+	for y, want := range [][]float32{{0, lg(0.8), notAllowed}, {notAllowed, 0, notAllowed}, {notAllowed, lg(0.1), 0}} {
+		if got := ch.spans.evidence(int64(y)); !reflect.DeepEqual(got, want) {
+			t.Errorf("observed class %d: evidence %v, want %v", y, got, want)
+		}
+	}
+	if ch.openTie != notAllowed {
+		t.Errorf("miss_rate 0: the break between unmatched tokens allows a tie at %v", ch.openTie)
+	}
+	ch = newTieBreakChannel(types, 0.5, typedRates{miss: map[string]float64{"X": 0.8}})
+	if ch.openTie != lg(0.5) || !reflect.DeepEqual(ch.spans.evidence(0), []float32{0, lg(0.8), lg(0.5)}) {
+		t.Errorf("miss_rate 0.5, X 0.8: gap %v, unmatched span %v", ch.openTie, ch.spans.evidence(0))
 	}
 }
 

@@ -101,7 +101,7 @@ func TestLossParamsDeclaredByTheirLosses(t *testing.T) {
 		"sampling":        {SamplingUniform, []string{LossNegSample}},
 		"neg_ratio":       {0.35, []string{LossNegSample}},
 		"mu":              {8.0, []string{LossNegSample}},
-		"miss_rate":       {0.5, []string{LossPartial}},
+		"miss_rate":       {0.5, []string{LossPartial, LossTieBreak}},
 	}
 	decls := map[string]stages.Param{}
 	for _, p := range HyperparamDecls() {

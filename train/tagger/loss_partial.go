@@ -53,7 +53,7 @@ func (partialLoss) Soft() bool   { return false }
 
 func (partialLoss) Params() []stages.Param {
 	return append([]stages.Param{
-		stages.FloatParam("miss_rate", 0.5, "loss partial: the probability that an entity token was left O by the distant labels (1 - their recall); 0: O is certain, 1: O says nothing", stages.Range(0, 1)),
+		missRateParam(),
 	}, typedRateParams()...)
 }
 

@@ -20,12 +20,18 @@ type typedRates struct {
 	miss, mistype map[string]float64 // by type; a type not named has none
 }
 
+// missRateParam declares miss_rate, once for the losses that read it
+// (partial, tiebreak).
+func missRateParam() stages.Param {
+	return stages.FloatParam("miss_rate", 0.5, "losses partial and tiebreak: the probability that an entity token was left O by the distant labels (1 - their recall); 0: O is certain, 1: O says nothing", stages.Range(0, 1))
+}
+
 // typedRateParams declares type_miss_rates and mistype_rates, once for the
 // losses that share them (parameters are global by name).
 func typedRateParams() []stages.Param {
 	return []stages.Param{
-		stages.StringListParam("type_miss_rates", nil, "losses partial and negsample: TYPE=RATE, the probability that an entity of TYPE went unlabeled, for labels whose recall differs by type (e.g. MISC=0.8 where the labels find a fifth of MISC); the types not named keep miss_rate (partial) or are never missed (negsample, whose sampling already makes a missed entity a rare negative)"),
-		stages.StringListParam("mistype_rates", nil, "losses partial and negsample: TYPE=RATE, the probability, relative to the label being right, that a label of TYPE is on another entity tag (partial: another type, or another part of a name; negsample: a span of another type): for labels that put TYPE on other types' entities (e.g. PER=0.1); the other types' labels are sure"),
+		stages.StringListParam("type_miss_rates", nil, "losses partial, tiebreak and negsample: TYPE=RATE, the probability that an entity of TYPE went unlabeled, for labels whose recall differs by type (e.g. MISC=0.8 where the labels find a fifth of MISC); the types not named keep miss_rate (partial, tiebreak) or are never missed (negsample, whose sampling already makes a missed entity a rare negative)"),
+		stages.StringListParam("mistype_rates", nil, "losses partial, tiebreak and negsample: TYPE=RATE, the probability, relative to the label being right, that a label of TYPE is on another entity tag (partial: another type, or another part of a name; tiebreak and negsample: a span of another type): for labels that put TYPE on other types' entities (e.g. PER=0.1); the other types' labels are sure"),
 	}
 }
 
