@@ -59,7 +59,7 @@ func init() {
 			tagger.SchemeParam("bio", "tag scheme of the labels and the taggers"),
 			stages.IntParam("epochs", 8, "training epochs, raised to reach min_steps; the best epoch on the dev input is kept (8: on BC5CDR Tie-or-Break was still rising after 4, and 8 scored 1.1 higher over three seeds, docs/autoner.md)", stages.Range(1, 1000)),
 			minStepsParam("each tagger"),
-			wordDropoutParam("each tagger", 0),
+			wordDropoutParam("each tagger", wordDropout),
 			stages.FloatParam("miss_rate", 0, "both variants: the chance that the labels left an entity token O (0: AutoNER's setting, where an unmatched token is O: the Fuzzy-LSTM-CRF, and Tie-or-Break's None spans and breaks; above 0 an unmatched token may be an entity at those odds, for labels of low recall)", stages.Range(0, 1)),
 			tagger.Param("type_miss_rates"),
 			tagger.Param("mistype_rates"),

@@ -12,8 +12,8 @@ import (
 // declare it. Roster defaults to the rate chosen on CoNLL-2003, the other
 // methods to none.
 func TestWordDropoutReachesEveryTagger(t *testing.T) {
-	// Roster's and negsample's default, chosen on CoNLL-2003's dev split
-	// (docs/tagger.md, docs/negsample.md).
+	// Roster's, negsample's and autoner's default, chosen on CoNLL-2003's
+	// dev split (docs/tagger.md, docs/negsample.md, docs/autoner.md).
 	const defaultWordDropout = 0.25
 	roster := strings.Replace(rosterOnGazetteers, "seeds: [1, 2], partial: true, student: kl,", "seeds: [1, 2], span_seeds: [3, 4], partial: true, student: crf, teacher_student: true,", 1)
 	bond := strings.Replace(strings.Replace(rosterOnGazetteers, "method: roster", "method: bond", 1), "seeds: [1, 2], partial: true, student: kl, ", "", 1)
@@ -28,7 +28,7 @@ func TestWordDropoutReachesEveryTagger(t *testing.T) {
 		{"roster", roster, defaultWordDropout, []string{"noise[seed=1]", "noise[seed=2]", "span[seed=3]", "span[seed=4]", "distil"}, []string{"teacher-student"}},
 		{"bond", bond, 0, []string{"early"}, []string{"selftrain"}},
 		{"negsample", negsample, defaultWordDropout, []string{"train[sampling=uniform]", "train[sampling=weighted]"}, nil},
-		{"autoner", autonerSpec, 0, []string{"fuzzy[seed=1]", "tiebreak[seed=2]"}, nil},
+		{"autoner", autonerSpec, defaultWordDropout, []string{"fuzzy[seed=1]", "tiebreak[seed=2]"}, nil},
 		{"distant", distant, 0, []string{"ce", "gce", "gce-removal"}, nil},
 	} {
 		for _, set := range []struct {
