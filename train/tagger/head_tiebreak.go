@@ -182,10 +182,9 @@ func (w *tieBreakWeightsOf) targets(lb *LossBatch) tieBreakTargets {
 // tieBreakLoss owns its rates; ForLabels, which every trainer calls before
 // the first step, turns them into the channel of its tag set, once.
 type tieBreakLoss struct {
-	missRate float64
-	rates    typedRates
-	bound    bool
-	channel  *tieBreakChannel // nil: the labels are sure, plain cross entropy
+	labelNoise
+	bound   bool
+	channel *tieBreakChannel // nil: the labels are sure, plain cross entropy
 }
 
 func (tieBreakLoss) Doc() string {
@@ -194,16 +193,14 @@ func (tieBreakLoss) Doc() string {
 func (tieBreakLoss) Head() string { return TieBreakHead }
 func (tieBreakLoss) Soft() bool   { return false }
 
-func (tieBreakLoss) Params() []stages.Param {
-	return append([]stages.Param{missRateParam()}, typedRateParams()...)
-}
+func (tieBreakLoss) Params() []stages.Param { return labelNoiseParams() }
 
 func (tieBreakLoss) Configure(p stages.Params) (Loss, error) {
-	rates, err := configureTypedRates(p)
+	n, err := configureLabelNoise(p)
 	if err != nil {
 		return nil, err
 	}
-	return tieBreakLoss{missRate: p.Float("miss_rate"), rates: rates}, nil
+	return tieBreakLoss{labelNoise: n}, nil
 }
 
 // ForLabels binds the rates to the tagger's types.

@@ -40,9 +40,8 @@ func init() { RegisterLoss(LossPartial, partialLoss{}) }
 // partialLoss owns its rates; ForLabels, which every trainer calls before
 // the first step, turns them into the channel of its tag set, once.
 type partialLoss struct {
-	missRate float64
-	rates    typedRates
-	channel  *labelChannel
+	labelNoise
+	channel *labelChannel
 }
 
 func (partialLoss) Doc() string {
@@ -51,18 +50,14 @@ func (partialLoss) Doc() string {
 func (partialLoss) Head() string { return CRFHead }
 func (partialLoss) Soft() bool   { return false }
 
-func (partialLoss) Params() []stages.Param {
-	return append([]stages.Param{
-		missRateParam(),
-	}, typedRateParams()...)
-}
+func (partialLoss) Params() []stages.Param { return labelNoiseParams() }
 
 func (partialLoss) Configure(p stages.Params) (Loss, error) {
-	rates, err := configureTypedRates(p)
+	n, err := configureLabelNoise(p)
 	if err != nil {
 		return nil, err
 	}
-	return partialLoss{missRate: p.Float("miss_rate"), rates: rates}, nil
+	return partialLoss{labelNoise: n}, nil
 }
 
 // ForLabels binds the per-type rates to the tagger's tag set.

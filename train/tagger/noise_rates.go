@@ -20,10 +20,26 @@ type typedRates struct {
 	miss, mistype map[string]float64 // by type; a type not named has none
 }
 
-// missRateParam declares miss_rate, once for the losses that read it
-// (partial, tiebreak).
-func missRateParam() stages.Param {
-	return stages.FloatParam("miss_rate", 0.5, "losses partial and tiebreak: the probability that an entity token was left O by the distant labels (1 - their recall); 0: O is certain, 1: O says nothing", stages.Range(0, 1))
+// labelNoise is the labeler's noise as the losses that read miss_rate
+// take it (partial, tiebreak): the chance that an entity went unmatched,
+// and the rates by type.
+type labelNoise struct {
+	missRate float64
+	rates    typedRates
+}
+
+// labelNoiseParams declares miss_rate and the per-type rates, once for the
+// losses that read them (parameters are global by name).
+func labelNoiseParams() []stages.Param {
+	return append([]stages.Param{
+		stages.FloatParam("miss_rate", 0.5, "losses partial and tiebreak: the probability that an entity token was left O by the distant labels (1 - their recall); 0: O is certain, 1: O says nothing", stages.Range(0, 1)),
+	}, typedRateParams()...)
+}
+
+// configureLabelNoise reads labelNoiseParams.
+func configureLabelNoise(p stages.Params) (labelNoise, error) {
+	rates, err := configureTypedRates(p)
+	return labelNoise{missRate: p.Float("miss_rate"), rates: rates}, err
 }
 
 // typedRateParams declares type_miss_rates and mistype_rates, once for the
