@@ -208,7 +208,7 @@ func (l tieBreakLoss) ForLabels(labels *Labels) (Loss, error) {
 	if err := l.rates.check(LossTieBreak, labels); err != nil {
 		return nil, err
 	}
-	l.channel, l.bound = newTieBreakChannel(labels.Types, l.missRate, l.rates), true
+	l.channel, l.bound = newTieBreakChannel(labels.Types, l.labelNoise), true
 	return l, nil
 }
 
@@ -230,18 +230,14 @@ type tieBreakChannel struct {
 	openTie float32
 }
 
-// newTieBreakChannel builds the channel of types, nil when every rate is 0.
-// A type not in r.miss is missed at missRate.
-func newTieBreakChannel(types []string, missRate float64, r typedRates) *tieBreakChannel {
+// newTieBreakChannel builds the channel of n over types, nil when every
+// rate is 0.
+func newTieBreakChannel(types []string, n labelNoise) *tieBreakChannel {
 	miss := make(map[string]float64, len(types))
 	for _, t := range types {
-		rate, ok := r.miss[t]
-		if !ok {
-			rate = missRate
-		}
-		miss[t] = rate
+		miss[t] = n.missOf(t)
 	}
-	ch := &tieBreakChannel{spans: newSpanChannel(types, typedRates{miss: miss, mistype: r.mistype}), openTie: logRate(missRate)}
+	ch := &tieBreakChannel{spans: newSpanChannel(types, typedRates{miss: miss, mistype: n.rates.mistype}), openTie: logRate(n.missRate)}
 	if ch.spans == nil && ch.openTie == notAllowed {
 		return nil
 	}
@@ -283,11 +279,7 @@ func (w *tieBreakWeightsOf) loss(g *kit.Graph, h *ts.Tensor, tt tieBreakTargets,
 		if ch == nil || ch.spans == nil {
 			terms = append(terms, crossEntropy(g, z, tt.spanClass, ones(n)))
 		} else {
-			ev := make([]float32, 0, n*(len(w.labels.Types)+1))
-			for _, y := range tt.spanClass {
-				ev = append(ev, ch.spans.evidence(y)...)
-			}
-			terms = append(terms, noisyCrossEntropy(g, z, ev, ones(n)))
+			terms = append(terms, noisyCrossEntropy(g, z, ch.spans.evidenceOf(tt.spanClass), ones(n)))
 		}
 	}
 	switch len(terms) {

@@ -150,7 +150,7 @@ func TestTieBreakMissRateByHand(t *testing.T) {
 	if !reflect.DeepEqual(tt.gapOpen, []bool{true, false}) || !reflect.DeepEqual(tt.spanClass, []int64{0, 0, 1}) {
 		t.Fatalf("targets %+v", tt)
 	}
-	ch := newTieBreakChannel(f.labels.Types, 0.25, typedRates{})
+	ch := newTieBreakChannel(f.labels.Types, labelNoise{missRate: 0.25})
 	loss := w.loss(g, h, tt, ch)
 	near(t, "loss", kit.Item(loss), 0.65664556, 1e-6)
 	grad := gradOf(t, g, loss, h)
@@ -161,7 +161,7 @@ func TestTieBreakMissRateByHand(t *testing.T) {
 		near(t, "gradient", float64(grad[f.b.pos(0, tk)]), wv, 1e-6)
 	}
 	// At miss_rate 0 the same batch is cross entropy: no channel.
-	if ch := newTieBreakChannel(f.labels.Types, 0, typedRates{}); ch != nil {
+	if ch := newTieBreakChannel(f.labels.Types, labelNoise{}); ch != nil {
 		t.Errorf("miss_rate 0: channel %+v, want none", ch)
 	}
 }
@@ -170,7 +170,7 @@ func TestTieBreakMissRateByHand(t *testing.T) {
 // mistype rate between types, and the gap at miss_rate alone.
 func TestTieBreakChannelRates(t *testing.T) {
 	types := []string{"X", "Y"}
-	ch := newTieBreakChannel(types, 0, typedRates{miss: map[string]float64{"X": 0.8}, mistype: map[string]float64{"Y": 0.1}})
+	ch := newTieBreakChannel(types, labelNoise{rates: typedRates{miss: map[string]float64{"X": 0.8}, mistype: map[string]float64{"Y": 0.1}}})
 	if ch == nil || ch.spans == nil {
 		t.Fatal("per-type rates: no channel")
 	}
@@ -183,7 +183,7 @@ func TestTieBreakChannelRates(t *testing.T) {
 	if ch.openTie != notAllowed {
 		t.Errorf("miss_rate 0: the break between unmatched tokens allows a tie at %v", ch.openTie)
 	}
-	ch = newTieBreakChannel(types, 0.5, typedRates{miss: map[string]float64{"X": 0.8}})
+	ch = newTieBreakChannel(types, labelNoise{missRate: 0.5, rates: typedRates{miss: map[string]float64{"X": 0.8}}})
 	if ch.openTie != lg(0.5) || !reflect.DeepEqual(ch.spans.evidence(0), []float32{0, lg(0.8), lg(0.5)}) {
 		t.Errorf("miss_rate 0.5, X 0.8: gap %v, unmatched span %v", ch.openTie, ch.spans.evidence(0))
 	}

@@ -134,6 +134,16 @@ func newSpanChannel(types []string, r typedRates) *spanChannel {
 // class is target (0: a drawn negative). The row is shared: read only.
 func (ch *spanChannel) evidence(target int64) []float32 { return ch.rows[target] }
 
+// evidenceOf lays out the evidence of rows observed as targets, row by row
+// ([len(targets)*classes]), as noisyCrossEntropy takes it.
+func (ch *spanChannel) evidenceOf(targets []int64) []float32 {
+	ev := make([]float32, 0, len(targets)*len(ch.rows))
+	for _, y := range targets {
+		ev = append(ev, ch.rows[y]...)
+	}
+	return ev
+}
+
 // sampling is the state of negative sampling in one epoch: its draws and
 // what they drew.
 type sampling struct {
@@ -310,11 +320,7 @@ func (l negSampleLoss) Compute(lb *LossBatch) *ts.Tensor {
 	if l.channel == nil {
 		return crossEntropy(lb.G, logits, targets, ones)
 	}
-	ev := make([]float32, 0, len(rows)*len(l.channel.rows))
-	for _, y := range targets {
-		ev = append(ev, l.channel.evidence(y)...)
-	}
-	return noisyCrossEntropy(lb.G, logits, ev, ones)
+	return noisyCrossEntropy(lb.G, logits, l.channel.evidenceOf(targets), ones)
 }
 
 // samplingWeights scores each sentence's candidate negatives with the

@@ -65,7 +65,7 @@ func (l partialLoss) ForLabels(labels *Labels) (Loss, error) {
 	if err := l.rates.check(LossPartial, labels); err != nil {
 		return nil, err
 	}
-	l.channel = newLabelChannel(labels.Tags, l.missRate, l.rates.miss, l.rates.mistype)
+	l.channel = newLabelChannel(labels.Tags, l.labelNoise)
 	return l, nil
 }
 
@@ -96,21 +96,17 @@ type labelChannel struct {
 	certain       bool
 }
 
-// newLabelChannel builds the channel over tags, a Labels tag set (O, then
-// the entity tags, by whose types the rates are looked up).
-func newLabelChannel(tags []string, missRate float64, typeMiss, mistype map[string]float64) *labelChannel {
+// newLabelChannel builds the channel of n over tags, a Labels tag set (O,
+// then the entity tags, by whose types the rates are looked up).
+func newLabelChannel(tags []string, n labelNoise) *labelChannel {
 	ch := &labelChannel{miss: make([]float32, len(tags)), mistype: make([]float32, len(tags)), certain: true}
 	for j := 1; j < len(tags); j++ {
 		t, err := corpus.ParseTag(tags[j])
 		if err != nil {
 			panic(fmt.Sprintf("tagger: tag set %v: %v", tags, err)) // NewLabels makes only valid tags
 		}
-		rate, ok := typeMiss[t.Type]
-		if !ok {
-			rate = missRate
-		}
-		ch.miss[j] = logRate(rate)
-		ch.mistype[j] = logRate(mistype[t.Type]) // 0 when the type has none: sure
+		ch.miss[j] = logRate(n.missOf(t.Type))
+		ch.mistype[j] = logRate(n.rates.mistype[t.Type]) // 0 when the type has none: sure
 		ch.certain = ch.certain && ch.miss[j] == notAllowed && ch.mistype[j] == notAllowed
 	}
 	return ch

@@ -74,7 +74,7 @@ func TestPartialLossMatchesEnumeration(t *testing.T) {
 		k := int64(f.k)
 		em := leaf(t, g, f.packed(), int64(f.b.n), k)
 		nll := crfMarginalNLL(g, em, g.Floats(f.trans, k, k), g.Floats(f.start, k), g.Floats(f.end, k), f.b,
-			newLabelChannel(labels.Tags, c.miss, c.typeMiss, c.mistype).evidence(gold), f.k)
+			newLabelChannel(labels.Tags, labelNoise{missRate: c.miss, rates: typedRates{miss: c.typeMiss, mistype: c.mistype}}).evidence(gold), f.k)
 		grad := gradOf(t, g, nll, em)
 
 		want := 0.0

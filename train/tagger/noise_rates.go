@@ -36,6 +36,15 @@ func labelNoiseParams() []stages.Param {
 	}, typedRateParams()...)
 }
 
+// missOf is the chance that an entity of typ went unmatched: its own rate
+// in type_miss_rates, else miss_rate.
+func (n labelNoise) missOf(typ string) float64 {
+	if rate, ok := n.rates.miss[typ]; ok {
+		return rate
+	}
+	return n.missRate
+}
+
 // configureLabelNoise reads labelNoiseParams.
 func configureLabelNoise(p stages.Params) (labelNoise, error) {
 	rates, err := configureTypedRates(p)
