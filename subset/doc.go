@@ -7,6 +7,11 @@
 //     (unlabeled entity problem) experiments of span-based negative
 //     sampling, where a partially annotated corpus is simulated from a
 //     fully annotated one.
+//   - subset.noise makes distant tags worse in the way a matcher of low
+//     precision errs (dropped, retyped and cut entities, false matches on
+//     capitalized words), each decision drawn once per surface string, for
+//     the question of how a method copes with labels as poor as
+//     knowledge-base matching gives on open-domain text.
 //   - subset.split keeps a small share of the labeled sentences (the
 //     low-resource splits).
 //

@@ -15,7 +15,7 @@ import (
 	_ "github.com/nerflow/nerflow/registry"      // stage: registry.register
 	_ "github.com/nerflow/nerflow/selftrain"     // stages: selftrain.tagger, selftrain.teacher
 	_ "github.com/nerflow/nerflow/storage/all"   // stores: file, s3
-	_ "github.com/nerflow/nerflow/subset"        // stages: subset.mask, subset.split
+	_ "github.com/nerflow/nerflow/subset"        // stages: subset.mask, subset.noise, subset.split
 	_ "github.com/nerflow/nerflow/train/crfvae"  // stage: train.crfvae
 	_ "github.com/nerflow/nerflow/train/encoder" // stage: encoder.pretrain
 	_ "github.com/nerflow/nerflow/train/tagger"  // stages: train.tagger, train.predict, train.evaluate
