@@ -1,7 +1,6 @@
 package subset
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"maps"
@@ -148,26 +147,8 @@ func runMask(c *stages.Context) error {
 	}
 	c.Log.Info("masked gold entities", "p", rep.P, "kept", rep.Kept, "dropped", rep.Dropped)
 
-	format := corpus.Format(p.String("format"))
-	out := c.Output("masked")
-	dataset.Describe(out, format, scheme)
-	w, err := out.Create("masked." + strings.TrimSuffix(string(format), "-spans"))
-	if err != nil {
+	if err := writeTagged(c.Output("masked"), "masked", masked, corpus.Format(p.String("format")), scheme); err != nil {
 		return err
 	}
-	if err := corpus.Write(w, masked, format); err != nil {
-		w.Close()
-		return stages.Permanent(fmt.Errorf("writing the masked corpus: %w", err))
-	}
-	if err := w.Close(); err != nil {
-		return err
-	}
-	var txt bytes.Buffer
-	if err := rep.WriteText(&txt); err != nil {
-		return err
-	}
-	if err := c.Output("report").WriteJSON("report.json", rep); err != nil {
-		return err
-	}
-	return c.Output("report").WriteFile("report.txt", txt.Bytes())
+	return writeReport(c.Output("report"), rep)
 }

@@ -1,7 +1,6 @@
 package subset
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
@@ -295,26 +294,8 @@ func runNoise(c *stages.Context) error {
 			"precision_after", rep.After.Micro.Precision, "recall_after", rep.After.Micro.Recall)
 	}
 
-	format := corpus.Format(p.String("format"))
-	out := c.Output("noisy")
-	dataset.Describe(out, format, scheme)
-	w, err := out.Create("noisy." + strings.TrimSuffix(string(format), "-spans"))
-	if err != nil {
+	if err := writeTagged(c.Output("noisy"), "noisy", noisy, corpus.Format(p.String("format")), scheme); err != nil {
 		return err
 	}
-	if err := corpus.Write(w, noisy, format); err != nil {
-		w.Close()
-		return stages.Permanent(fmt.Errorf("writing the noisy corpus: %w", err))
-	}
-	if err := w.Close(); err != nil {
-		return err
-	}
-	var txt bytes.Buffer
-	if err := rep.WriteText(&txt); err != nil {
-		return err
-	}
-	if err := c.Output("report").WriteJSON("report.json", rep); err != nil {
-		return err
-	}
-	return c.Output("report").WriteFile("report.txt", txt.Bytes())
+	return writeReport(c.Output("report"), rep)
 }

@@ -1,7 +1,6 @@
 package subset
 
 import (
-	"bytes"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -149,9 +148,7 @@ func runSplit(c *stages.Context) error {
 	c.Log.Info("split", "sentences", rep.Corpus.Sentences, "labeled", rep.Labeled.Sentences, "unlabeled", rep.Unlabeled.Sentences)
 
 	format := corpus.Format(p.String("format"))
-	out := c.Output("labeled")
-	dataset.Describe(out, format, scheme)
-	if err := writeCorpus(out, "labeled."+strings.TrimSuffix(string(format), "-spans"), labeled, format); err != nil {
+	if err := writeTagged(c.Output("labeled"), "labeled", labeled, format, scheme); err != nil {
 		return err
 	}
 	text := c.Output("unlabeled")
@@ -199,14 +196,6 @@ func partOf(c *corpus.Corpus, scheme *corpus.Scheme) Part {
 		}
 	}
 	return p
-}
-
-func writeCorpus(out *stages.Output, name string, c *corpus.Corpus, format corpus.Format) error {
-	var b bytes.Buffer
-	if err := corpus.Write(&b, c, format); err != nil {
-		return stages.Permanent(fmt.Errorf("writing %s: %w", name, err))
-	}
-	return out.WriteFile(name, b.Bytes())
 }
 
 // clip is the start of a sentence, for errors.
