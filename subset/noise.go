@@ -27,7 +27,8 @@ func init() {
 			"matching on open-domain text): each decision is drawn once per surface string, so that an error repeats " +
 			"wherever the string occurs. A tagged entity is dropped, or given another type, or cut to its last token; a " +
 			"capitalized word outside every entity becomes a one-word entity (a false match). With a gold input, false " +
-			"matches avoid the gold entities and the report scores the tags before and after against gold.",
+			"matches avoid the gold entities and the report scores the tags before and after against gold. The defaults bring the distant labels of 1,100 CoNLL-2003 sentences (precision 80.6, recall 61.7) " +
+			"to those that knowledge-base matching gives on Wikigold (47.9 / 47.6): 48.8 / 46.8 (docs/accuracy.md).",
 		Params: append(append([]stages.Param{
 			stages.FloatParam("drop", 0.04, "probability that an entity's string is unlabeled (every occurrence)", stages.Range(0, 1)),
 			stages.FloatParam("retype", 0.17, "probability that an entity's string takes another type, drawn among the corpus's other types", stages.Range(0, 1)),
@@ -36,7 +37,7 @@ func init() {
 			stages.IntParam("seed", 1, "seed of the draws: the same seed makes the same errors", stages.AtLeast(0)),
 			stages.StringParam("scheme", "bio", "tag scheme of the output corpus", stages.OneOf("io", "bio", "iob1", "bioes")),
 			stages.StringParam("format", "conll", "format of the output corpus", stages.OneOf("conll", "jsonl", "jsonl-spans", "ck")),
-		}, dataset.SourceParams("corpus", "sentences whose tags are made worse")...), dataset.SourceParams("gold", "the same sentences with gold tags")...),
+		}, dataset.SourceParams("corpus", "sentences whose tags are made worse")...), dataset.SourceParams("gold", "gold tags of the corpus input's sentences")...),
 		Inputs: []stages.Port{
 			{Name: "corpus", Kind: "corpus", Doc: "sentences with tags (distant or gold)"},
 			{Name: "gold", Kind: "corpus", Optional: true, Doc: "the same sentences with gold tags: false matches avoid their entities, and the report scores the tags on them"},
