@@ -112,6 +112,12 @@ func Noise(tagged, gold *corpus.Corpus, rates NoiseRates, seed uint64, scheme co
 		}
 	}
 	types := slices.Sorted(maps.Keys(typeSet))
+	// A retyped entity takes one of the other types: the lists are made
+	// once, not per entity.
+	others := make(map[string][]string, len(types))
+	for _, t := range types {
+		others[t] = slices.DeleteFunc(slices.Clone(types), func(u string) bool { return u == t })
+	}
 	count := func(typ string) *NoiseCount {
 		if rep.Types[typ] == nil {
 			rep.Types[typ] = &NoiseCount{}
@@ -119,6 +125,8 @@ func Noise(tagged, gold *corpus.Corpus, rates NoiseRates, seed uint64, scheme co
 		return rep.Types[typ]
 	}
 	d := draws{seed: seed}
+	// Without a type to give or a chance to draw, no word is hashed.
+	falseMatches := len(types) > 0 && rates.FalseMatch > 0
 	out := &corpus.Corpus{Sentences: make([]corpus.Sentence, len(tagged.Sentences))}
 	var before, after *eval.Scorer
 	if gold != nil {
@@ -142,8 +150,8 @@ func Noise(tagged, gold *corpus.Corpus, rates NoiseRates, seed uint64, scheme co
 				n.Dropped++
 				continue
 			}
-			if others := otherTypes(types, e.Label); len(others) > 0 && d.draw("retype", str) < rates.Retype {
-				e.Label = others[d.pick("retype-to", str, len(others))]
+			if alt := others[e.Label]; len(alt) > 0 && d.draw("retype", str) < rates.Retype {
+				e.Label = alt[d.pick("retype-to", str, len(alt))]
 				n.Retyped++
 			}
 			if e.End-e.Start > 1 && d.draw("shrink", str) < rates.Shrink {
@@ -167,7 +175,7 @@ func Noise(tagged, gold *corpus.Corpus, rates NoiseRates, seed uint64, scheme co
 			}
 		}
 		for k, w := range s.Tokens {
-			if covered[k] || !capitalizedWord(w) || len(types) == 0 {
+			if !falseMatches || covered[k] || !capitalizedWord(w) {
 				continue
 			}
 			word := strings.ToLower(w)
@@ -219,10 +227,6 @@ func (d draws) draw(decision, s string) float64 {
 // pick draws an index in [0, n).
 func (d draws) pick(decision, s string, n int) int {
 	return min(int(d.draw(decision, s)*float64(n)), n-1)
-}
-
-func otherTypes(types []string, typ string) []string {
-	return slices.DeleteFunc(slices.Clone(types), func(t string) bool { return t == typ })
 }
 
 // capitalizedWord is a word of letters that starts upper-case: what a
