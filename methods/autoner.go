@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/nerflow/nerflow/distant"
+	"github.com/nerflow/nerflow/eval"
 	"github.com/nerflow/nerflow/pipeline/spec"
 	"github.com/nerflow/nerflow/stages"
 	"github.com/nerflow/nerflow/train/tagger"
@@ -60,7 +61,7 @@ func init() {
 			stages.IntParam("epochs", 8, "training epochs, raised to reach min_steps; the best epoch on the dev input is kept (8: on BC5CDR Tie-or-Break was still rising after 4, and 8 scored 1.1 higher over three seeds, docs/autoner.md)", stages.Range(1, 1000)),
 			minStepsParam("each tagger"),
 			wordDropoutParam("each tagger", wordDropout),
-			stages.FloatParam("miss_rate", 0, "both variants: the chance that the labels left an entity token O (0: AutoNER's setting, where an unmatched token is O: the Fuzzy-LSTM-CRF, and Tie-or-Break's None spans and breaks; above 0 an unmatched token may be an entity at those odds, for labels of low recall)", stages.Range(0, 1)),
+			stages.FloatListParam("miss_rate", []float64{0}, "both variants: the chance that the labels left an entity token O (0: AutoNER's setting, where an unmatched token is O: the Fuzzy-LSTM-CRF, and Tie-or-Break's None spans and breaks; above 0 an unmatched token may be an entity at those odds, for labels of low recall); several: candidates, one tagger each per variant and seed, of which the dev input keeps the best (node select-VARIANT), for labels whose recall and precision nobody has measured", stages.Range(0, 1)),
 			tagger.Param("type_miss_rates"),
 			tagger.Param("mistype_rates"),
 		}, append(fileParams(), distantParams()...)...),
@@ -91,6 +92,14 @@ func buildAutoNER(b *spec.Builder) error {
 			Input("corpus", b.In("train")).Input("gazetteers", gazetteersFor(b)...).Input("stopwords", b.In("stopwords"))
 	}
 
+	rates := slices.Compact(slices.Clone(p.Floats("miss_rate")))
+	switch {
+	case len(rates) == 0:
+		b.Errorf("params.miss_rate", "want at least one rate")
+		return nil
+	case len(rates) > 1 && !b.Has("dev"):
+		b.Errorf("params.miss_rate", "several rates (%v) are candidates chosen on the dev input, which this spec does not give", rates)
+	}
 	fan := func(n *spec.NodeBuilder) *spec.NodeBuilder { return fanSeeds(n, seeds, false) }
 	for _, v := range variants {
 		t := fanSeeds(b.Node(v, tagger.StageTrain), seeds, true).Pass("scheme", "epochs", "min_steps", "word_dropout").Input("embeddings", vec)
@@ -98,11 +107,40 @@ func buildAutoNER(b *spec.Builder) error {
 		case variantFuzzy:
 			partialOnLabels(t)
 		case variantTieBreak:
-			t.Set("head", tagger.TieBreakHead).Set("loss", tagger.LossTieBreak).Pass("miss_rate", "type_miss_rates", "mistype_rates")
+			t.Set("head", tagger.TieBreakHead).Set("loss", tagger.LossTieBreak).Pass("type_miss_rates", "mistype_rates")
 		}
+		// The method's miss_rate lists candidates; each tagger takes one
+		// (bestMissRate fans them out).
+		t.Set("miss_rate", rates[0])
 		corpus(t)
 		readSplit(b, t, "dev", "dev")
-		finishVariant(b, finalModel{step: t, fan: fan, name: fmt.Sprintf("%s-%s", b.Name(), v)})
+		final := finalModel{step: t, fan: fan, name: fmt.Sprintf("%s-%s", b.Name(), v)}
+		if len(rates) > 1 {
+			final.step = bestMissRate(b, t, rates, seeds)
+		}
+		end(b, final, "-"+v)
 	}
 	return nil
+}
+
+// bestMissRate fans the tagger t out over the candidate miss rates and
+// adds node select-VARIANT, which keeps, per seed, the rate whose tagger
+// the dev input scores best (eval-VARIANT, per seed and rate). Which rate
+// suits is a property of the labels: doubting the labels' O adds the
+// entities that labels of low recall miss, and adds the errors of labels
+// of low precision (docs/autoner.md measured both); the dev split tells
+// them apart where nobody has measured the labels.
+func bestMissRate(b *spec.Builder, t *spec.NodeBuilder, rates []float64, seeds []int) *spec.NodeBuilder {
+	vals := make([]any, len(rates))
+	names := make([]string, len(rates))
+	for i, r := range rates {
+		vals[i] = r
+		names[i] = fmt.Sprintf("miss_rate %g", r)
+	}
+	t.FanOut("miss_rate", vals...)
+	byRate := func(n *spec.NodeBuilder) *spec.NodeBuilder {
+		return fanSeeds(n, seeds, false).FanOut("miss_rate", vals...)
+	}
+	return fanSeeds(b.Node("select-"+t.Name(), eval.StageSelect), seeds, false).
+		Input("models", t.Out("model")).Input("reports", scoreDev(b, t, byRate)).Set("names", names)
 }

@@ -1,6 +1,7 @@
 package methods_test
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -110,16 +111,82 @@ func TestAutoNEROnDistantTags(t *testing.T) {
 	}
 }
 
+// Several miss rates are candidates: each variant's tagger fans out over
+// them beside the seeds, and node select-VARIANT keeps, per seed, the
+// tagger the dev input scores best, in the rates' order; the ending (the
+// overlay, the test, the registry) follows the kept one. One rate, as a
+// list or a single number, is the tagger's own miss_rate, with nothing
+// to select.
+func TestAutoNERChoosesTheMissRateOnDev(t *testing.T) {
+	g, err := expand(t, fixture(t), strings.Replace(autonerSpec, "seeds: [1, 2],", "seeds: [1, 2], miss_rate: [0, 0.5],", 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []string{"fuzzy", "tiebreak"} {
+		for _, seed := range []string{"1", "2"} {
+			var models, reports []string
+			for _, rate := range []string{"0", "0.5"} {
+				id := v + "[miss_rate=" + rate + ",seed=" + seed + "]"
+				if p := nodeParams(t, g, id); fmt.Sprint(p["miss_rate"]) != rate || fmt.Sprint(p["seed"]) != seed {
+					t.Errorf("%s params %v", id, p)
+				}
+				models, reports = append(models, id), append(reports, "eval-"+id)
+			}
+			sel, ok := g.Node("select-" + v + "[seed=" + seed + "]")
+			if !ok {
+				t.Fatalf("no select-%s[seed=%s] in %v", v, seed, ids(g))
+			}
+			var gotModels, gotReports []string
+			for _, in := range sel.Inputs {
+				switch in.Port {
+				case "models":
+					gotModels = append(gotModels, in.Node)
+				case "reports":
+					gotReports = append(gotReports, in.Node)
+				}
+			}
+			if !slices.Equal(gotModels, models) || !slices.Equal(gotReports, reports) {
+				t.Errorf("select-%s[seed=%s] models %v reports %v, want %v and %v", v, seed, gotModels, gotReports, models, reports)
+			}
+			if names := nodeParams(t, g, sel.ID)["names"]; fmt.Sprint(names) != "[miss_rate 0 miss_rate 0.5]" {
+				t.Errorf("%s names %v", sel.ID, names)
+			}
+			ov, _ := g.Node("overlay-fill-" + v + "[seed=" + seed + "]")
+			if ov == nil || portIn(ov, "model").Node != sel.ID {
+				t.Errorf("overlay-fill-%s[seed=%s] %+v, want the model of %s", v, seed, ov, sel.ID)
+			}
+		}
+	}
+	for _, rates := range []string{"miss_rate: [0.5],", "miss_rate: 0.5,"} {
+		g, err := expand(t, fixture(t), strings.Replace(autonerSpec, "seeds: [1, 2],", "seeds: [1, 2], "+rates, 1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p := nodeParams(t, g, "tiebreak[seed=2]"); p["miss_rate"] != 0.5 {
+			t.Errorf("%s: tiebreak[seed=2] miss_rate %v", rates, p["miss_rate"])
+		}
+		if _, ok := g.Node("select-tiebreak[seed=2]"); ok {
+			t.Errorf("%s: a select node with one rate", rates)
+		}
+	}
+}
+
 func TestAutoNERErrors(t *testing.T) {
 	for _, tc := range []struct{ from, to, want string }{
 		{"  gazetteers: [../../data/gaz/per.txt, ../../data/gaz/loc.txt]\n", "  stopwords: ../../data/gaz/per.txt\n", "inputs.stopwords: stopwords only matter with gazetteers"},
 		{"seeds: [1, 2],", "seeds: [1, 2], variants: [],", "params.variants: want at least one of fuzzy, tiebreak"},
 		{"seeds: [1, 2],", "seeds: [],", "params.seeds: want at least one seed"},
 		{"seeds: [1, 2],", "seeds: [1], miss_rate: 2,", "miss_rate"},
+		{"seeds: [1, 2],", "seeds: [1], miss_rate: [],", "params.miss_rate: want at least one rate"},
+
 	} {
 		_, err := expand(t, fixture(t), strings.Replace(autonerSpec, tc.from, tc.to, 1))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q -> %q: error %v, want %q", tc.from, tc.to, err, tc.want)
 		}
+	}
+	noDev := strings.NewReplacer("dev_file: test.conll,", "miss_rate: [0, 0.5],", "  dev: ../../data\n", "").Replace(autonerSpec)
+	if _, err := expand(t, fixture(t), noDev); err == nil || !strings.Contains(err.Error(), "params.miss_rate: several rates ([0 0.5]) are candidates chosen on the dev input") {
+		t.Errorf("several rates without a dev input: %v", err)
 	}
 }

@@ -229,6 +229,11 @@ func toList(raw any) ([]any, error) {
 		return anySlice(r), nil
 	case []string:
 		return anySlice(r), nil
+	case int, int64, float64, bool:
+		// A single value where a list goes is a list of one, as a
+		// single string is: `miss_rate: 0.5` for a parameter that may
+		// list candidates.
+		return []any{r}, nil
 	}
 	return nil, fmt.Errorf("want a list, got %s", describe(raw))
 }

@@ -64,6 +64,14 @@ func TestResolveParams(t *testing.T) {
 	if err != nil || string(r.Canonical()) != want {
 		t.Errorf("equivalent params: %s, %v", r.Canonical(), err)
 	}
+	// A single value where a list goes is a list of one.
+	one, err := demo.ResolveParams(map[string]any{"name": "x", "seeds": 7, "weights": 0.5, "types": "ORG"})
+	if err != nil || !slices.Equal(one.Ints("seeds"), []int{7}) || !slices.Equal(one.Floats("weights"), []float64{0.5}) || !slices.Equal(one.Strings("types"), []string{"ORG"}) {
+		t.Errorf("single values as lists: %v, %v", one.Map(), err)
+	}
+	if _, err := demo.ResolveParams(map[string]any{"name": "x", "seeds": 2.5}); err == nil || !strings.Contains(err.Error(), "element 0: want an integer") {
+		t.Errorf("seeds: 2.5: %v", err)
+	}
 }
 
 func TestParamErrors(t *testing.T) {

@@ -317,9 +317,12 @@ func (n *NodeBuilder) Queue(q string) *NodeBuilder {
 
 // FanOut makes one node per value of the stage parameter param (or of a
 // key the node's producers fan out over, to pair with their copies), as
-// `fan_out:` in a spec does.
+// `fan_out:` in a spec does. It replaces a value of param that the method
+// set or passed before (a spec may not give both).
 func (n *NodeBuilder) FanOut(param string, values ...any) *NodeBuilder {
 	n.spec.FanOut[param] = values
+	delete(n.spec.Params, param)
+	delete(n.origins, "params."+param)
 	return n
 }
 

@@ -37,7 +37,8 @@ func init() {
 			for i := range seeds {
 				seeds[i] = i + 1
 			}
-			tr := b.Node("train", "test.seed").Queue("gpu").FanOut("seed", seeds...).Input("in", src)
+			// A fan-out replaces the value the method set before it.
+			tr := b.Node("train", "test.seed").Set("seed", 0).Queue("gpu").FanOut("seed", seeds...).Input("in", src)
 			if b.Params().Bool("ensemble") {
 				b.Node("ensemble", "test.sum").Input("models", tr.Out("model"))
 			} else {
