@@ -148,7 +148,11 @@ func Import(ctx context.Context, s storage.Store, prefix, localPath, kind string
 
 // localFiles maps the artifact's file names to the local paths of the
 // regular files at p: p itself, named by its base name, or every file under
-// directory p, named by its slash-separated path relative to p.
+// directory p, named by its slash-separated path relative to p. Symbolic
+// links are followed where they lead to a file, and to p itself (a data
+// directory linked into a project); a link to a directory inside p is
+// refused, naming it, rather than left out: an import never drops a file
+// without saying so.
 func localFiles(p string) (map[string]string, error) {
 	fi, err := os.Stat(p)
 	if err != nil {
@@ -157,12 +161,30 @@ func localFiles(p string) (map[string]string, error) {
 	if !fi.IsDir() {
 		return map[string]string{filepath.Base(p): p}, nil
 	}
+	// WalkDir lists a linked root as the link alone.
+	root, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		return nil, err
+	}
 	files := map[string]string{}
-	err = filepath.WalkDir(p, func(file string, d fs.DirEntry, err error) error {
-		if err != nil || !d.Type().IsRegular() {
+	err = filepath.WalkDir(root, func(file string, d fs.DirEntry, err error) error {
+		if err != nil {
 			return err
 		}
-		rel, err := filepath.Rel(p, file)
+		if d.Type()&fs.ModeSymlink != 0 {
+			target, err := os.Stat(file)
+			switch {
+			case err != nil:
+				return fmt.Errorf("%s: %w", file, err)
+			case target.IsDir():
+				return fmt.Errorf("%s links to a directory, which an import does not follow: link its files, or import it on its own", file)
+			case !target.Mode().IsRegular():
+				return nil
+			}
+		} else if !d.Type().IsRegular() {
+			return nil
+		}
+		rel, err := filepath.Rel(root, file)
 		if err != nil {
 			return err
 		}

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -104,5 +105,53 @@ func TestImportSourceLocal(t *testing.T) {
 	}
 	if _, err := artifact.ImportSource(ctx, dst, "datasets", filepath.Join(dir, "missing.txt"), ""); err == nil || !strings.Contains(err.Error(), "missing.txt") {
 		t.Errorf("missing file: %v", err)
+	}
+}
+
+// A directory reached through links imports every file it holds: the
+// linked directory itself, and a linked file inside it, under the link's
+// name. A link inside to a directory, or to nothing, is an error that
+// names it, not a file silently left out.
+func TestImportFollowsLinks(t *testing.T) {
+	ctx := context.Background()
+	data, elsewhere, project := t.TempDir(), t.TempDir(), t.TempDir()
+	for p, text := range map[string]string{filepath.Join(data, "train.txt"): "train", filepath.Join(elsewhere, "big.txt"): "big"} {
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	link := func(target, name string) {
+		t.Helper()
+		if err := os.Symlink(target, name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	link(filepath.Join(elsewhere, "big.txt"), filepath.Join(data, "dev.txt"))
+	link(data, filepath.Join(project, "data"))
+	dst, err := fsstore.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := artifact.Import(ctx, dst, "datasets", filepath.Join(project, "data"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, f := range m.Files {
+		names = append(names, f.Name)
+	}
+	if slices.Sort(names); !slices.Equal(names, []string{"dev.txt", "train.txt"}) {
+		t.Errorf("imported %v, want dev.txt and train.txt", names)
+	}
+	link(elsewhere, filepath.Join(data, "more"))
+	if _, err := artifact.Import(ctx, dst, "datasets", data, ""); err == nil || !strings.Contains(err.Error(), "more links to a directory") {
+		t.Errorf("a linked directory inside: %v", err)
+	}
+	if err := os.Remove(filepath.Join(data, "more")); err != nil {
+		t.Fatal(err)
+	}
+	link(filepath.Join(elsewhere, "gone.txt"), filepath.Join(data, "test.txt"))
+	if _, err := artifact.Import(ctx, dst, "datasets", data, ""); err == nil || !strings.Contains(err.Error(), "test.txt") {
+		t.Errorf("a dangling link inside: %v", err)
 	}
 }
