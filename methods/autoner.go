@@ -33,9 +33,15 @@ const (
 // Every variant is scored on the dev and test sets given, beside the
 // gazetteers' own labels of those sets, and registered as NAME-VARIANT.
 //
-//	label ------------> fuzzy, tiebreak (x seeds) -> eval-V, test-V -> register-V
+//	label ------------> fuzzy, tiebreak (x seeds x miss rates) -> eval-V -> select-V -> test-V -> register-V
 //	tiebreak-labels (the Tie-or-Break labels of the train input and their report)
 //	vectors (with a vectors input) --^
+//
+// By default each variant trains at two miss rates, AutoNER's 0 (an
+// unmatched token is O) and 0.5 (it may be an entity), and keeps per seed
+// the one the dev input scores best: 0.5 suits labels that miss entities
+// but rarely tag a wrong one (CoNLL-2003's), 0 labels of low precision,
+// and the dev split tells them apart (docs/autoner.md).
 //
 // Variant fuzzy is the Fuzzy-LSTM-CRF, variant tiebreak the Tie-or-Break
 // model. Both learn from the BIO tags of node label; the Tie-or-Break head
@@ -50,7 +56,8 @@ func init() {
 			"broken apart, or unknown next to an untyped phrase) and the Fuzzy-LSTM-CRF baseline (variant fuzzy: a " +
 			"partial-label CRF where an untyped phrase may take any entity tag) and the Tie-or-Break model (variant " +
 			"tiebreak: a tie/break classifier between adjacent tokens, unknown gaps left out, and a type classifier " +
-			"over the spans between breaks with a None class), each tagger scored on the dev and " +
+			"over the spans between breaks with a None class), each at the miss rates listed (by default AutoNER's 0 and 0.5, " +
+			"the dev input keeping the better per variant and seed, node select-VARIANT), each tagger scored on the dev and " +
 			"test sets beside the gazetteers' own labels of them and registered as NAME-VARIANT. Without gazetteers " +
 			"the train input's distant tags are the phrases (no tiebreak-labels node)." + overlayDoc,
 		Params: append([]stages.Param{
@@ -61,7 +68,7 @@ func init() {
 			stages.IntParam("epochs", 8, "training epochs, raised to reach min_steps; the best epoch on the dev input is kept (8: on BC5CDR Tie-or-Break was still rising after 4, and 8 scored 1.1 higher over three seeds, docs/autoner.md)", stages.Range(1, 1000)),
 			minStepsParam("each tagger"),
 			wordDropoutParam("each tagger", wordDropout),
-			stages.FloatListParam("miss_rate", []float64{0}, "both variants: the chance that the labels left an entity token O (0: AutoNER's setting, where an unmatched token is O: the Fuzzy-LSTM-CRF, and Tie-or-Break's None spans and breaks; above 0 an unmatched token may be an entity at those odds, for labels of low recall); several: candidates, one tagger each per variant and seed, of which the dev input keeps the best (node select-VARIANT), for labels whose recall and precision nobody has measured", stages.Range(0, 1)),
+			stages.FloatListParam("miss_rate", []float64{0, 0.5}, "both variants: the chance that the labels left an entity token O (0: AutoNER's setting, where an unmatched token is O: the Fuzzy-LSTM-CRF, and Tie-or-Break's None spans and breaks; above 0 an unmatched token may be an entity at those odds, for labels of low recall); several: candidates, one tagger each per variant and seed, of which the dev input keeps the best (node select-VARIANT), for labels whose recall and precision nobody has measured", stages.Range(0, 1)),
 			tagger.Param("type_miss_rates"),
 			tagger.Param("mistype_rates"),
 		}, append(fileParams(), distantParams()...)...),
@@ -97,8 +104,10 @@ func buildAutoNER(b *spec.Builder) error {
 	case len(rates) == 0:
 		b.Errorf("params.miss_rate", "want at least one rate")
 		return nil
-	case len(rates) > 1 && !b.Has("dev"):
+	case len(rates) > 1 && !b.Has("dev") && b.IsSet("miss_rate"):
 		b.Errorf("params.miss_rate", "several rates (%v) are candidates chosen on the dev input, which this spec does not give", rates)
+	case len(rates) > 1 && !b.Has("dev"):
+		rates = rates[:1] // the default's first, AutoNER's 0: nothing to choose on
 	}
 	fan := func(n *spec.NodeBuilder) *spec.NodeBuilder { return fanSeeds(n, seeds, false) }
 	for _, v := range variants {

@@ -15,7 +15,7 @@ import (
 const autonerSpec = `
 name: a
 method: autoner
-params: {seeds: [1, 2], case: variants, dev_file: test.conll, test_file: test.conll}
+params: {seeds: [1, 2], miss_rate: 0, case: variants, dev_file: test.conll, test_file: test.conll}
 inputs:
   train: ../../data/raw.txt
   gazetteers: [../../data/gaz/per.txt, ../../data/gaz/loc.txt]
@@ -111,14 +111,15 @@ func TestAutoNEROnDistantTags(t *testing.T) {
 	}
 }
 
-// Several miss rates are candidates: each variant's tagger fans out over
-// them beside the seeds, and node select-VARIANT keeps, per seed, the
-// tagger the dev input scores best, in the rates' order; the ending (the
-// overlay, the test, the registry) follows the kept one. One rate, as a
-// list or a single number, is the tagger's own miss_rate, with nothing
-// to select.
+// Several miss rates, as by default 0 and 0.5, are candidates: each
+// variant's tagger fans out over them beside the seeds, and node
+// select-VARIANT keeps, per seed, the tagger the dev input scores best, in
+// the rates' order; the ending (the overlay, the test, the registry)
+// follows the kept one. One rate, as a list or a single number, is the
+// tagger's own miss_rate, with nothing to select; without a dev input the
+// default's first rate, AutoNER's 0, is.
 func TestAutoNERChoosesTheMissRateOnDev(t *testing.T) {
-	g, err := expand(t, fixture(t), strings.Replace(autonerSpec, "seeds: [1, 2],", "seeds: [1, 2], miss_rate: [0, 0.5],", 1))
+	g, err := expand(t, fixture(t), strings.Replace(autonerSpec, "miss_rate: 0, ", "", 1))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +159,7 @@ func TestAutoNERChoosesTheMissRateOnDev(t *testing.T) {
 		}
 	}
 	for _, rates := range []string{"miss_rate: [0.5],", "miss_rate: 0.5,"} {
-		g, err := expand(t, fixture(t), strings.Replace(autonerSpec, "seeds: [1, 2],", "seeds: [1, 2], "+rates, 1))
+		g, err := expand(t, fixture(t), strings.Replace(autonerSpec, "miss_rate: 0,", rates, 1))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -176,17 +177,24 @@ func TestAutoNERErrors(t *testing.T) {
 		{"  gazetteers: [../../data/gaz/per.txt, ../../data/gaz/loc.txt]\n", "  stopwords: ../../data/gaz/per.txt\n", "inputs.stopwords: stopwords only matter with gazetteers"},
 		{"seeds: [1, 2],", "seeds: [1, 2], variants: [],", "params.variants: want at least one of fuzzy, tiebreak"},
 		{"seeds: [1, 2],", "seeds: [],", "params.seeds: want at least one seed"},
-		{"seeds: [1, 2],", "seeds: [1], miss_rate: 2,", "miss_rate"},
-		{"seeds: [1, 2],", "seeds: [1], miss_rate: [],", "params.miss_rate: want at least one rate"},
-
+		{"miss_rate: 0,", "miss_rate: 2,", "miss_rate"},
+		{"miss_rate: 0,", "miss_rate: [],", "params.miss_rate: want at least one rate"},
 	} {
 		_, err := expand(t, fixture(t), strings.Replace(autonerSpec, tc.from, tc.to, 1))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q -> %q: error %v, want %q", tc.from, tc.to, err, tc.want)
 		}
 	}
-	noDev := strings.NewReplacer("dev_file: test.conll,", "miss_rate: [0, 0.5],", "  dev: ../../data\n", "").Replace(autonerSpec)
+	noDev := strings.NewReplacer("dev_file: test.conll,", "", "miss_rate: 0,", "miss_rate: [0, 0.5],", "  dev: ../../data\n", "").Replace(autonerSpec)
 	if _, err := expand(t, fixture(t), noDev); err == nil || !strings.Contains(err.Error(), "params.miss_rate: several rates ([0 0.5]) are candidates chosen on the dev input") {
 		t.Errorf("several rates without a dev input: %v", err)
+	}
+	byDefault := strings.NewReplacer("dev_file: test.conll,", "", "miss_rate: 0,", "", "  dev: ../../data\n", "").Replace(autonerSpec)
+	g, err := expand(t, fixture(t), byDefault)
+	if err != nil {
+		t.Fatalf("the default rates without a dev input: %v", err)
+	}
+	if p := nodeParams(t, g, "fuzzy[seed=1]"); p["miss_rate"] != 0.0 {
+		t.Errorf("the default rates without a dev input: fuzzy[seed=1] miss_rate %v, want AutoNER's 0", p["miss_rate"])
 	}
 }

@@ -24,7 +24,9 @@ import (
 //	labels-SPLIT   the distant labels scored on a split: the baseline set
 //	               beside every evaluation on it (methods on distant labels)
 //	select         the step models' best on the dev input, when a method
-//	               ends with the best of its steps (bestOnDev)
+//	               ends with the best of its steps (bestOnDev); a method
+//	               that chooses a setting per variant on dev names it
+//	               select-VARIANT (autoner's candidate miss rates)
 //	overlay-fill, overlay-override
 //	               the final model with the gazetteer overlay in each mode
 //	               (stage distant.overlay), each scored as eval-overlay-MODE
@@ -35,7 +37,8 @@ import (
 // A method with one final model per variant (a parameter that lists them)
 // names the last two after their step too, however many variants a spec
 // asks for: test-STEP, register-STEP; its overlay nodes are suffixed
-// likewise (overlay-fill-STEP, overlay-STEP). conventions_test.go holds
+// likewise (overlay-fill-STEP, overlay-STEP). A variant that ends with a
+// choice on dev (select-VARIANT) names them after the variant. conventions_test.go holds
 // every method to this.
 
 // fanout repeats a step's fan-out (e.g. one copy per seed) on a node that
