@@ -104,9 +104,10 @@ func buildAutoNER(b *spec.Builder) error {
 	case len(rates) == 0:
 		b.Errorf("params.miss_rate", "want at least one rate")
 		return nil
-	case len(rates) > 1 && !b.Has("dev") && b.IsSet("miss_rate"):
-		b.Errorf("params.miss_rate", "several rates (%v) are candidates chosen on the dev input, which this spec does not give", rates)
 	case len(rates) > 1 && !b.Has("dev"):
+		if b.IsSet("miss_rate") {
+			b.Errorf("params.miss_rate", "several rates (%v) are candidates chosen on the dev input, which this spec does not give", rates)
+		}
 		rates = rates[:1] // the default's first, AutoNER's 0: nothing to choose on
 	}
 	fan := func(n *spec.NodeBuilder) *spec.NodeBuilder { return fanSeeds(n, seeds, false) }

@@ -171,22 +171,24 @@ func localFiles(p string) (map[string]string, error) {
 		if err != nil {
 			return err
 		}
+		rel, err := filepath.Rel(root, file)
+		if err != nil {
+			return err
+		}
 		if d.Type()&fs.ModeSymlink != 0 {
+			// Named as the user reaches it: under p, not its target.
+			shown := filepath.Join(p, rel)
 			target, err := os.Stat(file)
 			switch {
 			case err != nil:
-				return fmt.Errorf("%s: %w", file, err)
+				return fmt.Errorf("%s: %w", shown, err)
 			case target.IsDir():
-				return fmt.Errorf("%s links to a directory, which an import does not follow: link its files, or import it on its own", file)
+				return fmt.Errorf("%s links to a directory, which an import does not follow: link its files, or import it on its own", shown)
 			case !target.Mode().IsRegular():
 				return nil
 			}
 		} else if !d.Type().IsRegular() {
 			return nil
-		}
-		rel, err := filepath.Rel(root, file)
-		if err != nil {
-			return err
 		}
 		files[filepath.ToSlash(rel)] = file
 		return nil
