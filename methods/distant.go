@@ -36,6 +36,7 @@ func init() {
 			stages.IntListParam("seeds", []int{1}, "seeds; several train one tagger per seed and variant (fan-out), each scored and registered", stages.AtLeast(0)),
 			tagger.SchemeParam("io", "tag scheme of the labels and the taggers"),
 			stages.IntParam("epochs", 6, "training epochs", stages.Range(1, 1000)),
+			minStepsParam("each tagger"),
 			wordDropoutParam("each tagger", 0),
 			stages.FloatParam("drop_o", 0.5, "fraction of the distant O tokens left out of the loss", stages.Range(0, 0.99)),
 			tagger.Param("q"),
@@ -66,7 +67,7 @@ func buildDistant(b *spec.Builder) error {
 	fan := func(n *spec.NodeBuilder) *spec.NodeBuilder { return fanSeeds(n, seeds, false) }
 	for _, v := range slices.Compact(slices.Clone(variants)) {
 		t := fanSeeds(b.Node(v, tagger.StageTrain), seeds, true).
-			Set("head", tagger.TokenHead).Pass("scheme", "epochs", "word_dropout").Input("embeddings", vec)
+			Set("head", tagger.TokenHead).Pass("scheme", "epochs", "min_steps", "word_dropout").Input("embeddings", vec)
 		if v != variantPartial {
 			t.Pass("drop_o")
 		}

@@ -143,7 +143,7 @@ nodes:%s
 	} {
 		distantSpec += fmt.Sprintf(`  %[1]s:
     stage: %[2]s
-    params: {head: token, scheme: io, %[3]s, drop_o: 0.5, epochs: 6, seed: 1, corpus_file: train_text.txt,
+    params: {head: token, scheme: io, %[3]s, drop_o: 0.5, epochs: 6, min_steps: 1000, seed: 1, corpus_file: train_text.txt,
       corpus_labels: train_label_dist.txt, dev_file: valid_text.txt, dev_labels: valid_label_true.txt}
     inputs: {corpus: %[4]s, dev: %[4]s, embeddings: vectors}
   eval-%[1]s:
