@@ -35,7 +35,7 @@ func init() {
 				stages.OneOf(variantCE, variantGCE, variantGCERemove, variantPartial)),
 			stages.IntListParam("seeds", []int{1}, "seeds; several train one tagger per seed and variant (fan-out), each scored and registered", stages.AtLeast(0)),
 			tagger.SchemeParam("io", "tag scheme of the labels and the taggers"),
-			stages.IntParam("epochs", 6, "training epochs", stages.Range(1, 1000)),
+			stages.IntParam("epochs", 6, "training epochs, raised to reach min_steps", stages.Range(1, 1000)),
 			minStepsParam("each tagger"),
 			wordDropoutParam("each tagger", 0),
 			stages.FloatParam("drop_o", 0.5, "fraction of the distant O tokens left out of the loss", stages.Range(0, 0.99)),

@@ -38,8 +38,8 @@ import (
 // names the last two after their step too, however many variants a spec
 // asks for: test-STEP, register-STEP; its overlay nodes are suffixed
 // likewise (overlay-fill-STEP, overlay-STEP). A variant that ends with a
-// choice on dev (select-VARIANT) names them after the variant. conventions_test.go holds
-// every method to this.
+// choice on dev (select-VARIANT) names them after the variant.
+// conventions_test.go holds every method to this.
 
 // fanout repeats a step's fan-out (e.g. one copy per seed) on a node that
 // pairs with it; nil for a step that is not fanned out.
