@@ -99,7 +99,14 @@ func buildAutoNER(b *spec.Builder) error {
 			Input("corpus", b.In("train")).Input("gazetteers", gazetteersFor(b)...).Input("stopwords", b.In("stopwords"))
 	}
 
-	rates := slices.Compact(slices.Clone(p.Floats("miss_rate")))
+	// Each rate once, in the order given: the first is the fallback
+	// without dev, and a later one wins a tie on dev.
+	var rates []float64
+	for _, r := range p.Floats("miss_rate") {
+		if !slices.Contains(rates, r) {
+			rates = append(rates, r)
+		}
+	}
 	switch {
 	case len(rates) == 0:
 		b.Errorf("params.miss_rate", "want at least one rate")
@@ -119,14 +126,16 @@ func buildAutoNER(b *spec.Builder) error {
 		case variantTieBreak:
 			t.Set("head", tagger.TieBreakHead).Set("loss", tagger.LossTieBreak).Pass("type_miss_rates", "mistype_rates")
 		}
-		// The method's miss_rate lists candidates; each tagger takes one
-		// (bestMissRate fans them out).
-		t.Set("miss_rate", rates[0])
 		corpus(t)
 		readSplit(b, t, "dev", "dev")
+		// The method's miss_rate lists candidates: one is the tagger's
+		// own, several fan it out (either replaces the list that
+		// partialOnLabels passed).
 		final := finalModel{step: t, fan: fan, name: fmt.Sprintf("%s-%s", b.Name(), v)}
 		if len(rates) > 1 {
 			final.step = bestMissRate(b, t, rates, seeds)
+		} else {
+			t.Set("miss_rate", rates[0])
 		}
 		end(b, final, "-"+v)
 	}

@@ -158,6 +158,14 @@ func TestAutoNERChoosesTheMissRateOnDev(t *testing.T) {
 			}
 		}
 	}
+	// A rate listed twice trains once.
+	g, err = expand(t, fixture(t), strings.Replace(autonerSpec, "miss_rate: 0,", "miss_rate: [0, 0.5, 0],", 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sel, ok := g.Node("select-fuzzy[seed=1]"); !ok || len(portNodes(sel, "models")) != 2 {
+		t.Errorf("miss_rate [0, 0.5, 0]: select-fuzzy[seed=1] %+v, want the taggers at 0 and 0.5", sel)
+	}
 	for _, rates := range []string{"miss_rate: [0.5],", "miss_rate: 0.5,"} {
 		g, err := expand(t, fixture(t), strings.Replace(autonerSpec, "miss_rate: 0,", rates, 1))
 		if err != nil {

@@ -229,7 +229,7 @@ func toList(raw any) ([]any, error) {
 		return anySlice(r), nil
 	case []string:
 		return anySlice(r), nil
-	case int, int64, float64, bool:
+	case int, int64, float64:
 		// A single value where a list goes is a list of one, as a
 		// single string is: `miss_rate: 0.5` for a parameter that may
 		// list candidates.
