@@ -13,6 +13,7 @@ import (
 	"github.com/nerflow/nerflow/distant"
 	"github.com/nerflow/nerflow/eval"
 	"github.com/nerflow/nerflow/pipeline/spec"
+	"github.com/nerflow/nerflow/refine"
 	"github.com/nerflow/nerflow/registry"
 	"github.com/nerflow/nerflow/stages"
 	"github.com/nerflow/nerflow/train/tagger"
@@ -129,10 +130,20 @@ func checkConventions(t *testing.T, s *spec.Spec, g *spec.Graph, given inputs) {
 			}
 		}
 	}
+	// A model trained only to weigh labels (refine.choose reads its dev
+	// score) is a step of no model's making, and not final.
+	choosing := map[string]bool{} // evaluations whose report a label choice reads
+	for _, n := range g.Nodes {
+		if n.Stage == refine.StageChoose {
+			for _, in := range n.Inputs {
+				choosing[in.Node] = true
+			}
+		}
+	}
 	finals := map[string]bool{} // by spec node name
 	for id := range trained {
 		if !slices.ContainsFunc(readers[id], func(r *spec.Node) bool {
-			return r.Stage != tagger.StageEvaluate && r.Stage != registry.StageName
+			return r.Stage != tagger.StageEvaluate && r.Stage != registry.StageName || choosing[r.ID]
 		}) {
 			finals[node(id).Name] = true
 		}
@@ -311,6 +322,13 @@ func TestEveryMethodFollowsTheConventions(t *testing.T) {
 					t.Fatalf("%s with overlay=false: %v", m.Name, err)
 				}
 				checkConventions(t, s, g, inputs{dev: true, test: true, baseline: true})
+				// The labels refined and chosen on dev: the models that
+				// weigh them end nowhere.
+				s, g, err = expandMethod(dir, m, "params:\n  refine: auto\n"+distantSpec(m))
+				if err != nil {
+					t.Fatalf("%s with refine=auto: %v", m.Name, err)
+				}
+				checkConventions(t, s, g, inputs{dev: true, test: true, baseline: true, overlay: true})
 			}
 		})
 	}

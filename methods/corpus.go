@@ -67,10 +67,13 @@ func readSplit(b *spec.Builder, n *spec.NodeBuilder, split, port string) *spec.N
 // vectors adds the node that restricts the word vectors to the words of the
 // corpus inputs (and of more corpora, such as unlabeled sentences), and
 // returns its output; without a vectors input it adds nothing and returns
-// the empty reference.
+// the empty reference. A later call adds its corpora to the first's node.
 func vectors(b *spec.Builder, more ...spec.Ref) spec.Ref {
 	if !b.Has("vectors") {
 		return spec.Ref{}
+	}
+	if n := b.Lookup("vectors"); n != nil {
+		return n.Input("corpora", more...).Out("embeddings")
 	}
 	return b.Node("vectors", embeddings.StageName).PassAs("files", "vocab_files").
 		Input("vectors", b.In("vectors")).
@@ -111,16 +114,17 @@ func gazetteersFor(b *spec.Builder) []spec.Ref {
 }
 
 // distantParams declares the parameters of a method on distant labels
-// that its label node reads, and overlay, which its ending reads.
+// that its label node reads, overlay, which its ending reads, and the
+// refinement of its labels (refineParams).
 func distantParams() []stages.Param {
-	return []stages.Param{
+	return append([]stages.Param{
 		stages.StringParam("case", "exact", "with gazetteers: letter case matching of every labeling node (label, labels-dev, labels-test): exact, fold, or variants (as written, UPPER, lower)", stages.OneOf("exact", "fold", "variants")),
 		stages.BoolParam("entry_sentences", false, "with gazetteers: every typed entry is also a training sentence of its own, so that the taggers learn the entries the corpus never mentions (for gazetteers of up to a few thousand entries)"),
 		stages.FloatParam("entry_share", 0.5, "entry_sentences: at most this many entry sentences per sentence of the training corpus, an evenly spread subset of the entries where the gazetteers have more (0: every entry); the text, where entities have context, keeps outweighing isolated phrases",
 			stages.Range(0, 1000)),
 		stages.BoolParam("abbreviations", true, "with gazetteers: every labeling node (label, labels-dev, labels-test, tiebreak-labels) also types the abbreviations its corpus defines after a typed match, \"nitroglycerin ( NTG )\": every NTG, as written, takes the long form's type where no typed match covers it (on by default: on BC5CDR it added 0.5-1.2 dev F1 to the final models of roster, bond and autoner, and a text that defines no short form keeps its labels byte for byte; docs/autoner.md)"),
 		overlayParam(),
-	}
+	}, refineParams()...)
 }
 
 // labelingNode adds a labeling node (stage distant.label) with the params
@@ -132,8 +136,20 @@ func labelingNode(b *spec.Builder, name string) *spec.NodeBuilder {
 
 // trainingCorpus returns what connects the distantly labeled training
 // corpus to a node's corpus port: the train input's tags, or distant labels
-// made from the gazetteers (a node label, added here).
+// made from the gazetteers (a node label, added here); with param refine,
+// those labels cross-checked by fold taggers (refineLabels).
 func trainingCorpus(b *spec.Builder) func(n *spec.NodeBuilder) {
+	given := givenLabels(b)
+	if refined := refineLabels(b, given); !refined.Empty() {
+		return func(n *spec.NodeBuilder) { n.Input("corpus", refined) }
+	}
+	return func(n *spec.NodeBuilder) { given(n, "corpus") }
+}
+
+// givenLabels returns what connects the distant labels, as given or made
+// from the gazetteers (node label), to a port of a node: the train input
+// with its file params, or the label node's output.
+func givenLabels(b *spec.Builder) func(n *spec.NodeBuilder, port string) {
 	if !b.Has("gazetteers") {
 		if b.Has("stopwords") {
 			b.Errorf("inputs.stopwords", "stopwords only matter with gazetteers")
@@ -141,7 +157,7 @@ func trainingCorpus(b *spec.Builder) func(n *spec.NodeBuilder) {
 		if b.Has("names") {
 			b.Errorf("inputs.names", "the person names label the train input beside the gazetteers: connect gazetteers too")
 		}
-		return func(n *spec.NodeBuilder) { readSplit(b, n, "train", "corpus") }
+		return func(n *spec.NodeBuilder, port string) { readSplit(b, n, "train", port) }
 	}
 	for _, f := range []string{"train_file", "train_labels"} {
 		if b.IsSet(f) {
@@ -150,7 +166,7 @@ func trainingCorpus(b *spec.Builder) func(n *spec.NodeBuilder) {
 	}
 	label := labelingNode(b, "label").Pass("entry_sentences", "entry_share").
 		Input("corpus", b.In("train")).Input("gazetteers", gazetteersFor(b)...).Input("stopwords", b.In("stopwords"))
-	return func(n *spec.NodeBuilder) { n.Input("corpus", label.Out("labeled")) }
+	return func(n *spec.NodeBuilder, port string) { n.Input(port, label.Out("labeled")) }
 }
 
 // fanSeeds adds the seeds to a node: one seed is its parameter seed (if

@@ -147,8 +147,8 @@ func runMask(c *stages.Context) error {
 	}
 	c.Log.Info("masked gold entities", "p", rep.P, "kept", rep.Kept, "dropped", rep.Dropped)
 
-	if err := writeTagged(c.Output("masked"), "masked", masked, corpus.Format(p.String("format")), scheme); err != nil {
+	if err := dataset.WriteTagged(c.Output("masked"), "masked", masked, corpus.Format(p.String("format")), scheme); err != nil {
 		return err
 	}
-	return writeReport(c.Output("report"), rep)
+	return dataset.WriteReport(c.Output("report"), rep)
 }

@@ -299,8 +299,8 @@ func runNoise(c *stages.Context) error {
 			"precision_after", rep.After.Micro.Precision, "recall_after", rep.After.Micro.Recall)
 	}
 
-	if err := writeTagged(c.Output("noisy"), "noisy", noisy, corpus.Format(p.String("format")), scheme); err != nil {
+	if err := dataset.WriteTagged(c.Output("noisy"), "noisy", noisy, corpus.Format(p.String("format")), scheme); err != nil {
 		return err
 	}
-	return writeReport(c.Output("report"), rep)
+	return dataset.WriteReport(c.Output("report"), rep)
 }

@@ -148,12 +148,12 @@ func runSplit(c *stages.Context) error {
 	c.Log.Info("split", "sentences", rep.Corpus.Sentences, "labeled", rep.Labeled.Sentences, "unlabeled", rep.Unlabeled.Sentences)
 
 	format := corpus.Format(p.String("format"))
-	if err := writeTagged(c.Output("labeled"), "labeled", labeled, format, scheme); err != nil {
+	if err := dataset.WriteTagged(c.Output("labeled"), "labeled", labeled, format, scheme); err != nil {
 		return err
 	}
 	text := c.Output("unlabeled")
 	text.SetMeta(dataset.MetaFormat, string(corpus.FormatText))
-	if err := writeCorpus(text, UnlabeledFile, unlabeled, corpus.FormatText); err != nil {
+	if err := dataset.WriteCorpus(text, UnlabeledFile, unlabeled, corpus.FormatText); err != nil {
 		return err
 	}
 	r := c.Output("report")

@@ -12,6 +12,7 @@ import (
 	_ "github.com/nerflow/nerflow/eval"          // stages: eval.select, eval.table
 	_ "github.com/nerflow/nerflow/methods"       // methods: autoner, bond, crfvae, distant, negsample, roster, supervised, taglm, vsl
 	_ "github.com/nerflow/nerflow/predict"       // stage: predict.entities
+	_ "github.com/nerflow/nerflow/refine"        // stages: refine.folds, refine.vote, refine.choose
 	_ "github.com/nerflow/nerflow/registry"      // stage: registry.register
 	_ "github.com/nerflow/nerflow/selftrain"     // stages: selftrain.tagger, selftrain.teacher
 	_ "github.com/nerflow/nerflow/storage/all"   // stores: file, s3

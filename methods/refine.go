@@ -1,0 +1,114 @@
+package methods
+
+import (
+	"github.com/nerflow/nerflow/pipeline/spec"
+	"github.com/nerflow/nerflow/refine"
+	"github.com/nerflow/nerflow/stages"
+	"github.com/nerflow/nerflow/train/tagger"
+)
+
+// The settings of param refine.
+const (
+	refineOff  = "off"
+	refineOn   = "on"
+	refineAuto = "auto"
+)
+
+// refineParams declares the refinement of the distant labels that every
+// method on them offers (refineLabels).
+func refineParams() []stages.Param {
+	return []stages.Param{
+		stages.StringParam("refine", refineOff, "cross-check the distant labels before training on them: refine_folds partial-label CRFs, each trained on the sentences that mention none of one fold's labeled strings, tag that fold; a labeled string they predict in fewer than half of its mentions becomes of unknown type, left out of the loss (nodes refine-*; package refine). on: train on the refined labels; auto: train one more tagger on each of the refined and the given labels and keep the labels whose tagger scores better on the dev input (node refine; needs dev), as refinement pays on labels of low precision and costs on labels of high precision (docs/accuracy.md); off: the labels as given", stages.OneOf(refineOff, refineOn, refineAuto)),
+		stages.IntParam("refine_folds", 5, "refine: the folds, one tagger each", stages.Range(2, 100)),
+	}
+}
+
+// refineLabels adds the refinement of the distant labels that given
+// connects (to a node's port), as param refine asks, and returns the
+// labels to train on; with refine off it adds nothing and returns the
+// empty reference.
+//
+//	folds (refine-folds[fold=k]) -> refine-fold[fold=k] -> refine-predict[fold=k] -> refine-vote
+//	auto: refine-given, refine-vote -> refine-refined; their eval-* -> refine (refine.choose)
+//
+// The taggers are partial-label CRFs trained as the method's first step
+// trains its own (scheme, min_steps, word_dropout, miss_rate where the
+// method has one rate, the encoder it fine-tunes, the first of its seeds):
+// the refinement asks what the method's taggers would make of each label.
+func refineLabels(b *spec.Builder, given func(n *spec.NodeBuilder, port string)) spec.Ref {
+	p := b.Params()
+	mode := p.String("refine")
+	if mode == refineAuto && !b.Has("dev") {
+		if b.IsSet("refine") {
+			b.Errorf("params.refine", "%s keeps the labels whose tagger scores better on the dev input, which is not connected (refine=%s trains on the refined labels without it)", refineAuto, refineOn)
+		}
+		mode = refineOff
+	}
+	if mode == refineOff {
+		if b.IsSet("refine_folds") {
+			b.Errorf("params.refine_folds", "applies to refine=%s or %s", refineOn, refineAuto)
+		}
+		return spec.Ref{}
+	}
+	k := p.Int("refine_folds")
+	fold := make([]any, k)
+	for i := range fold {
+		fold[i] = i
+	}
+	fan := func(n *spec.NodeBuilder) *spec.NodeBuilder { return n.FanOut("fold", fold...) }
+
+	folds := b.Node("refine-folds", refine.StageFolds).Set("folds", k).Set("seed", firstSeed(b)).Pass("scheme")
+	given(folds, "corpus")
+	fan(folds)
+	foldTagger := refineTagger(b, "refine-fold", fan).Input("corpus", folds.Out("train"))
+	predict := fan(b.Node("refine-predict", tagger.StagePredict)).
+		Input("model", foldTagger.Out("model")).Input("corpus", folds.Out("held"))
+	vote := b.Node("refine-vote", refine.StageVote).Pass("scheme").Input("predictions", predict.Out("tagged"))
+	given(vote, "corpus")
+	if mode == refineOn {
+		return vote.Out("refined")
+	}
+
+	onGiven := refineTagger(b, "refine-given", nil)
+	given(onGiven, "corpus")
+	onRefined := refineTagger(b, "refine-refined", nil).Input("corpus", vote.Out("refined"))
+	choose := b.Node("refine", refine.StageChoose).Pass("scheme").Input("refined", vote.Out("refined")).
+		Input("given_report", scoreDev(b, onGiven, nil)).Input("refined_report", scoreDev(b, onRefined, nil))
+	given(choose, "given")
+	return choose.Out("corpus")
+}
+
+// refineTagger adds a partial-label CRF of the refinement (fan: its
+// fan-out, nil for none), trained as the method's first step trains its
+// own and scored on the dev input (node eval-NAME), which also picks its
+// best epoch.
+func refineTagger(b *spec.Builder, name string, fan fanout) *spec.NodeBuilder {
+	n := b.Node(name, tagger.StageTrain).Queue("gpu").Set("head", tagger.CRFHead).Set("loss", tagger.LossPartial).
+		Set("seed", firstSeed(b)).Pass("scheme", "min_steps", "word_dropout").Input("embeddings", vectors(b))
+	if _, one := b.Params().Map()["miss_rate"].(float64); one {
+		n.Pass("miss_rate")
+	}
+	if b.Declares("encoder") {
+		withEncoder(b, n)
+	}
+	readSplit(b, n, "dev", "dev")
+	if fan != nil {
+		fan(n)
+	}
+	scoreDev(b, n, fan)
+	return n
+}
+
+// firstSeed is the method's first seed (param seeds or seed), which the
+// refinement's taggers train with: a method's seed sets then differ in
+// their refinement too.
+func firstSeed(b *spec.Builder) int {
+	p := b.Params().Map()
+	if s, ok := p["seeds"].([]int64); ok && len(s) > 0 {
+		return int(s[0])
+	}
+	if s, ok := p["seed"].(int64); ok {
+		return int(s)
+	}
+	return 1
+}

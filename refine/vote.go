@@ -1,0 +1,347 @@
+package refine
+
+import (
+	"cmp"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/nerflow/nerflow/corpus"
+	"github.com/nerflow/nerflow/dataset"
+	"github.com/nerflow/nerflow/eval"
+	"github.com/nerflow/nerflow/stages"
+)
+
+// StageVote is the name of the voting stage in specs.
+const StageVote = "refine.vote"
+
+// What a rejected string becomes (param rejected).
+const (
+	RejectUnknown = "unknown" // of unknown type "?": the taggers leave it out of their loss
+	RejectO       = "o"       // O: the taggers learn it as no entity
+)
+
+// reportedRejections bounds the rejected strings the report lists.
+const reportedRejections = 50
+
+func init() {
+	stages.Register(stages.Stage{
+		Name:    StageVote,
+		Version: 1,
+		Doc: "Weighs each labeled string of a distantly labeled corpus (its lower-cased words and its type) by the " +
+			"predictions of taggers that never saw it (the folds of " + StageFolds + "): a string is kept where at least " +
+			"`agreement` of its mentions are predicted with its span and type, and otherwise marked of unknown type " +
+			"\"?\" (rejected unknown: left out of the taggers' loss, neither entity nor O) or made O. Strings of unknown " +
+			"type already are kept as they are. With gold tags of the same sentences the report scores the labels " +
+			"before and after, and the fold taggers' predictions.",
+		Params: append(append([]stages.Param{
+			stages.FloatParam("agreement", 0.5, "share of a string's mentions that the fold taggers must predict with its span and type for it to be kept", stages.Range(0, 1)),
+			stages.StringParam("rejected", RejectUnknown, "what a rejected string becomes: unknown (type \"?\", left out of the loss; on two corpora it beat o by 2 to 2.2 F1, docs/accuracy.md) or o", stages.OneOf(RejectUnknown, RejectO)),
+			stages.StringParam("scheme", "bio", "tag scheme of the refined corpus", stages.OneOf(schemes...)),
+		}, dataset.SourceParams("corpus", "sentences with distant tags")...), dataset.SourceParams("gold", "gold tags of the corpus input's sentences")...),
+		Inputs: []stages.Port{
+			{Name: "corpus", Kind: "corpus", Doc: "sentences with distant tags: the labels weighed"},
+			{Name: "predictions", Kind: "corpus", Many: true, Doc: "the held sentences of every fold, tagged by a tagger trained on that fold's train output (train.predict's tagged output); together they must hold every sentence of the corpus once"},
+			{Name: "gold", Kind: "corpus", Optional: true, Doc: "the same sentences with gold tags: the report scores the labels before and after on them"},
+		},
+		Outputs: []stages.Port{
+			{Name: "refined", Kind: "corpus", Doc: "refined.conll: the corpus with its rejected strings of unknown type, or O"},
+			{Name: "report", Kind: "report", Doc: "report.json and report.txt: strings and mentions kept and rejected per type, the most mentioned rejected strings, and with gold the scores"},
+		},
+		Run: runVote,
+	})
+}
+
+// StringVote is how the fold taggers judged one labeled string.
+type StringVote struct {
+	Surface  string `json:"surface"`
+	Type     string `json:"type"`
+	Mentions int    `json:"mentions"`
+	Agreed   int    `json:"agreed"` // mentions predicted with the string's span and type
+}
+
+// TypeVote counts what the vote did to the strings of one type.
+type TypeVote struct {
+	Strings          int `json:"strings"`
+	RejectedStrings  int `json:"rejected_strings"`
+	Mentions         int `json:"mentions"`
+	RejectedMentions int `json:"rejected_mentions"`
+}
+
+// VoteReport is the report of StageVote.
+type VoteReport struct {
+	Agreement float64              `json:"agreement"`
+	Rejected  string               `json:"rejected"`
+	Sentences int                  `json:"sentences"`
+	Types     map[string]*TypeVote `json:"types"`
+	// Rejections are the rejected strings, the most mentioned first (at
+	// most 50).
+	Rejections []StringVote `json:"rejections"`
+	// With gold: the labels before and after (a string of unknown type
+	// counts as O), and the fold taggers' predictions.
+	Before      *eval.Report `json:"before,omitempty"`
+	After       *eval.Report `json:"after,omitempty"`
+	Predictions *eval.Report `json:"predictions,omitempty"`
+}
+
+// Align pairs the sentences of the fold taggers' predictions with those
+// of the labeled corpus by their tokens, so that the folds may come in any
+// order: it returns each labeled sentence's predicted spans. A predicted
+// sentence the corpus lacks (or holds fewer times), or a labeled sentence
+// no fold predicted, is an error naming it.
+func Align(labeled *corpus.Corpus, predictions []*corpus.Corpus) ([][]corpus.Span, error) {
+	waiting := map[string][]int{} // by tokens: the labeled sentences not yet paired, in order
+	for i, s := range labeled.Sentences {
+		k := strings.Join(s.Tokens, "\x00")
+		waiting[k] = append(waiting[k], i)
+	}
+	out := make([][]corpus.Span, len(labeled.Sentences))
+	paired := make([]bool, len(labeled.Sentences))
+	for f, pc := range predictions {
+		for j, s := range pc.Sentences {
+			k := strings.Join(s.Tokens, "\x00")
+			q := waiting[k]
+			if len(q) == 0 {
+				return nil, fmt.Errorf("predictions #%d, sentence %d (%.40q): not a sentence of the corpus, or predicted twice", f+1, j+1, strings.Join(s.Tokens, " "))
+			}
+			i := q[0]
+			waiting[k] = q[1:]
+			if s.Tags == nil {
+				return nil, fmt.Errorf("predictions #%d, sentence %d: no tags", f+1, j+1)
+			}
+			sp, err := corpus.AnyScheme.Spans(s.Tags)
+			if err != nil {
+				return nil, fmt.Errorf("predictions #%d, sentence %d: %w", f+1, j+1, err)
+			}
+			out[i], paired[i] = sp, true
+		}
+	}
+	if i := slices.Index(paired, false); i >= 0 {
+		missing := 0
+		for _, p := range paired {
+			if !p {
+				missing++
+			}
+		}
+		return nil, fmt.Errorf("sentence %d of the corpus (and %d more) has no prediction: the folds do not cover the corpus", i+1, missing-1)
+	}
+	return out, nil
+}
+
+type stringKey struct{ surface, typ string }
+
+// Vote returns the labels with the strings the predictions disagree with
+// rejected: a string (lower-cased words and type) is kept where at least
+// agreement of its mentions are predicted with its span and type; a
+// rejected mention becomes of unknown type (unknown) or O. Spans of
+// unknown type are kept as they are, unweighed. labels and predicted hold
+// each sentence's spans (Labeled, Align).
+func Vote(c *corpus.Corpus, labels, predicted [][]corpus.Span, agreement float64, unknown bool) ([][]corpus.Span, VoteReport) {
+	rep := VoteReport{Agreement: agreement, Rejected: RejectO, Sentences: len(c.Sentences), Types: map[string]*TypeVote{}}
+	if unknown {
+		rep.Rejected = RejectUnknown
+	}
+	votes := map[stringKey]*StringVote{}
+	for i, s := range c.Sentences {
+		pred := map[corpus.Span]bool{}
+		for _, e := range predicted[i] {
+			pred[e] = true
+		}
+		for _, e := range labels[i] {
+			if e.Label == corpus.UnknownType {
+				continue
+			}
+			k := stringKey{Surface(s.Tokens, e), e.Label}
+			v := votes[k]
+			if v == nil {
+				v = &StringVote{Surface: k.surface, Type: k.typ}
+				votes[k] = v
+			}
+			v.Mentions++
+			if pred[e] {
+				v.Agreed++
+			}
+		}
+	}
+	kept := func(v *StringVote) bool { return float64(v.Agreed) >= agreement*float64(v.Mentions) }
+	for _, v := range votes {
+		t := rep.Types[v.Type]
+		if t == nil {
+			t = &TypeVote{}
+			rep.Types[v.Type] = t
+		}
+		t.Strings++
+		t.Mentions += v.Mentions
+		if !kept(v) {
+			t.RejectedStrings++
+			t.RejectedMentions += v.Mentions
+			rep.Rejections = append(rep.Rejections, *v)
+		}
+	}
+	slices.SortFunc(rep.Rejections, func(a, b StringVote) int {
+		return cmp.Or(cmp.Compare(b.Mentions, a.Mentions), cmp.Compare(a.Surface, b.Surface), cmp.Compare(a.Type, b.Type))
+	})
+	if len(rep.Rejections) > reportedRejections {
+		rep.Rejections = rep.Rejections[:reportedRejections]
+	}
+	out := make([][]corpus.Span, len(labels))
+	for i, s := range c.Sentences {
+		for _, e := range labels[i] {
+			if e.Label != corpus.UnknownType && !kept(votes[stringKey{Surface(s.Tokens, e), e.Label}]) {
+				if !unknown {
+					continue
+				}
+				e.Label = corpus.UnknownType
+			}
+			out[i] = append(out[i], e)
+		}
+	}
+	return out, rep
+}
+
+// typed leaves out the spans of unknown type, which a score reads as O.
+func typed(spans []corpus.Span) []corpus.Span {
+	return slices.DeleteFunc(slices.Clone(spans), func(e corpus.Span) bool { return e.Label == corpus.UnknownType })
+}
+
+// score scores each sentence's spans against gold tags.
+func score(gold *corpus.Corpus, spans [][]corpus.Span) (*eval.Report, error) {
+	sc := eval.NewScorer(corpus.BIO)
+	for i, s := range gold.Sentences {
+		g, err := corpus.AnyScheme.Spans(s.Tags)
+		if err != nil {
+			return nil, fmt.Errorf("gold sentence %d: %w", i+1, err)
+		}
+		gt, err := corpus.BIO.Tags(g, len(s.Tokens))
+		if err != nil {
+			return nil, fmt.Errorf("gold sentence %d: %w", i+1, err)
+		}
+		pt, err := corpus.BIO.Tags(typed(spans[i]), len(s.Tokens))
+		if err != nil {
+			return nil, fmt.Errorf("sentence %d: %w", i+1, err)
+		}
+		if err := sc.Add(gt, pt); err != nil {
+			return nil, fmt.Errorf("sentence %d: %w", i+1, err)
+		}
+	}
+	r := sc.Report()
+	return &r, nil
+}
+
+// WriteText prints the report: strings and mentions rejected per type,
+// with gold the scores, then the most mentioned rejected strings.
+func (r VoteReport) WriteText(w io.Writer) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "label vote over %d sentences: a string is kept where the fold taggers agree with %g of its mentions; rejected strings made %s\n\n",
+		r.Sentences, r.Agreement, r.Rejected)
+	fmt.Fprintf(&b, "%-8s  %8s  %8s  %8s  %8s\n", "type", "strings", "rejected", "mentions", "rejected")
+	var total TypeVote
+	row := func(name string, t TypeVote) {
+		fmt.Fprintf(&b, "%-8s  %8d  %8d  %8d  %8d\n", name, t.Strings, t.RejectedStrings, t.Mentions, t.RejectedMentions)
+	}
+	for _, name := range slices.Sorted(maps.Keys(r.Types)) {
+		t := *r.Types[name]
+		row(name, t)
+		total.Strings += t.Strings
+		total.RejectedStrings += t.RejectedStrings
+		total.Mentions += t.Mentions
+		total.RejectedMentions += t.RejectedMentions
+	}
+	row("total", total)
+	if r.Before != nil {
+		fmt.Fprintf(&b, "\nagainst gold            precision   recall       f1\n")
+		for _, s := range []struct {
+			name string
+			rep  *eval.Report
+		}{{"labels before", r.Before}, {"labels after", r.After}, {"fold predictions", r.Predictions}} {
+			fmt.Fprintf(&b, "%-22s  %9.2f  %7.2f  %7.2f\n", s.name, 100*s.rep.Micro.Precision, 100*s.rep.Micro.Recall, 100*s.rep.Micro.F1)
+		}
+	}
+	if len(r.Rejections) > 0 {
+		fmt.Fprintf(&b, "\nrejected strings, the most mentioned first\n%-40s  %-6s  %8s  %6s\n", "string", "type", "mentions", "agreed")
+		for _, v := range r.Rejections {
+			fmt.Fprintf(&b, "%-40s  %-6s  %8d  %6d\n", v.Surface, v.Type, v.Mentions, v.Agreed)
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func runVote(c *stages.Context) error {
+	p := c.Params
+	scheme, err := corpus.ParseScheme(p.String("scheme"))
+	if err != nil {
+		return stages.Permanent(err)
+	}
+	labeled, err := dataset.ReadInput(c.Input("corpus"), p, "corpus")
+	if err != nil {
+		return err
+	}
+	labels, err := Labeled(labeled)
+	if err != nil {
+		return stages.Permanent(fmt.Errorf("input corpus: %w", err))
+	}
+	var preds []*corpus.Corpus
+	for i, in := range c.Inputs("predictions") {
+		pc, err := dataset.Source{}.ReadFrom(in, "predictions")
+		if err != nil {
+			return fmt.Errorf("predictions #%d: %w", i+1, err)
+		}
+		preds = append(preds, pc)
+	}
+	predicted, err := Align(labeled, preds)
+	if err != nil {
+		return stages.Permanent(fmt.Errorf("input predictions: %w", err))
+	}
+	refined, rep := Vote(labeled, labels, predicted, p.Float("agreement"), p.String("rejected") == RejectUnknown)
+	if in := c.Input("gold"); in != nil {
+		gold, err := dataset.ReadInput(in, p, "gold")
+		if err != nil {
+			return err
+		}
+		if err := scoreVote(&rep, gold, labeled, labels, refined, predicted); err != nil {
+			return stages.Permanent(fmt.Errorf("input gold: %w", err))
+		}
+		c.Log.Info("labels refined", "f1_before", rep.Before.Micro.F1, "f1_after", rep.After.Micro.F1, "precision_before", rep.Before.Micro.Precision, "precision_after", rep.After.Micro.Precision)
+	}
+	var total TypeVote
+	for _, t := range rep.Types {
+		total.Strings += t.Strings
+		total.RejectedStrings += t.RejectedStrings
+		total.RejectedMentions += t.RejectedMentions
+	}
+	c.Log.Info("strings voted", "strings", total.Strings, "rejected", total.RejectedStrings, "rejected_mentions", total.RejectedMentions)
+
+	out, err := subcorpus(labeled, refined, nil, scheme)
+	if err != nil {
+		return stages.Permanent(fmt.Errorf("input corpus: %w", err))
+	}
+	if err := dataset.WriteTagged(c.Output("refined"), "refined", out, corpus.FormatCoNLL, scheme); err != nil {
+		return err
+	}
+	return dataset.WriteReport(c.Output("report"), rep)
+}
+
+// scoreVote sets the report's scores against gold tags of the corpus's
+// sentences.
+func scoreVote(rep *VoteReport, gold, labeled *corpus.Corpus, before, after, predicted [][]corpus.Span) error {
+	if len(gold.Sentences) != len(labeled.Sentences) {
+		return fmt.Errorf("%d sentences, but the corpus has %d", len(gold.Sentences), len(labeled.Sentences))
+	}
+	for i, s := range gold.Sentences {
+		if len(s.Tokens) != len(labeled.Sentences[i].Tokens) || s.Tags == nil {
+			return fmt.Errorf("sentence %d: %d tokens (tags: %v), but %d in the corpus", i+1, len(s.Tokens), s.Tags != nil, len(labeled.Sentences[i].Tokens))
+		}
+	}
+	var err error
+	if rep.Before, err = score(gold, before); err != nil {
+		return err
+	}
+	if rep.After, err = score(gold, after); err != nil {
+		return err
+	}
+	rep.Predictions, err = score(gold, predicted)
+	return err
+}
