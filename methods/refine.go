@@ -33,7 +33,8 @@ func refineParams() []stages.Param {
 //
 // The taggers are partial-label CRFs trained as the method's first step
 // trains its own (scheme, min_steps, word_dropout, miss_rate where the
-// method has one rate, the encoder it fine-tunes, the first of its seeds):
+// method has one rate, the label noise by type, the encoder it fine-tunes,
+// the first of its seeds):
 // the refinement asks what the method's taggers would make of each label.
 func refineLabels(b *spec.Builder, given func(n *spec.NodeBuilder, port string)) spec.Ref {
 	p := b.Params()
@@ -85,8 +86,14 @@ func refineLabels(b *spec.Builder, given func(n *spec.NodeBuilder, port string))
 func refineTagger(b *spec.Builder, name string, fan fanout) *spec.NodeBuilder {
 	n := b.Node(name, tagger.StageTrain).Queue("gpu").Set("head", tagger.CRFHead).Set("loss", tagger.LossPartial).
 		Set("seed", firstSeed(b)).Pass("scheme", "min_steps", "word_dropout").Input("embeddings", vectors(b))
-	if _, one := b.Params().Map()["miss_rate"].(float64); one {
+	m := b.Params().Map()
+	if _, one := m["miss_rate"].(float64); one {
 		n.Pass("miss_rate")
+	}
+	for _, name := range []string{"type_miss_rates", "mistype_rates"} {
+		if _, ok := m[name]; ok {
+			n.Pass(name)
+		}
 	}
 	if b.Declares("encoder") {
 		withEncoder(b, n)
