@@ -32,10 +32,10 @@ func refineParams() []stages.Param {
 //	auto: refine-given, refine-vote -> refine-refined; their eval-* -> refine (refine.choose)
 //
 // The taggers are partial-label CRFs trained as the method's first step
-// trains its own (scheme, min_steps, word_dropout, miss_rate where the
-// method has one rate, the label noise by type, the encoder it fine-tunes,
-// the first of its seeds):
-// the refinement asks what the method's taggers would make of each label.
+// trains its own (scheme, epochs, min_steps, word_dropout, miss_rate where
+// the method has one rate, the label noise by type, the encoder it
+// fine-tunes, the first of its seeds): the refinement asks what the
+// method's taggers would make of each label.
 func refineLabels(b *spec.Builder, given func(n *spec.NodeBuilder, port string)) spec.Ref {
 	p := b.Params()
 	mode := p.String("refine")
@@ -90,7 +90,7 @@ func refineTagger(b *spec.Builder, name string, fan fanout) *spec.NodeBuilder {
 	if _, one := m["miss_rate"].(float64); one {
 		n.Pass("miss_rate")
 	}
-	for _, name := range []string{"type_miss_rates", "mistype_rates"} {
+	for _, name := range []string{"epochs", "type_miss_rates", "mistype_rates"} {
 		if _, ok := m[name]; ok {
 			n.Pass(name)
 		}

@@ -29,7 +29,7 @@ func TestRefineAuto(t *testing.T) {
 		}
 		id := "[fold=" + strconv.Itoa(k) + "]"
 		p := nodeParams(t, g, "refine-fold"+id)
-		if p["head"] != tagger.CRFHead || p["loss"] != tagger.LossPartial || p["seed"] != 4.0 || p["miss_rate"] != 0.5 || p["min_steps"] != 1000.0 || fmt.Sprint(p["type_miss_rates"]) != "[MISC=0.8]" || p["dev_labels"] != "valid_label_true.txt" {
+		if p["head"] != tagger.CRFHead || p["loss"] != tagger.LossPartial || p["seed"] != 4.0 || p["miss_rate"] != 0.5 || p["epochs"] != 4.0 || p["min_steps"] != 1000.0 || fmt.Sprint(p["type_miss_rates"]) != "[MISC=0.8]" || p["dev_labels"] != "valid_label_true.txt" {
 			t.Errorf("refine-fold%s params %v", id, p)
 		}
 		if in := readsOf(t, g, "refine-fold"+id, "corpus"); in != "refine-folds"+id+".train" {
