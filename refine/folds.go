@@ -182,17 +182,9 @@ func runFolds(c *stages.Context) error {
 	if fold >= k {
 		return stages.Permanent(fmt.Errorf("param fold: %d is not one of the %d folds (0 to %d)", fold, k, k-1))
 	}
-	scheme, err := corpus.ParseScheme(p.String("scheme"))
-	if err != nil {
-		return stages.Permanent(err)
-	}
-	labeled, err := dataset.ReadInput(c.Input("corpus"), p, "corpus")
+	scheme, labeled, spans, err := readLabeled(c)
 	if err != nil {
 		return err
-	}
-	spans, err := Labeled(labeled)
-	if err != nil {
-		return stages.Permanent(fmt.Errorf("input corpus: %w", err))
 	}
 	if len(labeled.Sentences) < k {
 		return stages.Permanent(fmt.Errorf("input corpus: %d sentences cannot make %d folds", len(labeled.Sentences), k))
@@ -217,4 +209,23 @@ func runFolds(c *stages.Context) error {
 		}
 	}
 	return nil
+}
+
+// readLabeled reads what the folds and the vote share: the output scheme
+// (param scheme) and the distantly labeled corpus of input corpus, with
+// its spans.
+func readLabeled(c *stages.Context) (corpus.Scheme, *corpus.Corpus, [][]corpus.Span, error) {
+	scheme, err := corpus.ParseScheme(c.Params.String("scheme"))
+	if err != nil {
+		return scheme, nil, nil, stages.Permanent(err)
+	}
+	labeled, err := dataset.ReadInput(c.Input("corpus"), c.Params, "corpus")
+	if err != nil {
+		return scheme, nil, nil, err
+	}
+	spans, err := Labeled(labeled)
+	if err != nil {
+		return scheme, nil, nil, stages.Permanent(fmt.Errorf("input corpus: %w", err))
+	}
+	return scheme, labeled, spans, nil
 }

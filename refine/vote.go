@@ -271,17 +271,9 @@ func (r VoteReport) WriteText(w io.Writer) error {
 
 func runVote(c *stages.Context) error {
 	p := c.Params
-	scheme, err := corpus.ParseScheme(p.String("scheme"))
-	if err != nil {
-		return stages.Permanent(err)
-	}
-	labeled, err := dataset.ReadInput(c.Input("corpus"), p, "corpus")
+	scheme, labeled, labels, err := readLabeled(c)
 	if err != nil {
 		return err
-	}
-	labels, err := Labeled(labeled)
-	if err != nil {
-		return stages.Permanent(fmt.Errorf("input corpus: %w", err))
 	}
 	var preds []*corpus.Corpus
 	for i, in := range c.Inputs("predictions") {
