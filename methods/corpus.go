@@ -115,8 +115,8 @@ func gazetteersFor(b *spec.Builder) []spec.Ref {
 
 // distantParams declares the parameters of a method on distant labels
 // that its label node reads, overlay, which its ending reads, and the
-// refinement of its labels (refineParams).
-func distantParams() []stages.Param {
+// refinement of its labels (refineParams, at the method's default).
+func distantParams(refine string) []stages.Param {
 	return append([]stages.Param{
 		stages.StringParam("case", "exact", "with gazetteers: letter case matching of every labeling node (label, labels-dev, labels-test): exact, fold, or variants (as written, UPPER, lower)", stages.OneOf("exact", "fold", "variants")),
 		stages.BoolParam("entry_sentences", false, "with gazetteers: every typed entry is also a training sentence of its own, so that the taggers learn the entries the corpus never mentions (for gazetteers of up to a few thousand entries)"),
@@ -124,7 +124,7 @@ func distantParams() []stages.Param {
 			stages.Range(0, 1000)),
 		stages.BoolParam("abbreviations", true, "with gazetteers: every labeling node (label, labels-dev, labels-test, tiebreak-labels) also types the abbreviations its corpus defines after a typed match, \"nitroglycerin ( NTG )\": every NTG, as written, takes the long form's type where no typed match covers it (on by default: on BC5CDR it added 0.5-1.2 dev F1 to the final models of roster, bond and autoner, and a text that defines no short form keeps its labels byte for byte; docs/autoner.md)"),
 		overlayParam(),
-	}, refineParams()...)
+	}, refineParams(refine)...)
 }
 
 // labelingNode adds a labeling node (stage distant.label) with the params

@@ -15,10 +15,10 @@ const (
 )
 
 // refineParams declares the refinement of the distant labels that every
-// method on them offers (refineLabels).
-func refineParams() []stages.Param {
+// method on them offers (refineLabels), at the default def.
+func refineParams(def string) []stages.Param {
 	return []stages.Param{
-		stages.StringParam("refine", refineOff, "cross-check the distant labels before training on them: refine_folds partial-label CRFs, each trained on the sentences that mention none of one fold's labeled strings, tag that fold; a labeled string they predict in fewer than half of its mentions becomes of unknown type, left out of the loss (nodes refine-*; package refine). on: train on the refined labels; auto: train one more tagger on each of the refined and the given labels and keep the labels whose tagger scores better on the dev input (node refine; needs dev), as refinement pays on labels of low precision and costs on labels of high precision (docs/accuracy.md); off: the labels as given", stages.OneOf(refineOff, refineOn, refineAuto)),
+		stages.StringParam("refine", def, "cross-check the distant labels before training on them (nodes refine-*, package refine): refine_folds partial-label CRFs, each trained on the sentences that mention none of one fold's labeled strings, tag that fold, and a labeled string they predict in fewer than half of its mentions becomes of unknown type, left out of the loss. on: train on the refined labels; auto: also train a tagger on each of the given and the refined labels, and keep the labels whose tagger scores better on the dev input (node refine; without dev: off), as refinement pays on labels of low precision and costs on labels of high precision; off: the labels as given. Measured with roster, whose default is auto (docs/accuracy.md, \"Label refinement\")", stages.OneOf(refineOff, refineOn, refineAuto)),
 		stages.IntParam("refine_folds", 5, "refine: the folds, one tagger each", stages.Range(2, 100)),
 	}
 }
