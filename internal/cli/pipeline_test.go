@@ -24,6 +24,7 @@ import (
 	"github.com/nerflow/nerflow/pipeline/engine"
 	"github.com/nerflow/nerflow/pipeline/spec"
 	_ "github.com/nerflow/nerflow/pipeline/teststages"
+	"github.com/nerflow/nerflow/refine"
 	"github.com/nerflow/nerflow/registry"
 	"github.com/nerflow/nerflow/storage"
 )
@@ -579,14 +580,17 @@ func TestStatusWithoutRedis(t *testing.T) {
 	}
 }
 
-// The exported nodes of RoSTER's ending: every step's dev report (read by
-// select, which only compares them), select's report and the final model's
-// scores; not the models that later steps train on, nor register.
+// The exported nodes of RoSTER: every step's dev report (read by select,
+// which only compares them), the reports of select and of the labels'
+// refinement, and the final model's scores; not the models and labels that
+// later steps train on, nor register.
 func TestSinksKeepTheReportsASelectionReads(t *testing.T) {
 	node := func(id, stage string, children ...string) *spec.Node {
 		return &spec.Node{ID: id, Stage: stage, Children: children}
 	}
 	nodes := []*spec.Node{
+		node("refine-vote", refine.StageVote, "refine-refined", "refine"),
+		node("refine", refine.StageChoose, "noise", "predict"),
 		node("noise", "train.tagger", "eval-noise", "predict", "select"),
 		node("eval-noise", "train.evaluate", "select"),
 		node("predict", "train.predict", "distil"),
@@ -604,12 +608,13 @@ func TestSinksKeepTheReportsASelectionReads(t *testing.T) {
 	if want := []string{"eval-noise", "eval-distil", "eval-select", "test"}; !slices.Equal(got, want) {
 		t.Errorf("sinks %v, want %v", got, want)
 	}
-	// Of the selection, its report (which model it kept), not its model.
+	// Of the selection, its report (which model it kept), not its model;
+	// of the labels' refinement, the vote's and the choice's reports.
 	var all []string
 	for _, e := range exports(nodes) {
 		all = append(all, e.node+"."+e.output)
 	}
-	if want := []string{"eval-noise.", "eval-distil.", "eval-select.", "test.", "select.report"}; !slices.Equal(all, want) {
+	if want := []string{"eval-noise.", "eval-distil.", "eval-select.", "test.", "refine-vote.report", "refine.report", "select.report"}; !slices.Equal(all, want) {
 		t.Errorf("exports %v, want %v", all, want)
 	}
 }

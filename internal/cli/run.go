@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/nerflow/nerflow/kit"
 	"github.com/nerflow/nerflow/pipeline/engine"
 	"github.com/nerflow/nerflow/pipeline/spec"
+	"github.com/nerflow/nerflow/refine"
 	"github.com/nerflow/nerflow/registry"
 	"github.com/nerflow/nerflow/stages"
 	"github.com/nerflow/nerflow/storage"
@@ -162,8 +164,9 @@ func storeLocation(st storage.Store, url string) string {
 // those without children, or whose only children register models or choose
 // one on the dev scores (the registry keeps the cards, and a selection reads
 // the scores of every step: the user wants the models and reports); and of
-// each selection its report (every candidate's dev scores and which it
-// kept), not the model it passes on.
+// each decision its report (a selection's: every candidate's dev scores and
+// which it kept; the labels' refinement's: what it rejected, and which
+// labels the dev split kept), not the model or corpus it passes on.
 func exportSinks(ctx context.Context, st storage.Store, run *engine.RunStatus, nodes []*spec.Node, dir string) (int, error) {
 	n := 0
 	for _, e := range exports(nodes) {
@@ -188,15 +191,21 @@ func exportSinks(ctx context.Context, st storage.Store, run *engine.RunStatus, n
 // export is what exportSinks copies of a node: one output, or all ("").
 type export struct{ node, output string }
 
+// decisions are the stages whose report says what a run decided, on
+// the way to its final model: which model a selection kept, which labels
+// were refined and which kept. exportSinks copies their reports, not what
+// they pass on.
+var decisions = []string{eval.StageSelect, refine.StageVote, refine.StageChoose}
+
 // exports lists what exportSinks copies: every output of the sinks, the
-// report of each selection.
+// report of each decision.
 func exports(nodes []*spec.Node) []export {
 	var out []export
 	for _, node := range sinks(nodes) {
 		out = append(out, export{node: node.ID})
 	}
 	for _, node := range nodes {
-		if node.Stage == eval.StageSelect {
+		if slices.Contains(decisions, node.Stage) {
 			out = append(out, export{node: node.ID, output: "report"})
 		}
 	}
