@@ -78,6 +78,9 @@ func buildNegSample(b *spec.Builder) error {
 		if b.IsSet("overlay") && p.Bool("overlay") {
 			b.Errorf("params.overlay", "the gazetteer overlay goes with distant labels, and mask trains on gold ones")
 		}
+		if b.IsSet("refine") && p.String("refine") != refineOff {
+			b.Errorf("params.refine", "refines distant labels, and mask trains on gold ones")
+		}
 		ps := make([]any, len(masks))
 		for i, m := range masks {
 			ps[i] = m

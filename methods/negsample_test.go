@@ -103,6 +103,8 @@ func TestNegSampleErrors(t *testing.T) {
 			"m.yaml:3: params.sampling: want at least one of"},
 		{"method: negsample\nparams:\n  mask: [1.5]\ninputs: {train: ../../data/raw.txt}\n",
 			"m.yaml:3: params.mask"},
+		{"method: negsample\nparams:\n  mask: [0.5]\n  refine: on\ninputs: {train: ../../data/raw.txt}\n",
+			"m.yaml:4: params.refine: refines distant labels, and mask trains on gold ones"},
 	} {
 		_, err := expand(t, dir, c.text)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
