@@ -3,6 +3,7 @@ package refine
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 
 	"github.com/nerflow/nerflow/corpus"
@@ -75,25 +76,20 @@ func Labeled(c *corpus.Corpus) ([][]corpus.Span, error) {
 	return spans, nil
 }
 
-// phrases is a set of lower-cased word sequences, indexed by first word
-// so that finding them in a sentence costs a lookup per word.
+// phrases are lower-cased word sequences, indexed by first word so that
+// finding them in a sentence costs a lookup per word. (The gazetteer
+// matcher of package distant does this with its own tokenizer and case
+// rules; here the strings are the corpus's own tokens, compared as they
+// are.)
 type phrases map[string][][]string
 
-func (p phrases) add(surface string) {
-	words := strings.Split(surface, " ")
-	for _, have := range p[words[0]] {
-		if strings.Join(have, " ") == surface {
-			return
-		}
-	}
-	p[words[0]] = append(p[words[0]], words)
-}
+func (p phrases) add(words []string) { p[words[0]] = append(p[words[0]], words) }
 
 // in reports whether any phrase occurs in the lower-cased words.
 func (p phrases) in(words []string) bool {
 	for i, w := range words {
 		for _, ph := range p[w] {
-			if i+len(ph) <= len(words) && equal(words[i:i+len(ph)], ph) {
+			if i+len(ph) <= len(words) && slices.Equal(words[i:i+len(ph)], ph) {
 				return true
 			}
 		}
@@ -101,13 +97,13 @@ func (p phrases) in(words []string) bool {
 	return false
 }
 
-func equal(a, b []string) bool {
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
+// lower returns the words lower-cased, as Surface compares them.
+func lower(words []string) []string {
+	out := make([]string, len(words))
+	for i, w := range words {
+		out[i] = strings.ToLower(w)
 	}
-	return true
+	return out
 }
 
 // Split is one fold of a labeled corpus, as indexes of its sentences.
@@ -133,9 +129,10 @@ func Fold(tokens [][]string, spans [][]corpus.Span, fold []int, k int) Split {
 		}
 		sp.Held = append(sp.Held, i)
 		for _, e := range spans[i] {
-			s := Surface(tokens[i], e)
-			strs[s] = true
-			held.add(s)
+			if s := Surface(tokens[i], e); !strs[s] {
+				strs[s] = true
+				held.add(lower(tokens[i][e.Start:e.End]))
+			}
 		}
 	}
 	sp.Strings = len(strs)
@@ -144,11 +141,7 @@ func Fold(tokens [][]string, spans [][]corpus.Span, fold []int, k int) Split {
 			continue
 		}
 		sp.Others++
-		words := make([]string, len(tokens[i]))
-		for j, w := range tokens[i] {
-			words[j] = strings.ToLower(w)
-		}
-		if !held.in(words) {
+		if !held.in(lower(tokens[i])) {
 			sp.Train = append(sp.Train, i)
 		}
 	}

@@ -134,6 +134,17 @@ func voteFixture() (c *corpus.Corpus, predicted *corpus.Corpus) {
 	return c, predicted
 }
 
+// voteGold is the gold tags of voteFixture's sentences: "The" is no
+// entity, "EU" an ORG.
+func voteGold() *corpus.Corpus {
+	return &corpus.Corpus{Sentences: []corpus.Sentence{
+		sentence("Paris and The EU", "B-LOC O O B-ORG"),
+		sentence("Paris", "B-LOC"),
+		sentence("PARIS The", "B-LOC O"),
+		sentence("to Paris The", "O B-LOC O"),
+	}}
+}
+
 func TestVote(t *testing.T) {
 	c, predicted := voteFixture()
 	labels := mustSpans(t, c)
@@ -167,12 +178,7 @@ func TestVote(t *testing.T) {
 
 func TestScoreVote(t *testing.T) {
 	c, predicted := voteFixture()
-	gold := &corpus.Corpus{Sentences: []corpus.Sentence{
-		sentence("Paris and The EU", "B-LOC O O B-ORG"),
-		sentence("Paris", "B-LOC"),
-		sentence("PARIS The", "B-LOC O"),
-		sentence("to Paris The", "O B-LOC O"),
-	}}
+	gold := voteGold()
 	labels, pred := mustSpans(t, c), mustSpans(t, predicted)
 	refined, rep := Vote(c, labels, pred, 0.5, true)
 	if err := scoreVote(&rep, gold, c, labels, refined, pred); err != nil {

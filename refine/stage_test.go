@@ -66,12 +66,7 @@ func TestStages(t *testing.T) {
 		t.Fatal(err)
 	}
 	c, _ := voteFixture()
-	gold := &corpus.Corpus{Sentences: []corpus.Sentence{
-		sentence("Paris and The EU", "B-LOC O O B-ORG"),
-		sentence("Paris", "B-LOC"),
-		sentence("PARIS The", "B-LOC O"),
-		sentence("to Paris The", "O B-LOC O"),
-	}}
+	gold := voteGold()
 	// Sentences that mention none of those strings, so that every fold
 	// has some to train on.
 	for _, s := range []corpus.Sentence{sentence("Rome is old", "B-LOC O O"), sentence("Bob ran", "B-PER O"), sentence("Oslo", "B-LOC"), sentence("Ann sang", "B-PER O")} {

@@ -86,6 +86,18 @@ type VoteReport struct {
 	Predictions *eval.Report `json:"predictions,omitempty"`
 }
 
+// Total sums the counts of every type.
+func (r VoteReport) Total() TypeVote {
+	var total TypeVote
+	for _, t := range r.Types {
+		total.Strings += t.Strings
+		total.RejectedStrings += t.RejectedStrings
+		total.Mentions += t.Mentions
+		total.RejectedMentions += t.RejectedMentions
+	}
+	return total
+}
+
 // Align pairs the sentences of the fold taggers' predictions with those
 // of the labeled corpus by their tokens, so that the folds may come in any
 // order: it returns each labeled sentence's predicted spans. A predicted
@@ -99,6 +111,7 @@ func Align(labeled *corpus.Corpus, predictions []*corpus.Corpus) ([][]corpus.Spa
 	}
 	out := make([][]corpus.Span, len(labeled.Sentences))
 	paired := make([]bool, len(labeled.Sentences))
+	unpaired := len(paired)
 	for f, pc := range predictions {
 		for j, s := range pc.Sentences {
 			k := strings.Join(s.Tokens, "\x00")
@@ -116,16 +129,11 @@ func Align(labeled *corpus.Corpus, predictions []*corpus.Corpus) ([][]corpus.Spa
 				return nil, fmt.Errorf("predictions #%d, sentence %d: %w", f+1, j+1, err)
 			}
 			out[i], paired[i] = sp, true
+			unpaired--
 		}
 	}
-	if i := slices.Index(paired, false); i >= 0 {
-		missing := 0
-		for _, p := range paired {
-			if !p {
-				missing++
-			}
-		}
-		return nil, fmt.Errorf("sentence %d of the corpus (and %d more) has no prediction: the folds do not cover the corpus", i+1, missing-1)
+	if unpaired > 0 {
+		return nil, fmt.Errorf("sentence %d of the corpus (and %d more) has no prediction: the folds do not cover the corpus", slices.Index(paired, false)+1, unpaired-1)
 	}
 	return out, nil
 }
@@ -144,12 +152,16 @@ func Vote(c *corpus.Corpus, labels, predicted [][]corpus.Span, agreement float64
 		rep.Rejected = RejectUnknown
 	}
 	votes := map[stringKey]*StringVote{}
+	// Each mention's string, parallel to labels (nil for a span of
+	// unknown type), so that the rewrite below reads the verdict back.
+	voteOf := make([][]*StringVote, len(labels))
 	for i, s := range c.Sentences {
 		pred := map[corpus.Span]bool{}
 		for _, e := range predicted[i] {
 			pred[e] = true
 		}
-		for _, e := range labels[i] {
+		voteOf[i] = make([]*StringVote, len(labels[i]))
+		for j, e := range labels[i] {
 			if e.Label == corpus.UnknownType {
 				continue
 			}
@@ -163,6 +175,7 @@ func Vote(c *corpus.Corpus, labels, predicted [][]corpus.Span, agreement float64
 			if pred[e] {
 				v.Agreed++
 			}
+			voteOf[i][j] = v
 		}
 	}
 	kept := func(v *StringVote) bool { return float64(v.Agreed) >= agreement*float64(v.Mentions) }
@@ -187,9 +200,9 @@ func Vote(c *corpus.Corpus, labels, predicted [][]corpus.Span, agreement float64
 		rep.Rejections = rep.Rejections[:reportedRejections]
 	}
 	out := make([][]corpus.Span, len(labels))
-	for i, s := range c.Sentences {
-		for _, e := range labels[i] {
-			if e.Label != corpus.UnknownType && !kept(votes[stringKey{Surface(s.Tokens, e), e.Label}]) {
+	for i := range labels {
+		for j, e := range labels[i] {
+			if v := voteOf[i][j]; v != nil && !kept(v) {
 				if !unknown {
 					continue
 				}
@@ -206,23 +219,15 @@ func typed(spans []corpus.Span) []corpus.Span {
 	return slices.DeleteFunc(slices.Clone(spans), func(e corpus.Span) bool { return e.Label == corpus.UnknownType })
 }
 
-// score scores each sentence's spans against gold tags.
+// score scores each sentence's spans against gold tags, in any scheme.
 func score(gold *corpus.Corpus, spans [][]corpus.Span) (*eval.Report, error) {
-	sc := eval.NewScorer(corpus.BIO)
+	sc := eval.NewScorer(corpus.AnyScheme)
 	for i, s := range gold.Sentences {
-		g, err := corpus.AnyScheme.Spans(s.Tags)
-		if err != nil {
-			return nil, fmt.Errorf("gold sentence %d: %w", i+1, err)
-		}
-		gt, err := corpus.BIO.Tags(g, len(s.Tokens))
-		if err != nil {
-			return nil, fmt.Errorf("gold sentence %d: %w", i+1, err)
-		}
 		pt, err := corpus.BIO.Tags(typed(spans[i]), len(s.Tokens))
 		if err != nil {
 			return nil, fmt.Errorf("sentence %d: %w", i+1, err)
 		}
-		if err := sc.Add(gt, pt); err != nil {
+		if err := sc.Add(s.Tags, pt); err != nil {
 			return nil, fmt.Errorf("sentence %d: %w", i+1, err)
 		}
 	}
@@ -237,19 +242,13 @@ func (r VoteReport) WriteText(w io.Writer) error {
 	fmt.Fprintf(&b, "label vote over %d sentences: a string is kept where the fold taggers agree with %g of its mentions; rejected strings made %s\n\n",
 		r.Sentences, r.Agreement, r.Rejected)
 	fmt.Fprintf(&b, "%-8s  %8s  %8s  %8s  %8s\n", "type", "strings", "rejected", "mentions", "rejected")
-	var total TypeVote
 	row := func(name string, t TypeVote) {
 		fmt.Fprintf(&b, "%-8s  %8d  %8d  %8d  %8d\n", name, t.Strings, t.RejectedStrings, t.Mentions, t.RejectedMentions)
 	}
 	for _, name := range slices.Sorted(maps.Keys(r.Types)) {
-		t := *r.Types[name]
-		row(name, t)
-		total.Strings += t.Strings
-		total.RejectedStrings += t.RejectedStrings
-		total.Mentions += t.Mentions
-		total.RejectedMentions += t.RejectedMentions
+		row(name, *r.Types[name])
 	}
-	row("total", total)
+	row("total", r.Total())
 	if r.Before != nil {
 		fmt.Fprintf(&b, "\nagainst gold            precision   recall       f1\n")
 		for _, s := range []struct {
@@ -298,12 +297,7 @@ func runVote(c *stages.Context) error {
 		}
 		c.Log.Info("labels refined", "f1_before", rep.Before.Micro.F1, "f1_after", rep.After.Micro.F1, "precision_before", rep.Before.Micro.Precision, "precision_after", rep.After.Micro.Precision)
 	}
-	var total TypeVote
-	for _, t := range rep.Types {
-		total.Strings += t.Strings
-		total.RejectedStrings += t.RejectedStrings
-		total.RejectedMentions += t.RejectedMentions
-	}
+	total := rep.Total()
 	c.Log.Info("strings voted", "strings", total.Strings, "rejected", total.RejectedStrings, "rejected_mentions", total.RejectedMentions)
 
 	out, err := subcorpus(labeled, refined, nil, scheme)
