@@ -130,3 +130,26 @@ func readsOf(t *testing.T, g *spec.Graph, id, port string) string {
 	}
 	return inputOf(n, port)
 }
+
+// The methods whose defaults cross-check their labels (refine=auto, chosen
+// on the dev split, measured in docs/accuracy.md) build the choice at
+// their defaults when a dev input is connected; distant, a comparison of
+// losses, builds none. Changing a default is a decision these lines
+// record, not a side effect.
+func TestRefineDefaults(t *testing.T) {
+	dir := conventionFixture(t)
+	want := map[string]bool{"roster": true, "bond": true, "negsample": true, "autoner": true, "distant": false}
+	for name, refined := range want {
+		m, ok := spec.LookupMethod(name)
+		if !ok {
+			t.Fatalf("method %s is not registered", name)
+		}
+		_, g, err := buildWithDefaults(dir, m, true)
+		if err != nil {
+			t.Fatalf("%s with its defaults and a gazetteer: %v", name, err)
+		}
+		if _, has := g.Node("refine"); has != refined {
+			t.Errorf("%s at its defaults: node refine built %v, want %v", name, has, refined)
+		}
+	}
+}
