@@ -129,9 +129,12 @@ func Fold(tokens [][]string, spans [][]corpus.Span, fold []int, k int) Split {
 		}
 		sp.Held = append(sp.Held, i)
 		for _, e := range spans[i] {
-			if s := Surface(tokens[i], e); !strs[s] {
+			// Surface's string, lower-cased once for both the set and
+			// the phrase index.
+			words := lower(tokens[i][e.Start:e.End])
+			if s := strings.Join(words, " "); !strs[s] {
 				strs[s] = true
-				held.add(lower(tokens[i][e.Start:e.End]))
+				held.add(words)
 			}
 		}
 	}
