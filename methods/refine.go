@@ -29,7 +29,7 @@ func refineParams(def string) []stages.Param {
 // empty reference.
 //
 //	folds (refine-folds[fold=k]) -> refine-fold[fold=k] -> refine-predict[fold=k] -> refine-vote
-//	auto: refine-given, refine-vote -> refine-refined; their eval-* -> refine (refine.choose)
+//	auto: refine-vote -> refine-given, refine-refined; their eval-* -> refine (refine.choose)
 //
 // The taggers are partial-label CRFs trained as the method's first step
 // trains its own (scheme, epochs, min_steps, word_dropout, miss_rate where
@@ -70,12 +70,14 @@ func refineLabels(b *spec.Builder, given func(n *spec.NodeBuilder, port string))
 		return vote.Out("refined")
 	}
 
-	onGiven := refineTagger(b, "refine-given", nil)
-	given(onGiven, "corpus")
-	onRefined := refineTagger(b, "refine-refined", nil).Input("corpus", vote.Out("refined"))
-	choose := b.Node("refine", refine.StageChoose).Pass("scheme").Input("refined", vote.Out("refined")).
+	// Both check taggers read the vote's outputs, which refine passes on
+	// unchanged, so the method's tagger of the check's recipe and seed on
+	// the kept labels is the check tagger, trained once.
+	onGiven := refineTagger(b, "refine-given", nil).Input("corpus", vote.Out(refine.LabelsGiven))
+	onRefined := refineTagger(b, "refine-refined", nil).Input("corpus", vote.Out(refine.LabelsRefined))
+	choose := b.Node("refine", refine.StageChoose).
+		Input(refine.LabelsGiven, vote.Out(refine.LabelsGiven)).Input(refine.LabelsRefined, vote.Out(refine.LabelsRefined)).
 		Input("given_report", scoreDev(b, onGiven, nil)).Input("refined_report", scoreDev(b, onRefined, nil))
-	given(choose, "given")
 	return choose.Out("corpus")
 }
 

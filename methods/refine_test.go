@@ -153,3 +153,40 @@ func TestRefineDefaults(t *testing.T) {
 		}
 	}
 }
+
+// The check tagger on the labels kept is, for the engine, the method's
+// tagger of the same recipe and first seed wherever the method has one:
+// the same stage, parameters and labels (refine passes the vote's output
+// on unchanged), so one node key, trained once. The seeds' tagger of
+// roster and autoner's fuzzy tagger at miss_rate 0.5 are such taggers.
+func TestRefineCheckIsTheMethodsTagger(t *testing.T) {
+	for _, tc := range []struct {
+		text   string
+		sets   []string
+		tagger string
+	}{
+		{example(t, "conll03-roster.yaml"), []string{noOverlay, "refine=auto", "seeds=4,5"}, "noise[seed=4]"},
+		{autonerSpec, []string{"refine=auto", "miss_rate=0,0.5", "seeds=3"}, "fuzzy[miss_rate=0.5]"},
+	} {
+		g, err := expand(t, fixture(t), tc.text, tc.sets...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, ok := g.Node(tc.tagger)
+		if !ok {
+			t.Fatalf("%v: no node %s in %v", tc.sets, tc.tagger, ids(g))
+		}
+		for _, set := range []string{refine.LabelsGiven, refine.LabelsRefined} {
+			check, _ := g.Node("refine-" + set)
+			if in := inputOf(check, "corpus"); in != "refine-vote."+set {
+				t.Errorf("refine-%s trains on %s, want the vote's %s output", set, in, set)
+			}
+			if check.Stage != m.Stage || check.Version != m.Version || string(check.Params) != string(m.Params) {
+				t.Errorf("refine-%s is %s v%d %s;\n%s is %s v%d %s", set, check.Stage, check.Version, check.Params, tc.tagger, m.Stage, m.Version, m.Params)
+			}
+		}
+		if in := inputOf(m, "corpus"); in != "refine.corpus" {
+			t.Errorf("%s trains on %s, want the labels kept", tc.tagger, in)
+		}
+	}
+}

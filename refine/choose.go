@@ -5,7 +5,6 @@ import (
 	"io"
 	"strings"
 
-	"github.com/nerflow/nerflow/corpus"
 	"github.com/nerflow/nerflow/dataset"
 	"github.com/nerflow/nerflow/eval"
 	"github.com/nerflow/nerflow/stages"
@@ -18,42 +17,47 @@ const StageChoose = "refine.choose"
 func init() {
 	stages.Register(stages.Stage{
 		Name:    StageChoose,
-		Version: 1,
+		Version: 2,
 		Doc: "Keeps the refined labels (" + StageVote + ") or the labels as given, whichever trained the tagger that " +
 			"scores better on the dev split (train.evaluate's reports of two taggers trained alike, one on each); a tie " +
 			"keeps the labels as given. Refinement pays on labels of low precision and costs on labels of high " +
 			"precision, and which a corpus has shows on dev.",
-		Params: append([]stages.Param{
-			stages.StringParam("scheme", "bio", "tag scheme of the output corpus", stages.OneOf(schemes...)),
-		}, dataset.SourceParams("given", "sentences with the labels as given")...),
 		Inputs: []stages.Port{
-			{Name: "given", Kind: "corpus", Doc: "sentences with the distant labels as given"},
-			{Name: "refined", Kind: "corpus", Doc: "the same sentences with the refined labels"},
+			{Name: "given", Kind: "corpus", Doc: "the labels as given (" + StageVote + "'s given output)"},
+			{Name: "refined", Kind: "corpus", Doc: "the refined labels (" + StageVote + "'s refined output)"},
 			{Name: "given_report", Kind: "report", Doc: "report.json of train.evaluate on the dev split: the tagger trained on the labels as given"},
 			{Name: "refined_report", Kind: "report", Doc: "report.json of train.evaluate on the dev split: the tagger trained alike on the refined labels"},
 		},
 		Outputs: []stages.Port{
-			{Name: "corpus", Kind: "corpus", Doc: "labels.conll: the labels kept"},
+			{Name: "corpus", Kind: "corpus", Doc: "the input kept, unchanged (given.conll or refined.conll; meta labels names it): the method's taggers that train as the kept labels' check tagger did are its cache hits"},
 			{Name: "report", Kind: "report", Doc: "report.json and report.txt: both taggers' dev scores and which labels were kept"},
 		},
 		Run: runChoose,
 	})
 }
 
+// The two sets of labels, as StageVote's outputs and StageChoose's inputs
+// are named and as meta MetaLabels of their artifacts says.
+const (
+	LabelsGiven   = "given"
+	LabelsRefined = "refined"
+	MetaLabels    = "labels"
+)
+
 // Choice is the report of StageChoose.
 type Choice struct {
 	Given   eval.Candidate `json:"given"`
 	Refined eval.Candidate `json:"refined"`
-	Kept    string         `json:"kept"` // "given" or "refined"
+	Kept    string         `json:"kept"` // LabelsGiven or LabelsRefined
 }
 
 // Choose keeps the refined labels where their tagger scored a higher dev
 // F1 than the given labels' tagger: refinement must earn its place, so a
 // tie keeps the labels as given.
 func Choose(given, refined eval.Candidate) Choice {
-	ch := Choice{Given: given, Refined: refined, Kept: "given"}
+	ch := Choice{Given: given, Refined: refined, Kept: LabelsGiven}
 	if refined.F1 > given.F1 {
-		ch.Kept = "refined"
+		ch.Kept = LabelsRefined
 	}
 	return ch
 }
@@ -71,13 +75,8 @@ func (ch Choice) WriteText(w io.Writer) error {
 }
 
 func runChoose(c *stages.Context) error {
-	p := c.Params
-	scheme, err := corpus.ParseScheme(p.String("scheme"))
-	if err != nil {
-		return stages.Permanent(err)
-	}
 	var cands [2]eval.Candidate
-	for i, name := range []string{"given", "refined"} {
+	for i, name := range []string{LabelsGiven, LabelsRefined} {
 		var r eval.Report
 		if err := c.Input(name+"_report").ReadJSON("report.json", &r); err != nil {
 			return fmt.Errorf("input %s_report: %w", name, err)
@@ -86,27 +85,16 @@ func runChoose(c *stages.Context) error {
 	}
 	ch := Choose(cands[0], cands[1])
 	c.Log.Info("labels chosen on dev", "kept", ch.Kept, "f1_given", ch.Given.F1, "f1_refined", ch.Refined.F1)
-	var kept *corpus.Corpus
-	if ch.Kept == "refined" {
-		kept, err = dataset.Source{}.ReadFrom(c.Input("refined"), "refined")
-	} else {
-		kept, err = dataset.ReadInput(c.Input("given"), p, "given")
+	// The kept labels pass on byte for byte: the check tagger trained on
+	// them is then, for the engine, the method's tagger of the same recipe
+	// and seed (roster's first seed, autoner's fuzzy tagger at miss_rate
+	// 0.5), which is trained once.
+	kept := c.Input(ch.Kept)
+	if got := kept.Meta[MetaLabels]; got != ch.Kept {
+		return stages.Permanent(fmt.Errorf("input %s: meta %s=%q, want %q: connect %s's outputs of that name", ch.Kept, MetaLabels, got, ch.Kept, StageVote))
 	}
-	if err != nil {
-		return err
-	}
-	spans, err := Labeled(kept)
-	if err != nil {
-		return stages.Permanent(fmt.Errorf("input %s: %w", ch.Kept, err))
-	}
-	out, err := subcorpus(kept, spans, nil, scheme)
-	if err != nil {
-		return stages.Permanent(fmt.Errorf("input %s: %w", ch.Kept, err))
-	}
-	o := c.Output("corpus")
-	o.SetMeta("kept", ch.Kept)
-	if err := dataset.WriteTagged(o, "labels", out, corpus.FormatCoNLL, scheme); err != nil {
-		return err
+	if err := c.Output("corpus").CopyFrom(kept); err != nil {
+		return fmt.Errorf("input %s: %w", ch.Kept, err)
 	}
 	r := c.Output("report")
 	r.SetMeta("kept", ch.Kept)

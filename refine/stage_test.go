@@ -111,6 +111,21 @@ func TestStages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Fold taggers that predict no entity at all leave no typed label:
+	// an error that says so, not a tagger failing downstream.
+	none := &corpus.Corpus{}
+	for _, s := range c.Sentences {
+		none.Sentences = append(none.Sentences, corpus.Sentence{Tokens: s.Tokens, Tags: make([]string, len(s.Tokens))})
+		for i := range s.Tokens {
+			none.Sentences[len(none.Sentences)-1].Tags[i] = "O"
+		}
+	}
+	_, err = run(t, st, StageVote, map[string]any{"corpus_file": "train.conll"}, map[string][]stages.Artifact{
+		"corpus": {data}, "predictions": {stagestest.ImportFiles(t, st, map[string][]byte{"tagged.conll": conll(t, none)})}})
+	if err == nil || !strings.Contains(err.Error(), "the fold taggers predicted none of the 6 labeled strings") {
+		t.Errorf("no entity predicted: %v", err)
+	}
+
 	refined := readCorpus(t, outs["refined"], "refined")
 	if got := strings.Join(refined.Sentences[2].Tags, " "); got != "B-LOC B-?" {
 		t.Errorf("refined sentence 3: %s, want the false PER of unknown type", got)
@@ -128,9 +143,15 @@ func TestStages(t *testing.T) {
 		t.Errorf("report.txt %q, %v, want \"the\" listed as rejected", txt, err)
 	}
 
+	given := readCorpus(t, outs["given"], "given")
+	if got := strings.Join(given.Sentences[2].Tags, " "); got != "B-LOC B-PER" || outs["given"].Meta[MetaLabels] != LabelsGiven || outs["refined"].Meta[MetaLabels] != LabelsRefined {
+		t.Errorf("given sentence 3: %s (meta %v, refined's %v), want the labels as given", got, outs["given"].Meta, outs["refined"].Meta)
+	}
+
 	// The choice: the refined labels' tagger scored higher on dev, then
-	// as high (a tie keeps the labels as given).
-	refinedOut := outs["refined"].Artifact
+	// as high (a tie keeps the labels as given). The labels kept pass on
+	// unchanged: the output has the kept input's digest, the engine's
+	// cache key of what reads it.
 	report := func(f1 float64) stages.Artifact {
 		b, err := json.Marshal(eval.Report{Micro: eval.Score{F1: f1}})
 		if err != nil {
@@ -138,17 +159,25 @@ func TestStages(t *testing.T) {
 		}
 		return stagestest.ImportFiles(t, st, map[string][]byte{"report.json": b})
 	}
+	sets := map[string][]stages.Artifact{LabelsGiven: {outs["given"].Artifact}, LabelsRefined: {outs["refined"].Artifact}}
 	for _, tc := range []struct {
 		given, refined float64
 		want           string
-	}{{0.6, 0.65, "B-LOC B-?"}, {0.6, 0.6, "B-LOC B-PER"}} {
-		chosen, err := run(t, st, StageChoose, map[string]any{"given_file": "train.conll", "scheme": "bio"}, map[string][]stages.Artifact{
-			"given": {data}, "refined": {refinedOut}, "given_report": {report(tc.given)}, "refined_report": {report(tc.refined)}})
+	}{{0.6, 0.65, LabelsRefined}, {0.6, 0.6, LabelsGiven}} {
+		chosen, err := run(t, st, StageChoose, nil, map[string][]stages.Artifact{
+			"given": sets[LabelsGiven], "refined": sets[LabelsRefined], "given_report": {report(tc.given)}, "refined_report": {report(tc.refined)}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := strings.Join(readCorpus(t, chosen["corpus"], "corpus").Sentences[2].Tags, " "); got != tc.want {
-			t.Errorf("given %g, refined %g: sentence 3 %s, want %s", tc.given, tc.refined, got, tc.want)
+		if got, want := chosen["corpus"].Digest, sets[tc.want][0].Digest; got != want || chosen["report"].Meta["kept"] != tc.want {
+			t.Errorf("given %g, refined %g: corpus %s (report meta %v), want %s's %s", tc.given, tc.refined, got, chosen["report"].Meta, tc.want, want)
 		}
+	}
+
+	// Inputs crossed over: the choice names the mistake.
+	_, err = run(t, st, StageChoose, nil, map[string][]stages.Artifact{
+		"given": sets[LabelsRefined], "refined": sets[LabelsGiven], "given_report": {report(0.5)}, "refined_report": {report(0.6)}})
+	if err == nil || !strings.Contains(err.Error(), `input refined: meta labels="given", want "refined"`) {
+		t.Errorf("crossed inputs: %v", err)
 	}
 }

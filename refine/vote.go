@@ -29,7 +29,7 @@ const reportedRejections = 50
 func init() {
 	stages.Register(stages.Stage{
 		Name:    StageVote,
-		Version: 1,
+		Version: 2,
 		Doc: "Weighs each labeled string of a distantly labeled corpus (its lower-cased words and its type) by the " +
 			"predictions of taggers that never saw it (the folds of " + StageFolds + "): a string is kept where at least " +
 			"`agreement` of its mentions are predicted with its span and type, and otherwise marked of unknown type " +
@@ -47,7 +47,8 @@ func init() {
 			{Name: "gold", Kind: "corpus", Optional: true, Doc: "the same sentences with gold tags: the report scores the labels before and after on them"},
 		},
 		Outputs: []stages.Port{
-			{Name: "refined", Kind: "corpus", Doc: "refined.conll: the corpus with its rejected strings of unknown type, or O"},
+			{Name: "refined", Kind: "corpus", Doc: "refined.conll: the corpus with its rejected strings of unknown type, or O (meta labels=refined)"},
+			{Name: "given", Kind: "corpus", Doc: "given.conll: the corpus with its labels as given, written as refined.conll is (meta labels=given): what " + StageChoose + " keeps in its place"},
 			{Name: "report", Kind: "report", Doc: "report.json and report.txt: strings and mentions kept and rejected per type, the most mentioned rejected strings, and with gold the scores"},
 		},
 		Run: runVote,
@@ -299,13 +300,29 @@ func runVote(c *stages.Context) error {
 	}
 	total := rep.Total()
 	c.Log.Info("strings voted", "strings", total.Strings, "rejected", total.RejectedStrings, "rejected_mentions", total.RejectedMentions)
-
-	out, err := subcorpus(labeled, refined, nil, scheme)
-	if err != nil {
-		return stages.Permanent(fmt.Errorf("input corpus: %w", err))
+	if total.Strings > 0 && total.RejectedStrings == total.Strings {
+		// No typed label left: a tagger cannot train on them, and the
+		// vote says more of the fold taggers than of the labels.
+		return stages.Permanent(fmt.Errorf("the fold taggers predicted none of the %d labeled strings in at least %g of its mentions: they learned too little from the folds' sentences (too few sentences or epochs) to weigh the labels; train on the labels as given (param refine: off)",
+			total.Strings, p.Float("agreement")))
 	}
-	if err := dataset.WriteTagged(c.Output("refined"), "refined", out, corpus.FormatCoNLL, scheme); err != nil {
-		return err
+
+	// Both sets of labels are written alike, so that the taggers that
+	// weigh them on dev and the method's own taggers, which read the set
+	// refine.choose passes on unchanged, read the same artifact.
+	for _, set := range []struct {
+		name  string
+		spans [][]corpus.Span
+	}{{LabelsRefined, refined}, {LabelsGiven, labels}} {
+		out, err := subcorpus(labeled, set.spans, nil, scheme)
+		if err != nil {
+			return stages.Permanent(fmt.Errorf("input corpus: %w", err))
+		}
+		o := c.Output(set.name)
+		o.SetMeta(MetaLabels, set.name)
+		if err := dataset.WriteTagged(o, set.name, out, corpus.FormatCoNLL, scheme); err != nil {
+			return err
+		}
 	}
 	return dataset.WriteReport(c.Output("report"), rep)
 }

@@ -386,3 +386,46 @@ func TestListParamWithoutDefault(t *testing.T) {
 		t.Errorf("want empty lists, got %s", back.Canonical())
 	}
 }
+
+// A stage that passes one of its inputs on unchanged makes an artifact of
+// the input's digest, files, kind, schema version and metadata: what reads
+// it shares its cache key with what reads the input.
+func TestOutputCopyFrom(t *testing.T) {
+	ctx := context.Background()
+	st := store(t)
+	// The input: a stage's output with metadata and a schema version,
+	// files in a folder among them.
+	made, err := stages.Exec(ctx, &stages.Stage{
+		Name: "make", Version: 1,
+		Outputs: []stages.Port{{Name: "out", Kind: "corpus"}},
+		Run: func(c *stages.Context) error {
+			o := c.Output("out")
+			o.SetMeta("labels", "given")
+			o.SetSchemaVersion(3)
+			if err := o.WriteFile("a.conll", []byte("Paris B-LOC\n")); err != nil {
+				return err
+			}
+			return o.WriteFile("sub/b.txt", []byte("x"))
+		},
+	}, stages.Env{Store: st, OutputPrefix: "m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := made["out"]
+	passed, err := stages.Exec(ctx, &stages.Stage{
+		Name: "pass", Version: 1,
+		Inputs:  []stages.Port{{Name: "in", Kind: "corpus"}},
+		Outputs: []stages.Port{{Name: "out", Kind: "corpus"}},
+		Run:     func(c *stages.Context) error { return c.Output("out").CopyFrom(c.Input("in")) },
+	}, stages.Env{Store: st, Inputs: map[string][]stages.Artifact{"in": {in}}, OutputPrefix: "p"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := passed["out"]
+	if out.Digest != in.Digest || out.Prefix == in.Prefix || out.SchemaVersion != 3 || out.Meta["labels"] != "given" || len(out.Files) != 2 {
+		t.Errorf("copy %+v of %+v: want the same content under its own prefix", out, in)
+	}
+	if b, err := stages.NewInput(ctx, st, out).ReadFile("sub/b.txt"); err != nil || string(b) != "x" {
+		t.Errorf("copy's sub/b.txt = %q, %v", b, err)
+	}
+}
