@@ -199,17 +199,28 @@ func graph(t *testing.T, text string, overrides ...string) *spec.Graph {
 
 func run(t *testing.T, c *cluster, g *spec.Graph) *engine.RunStatus {
 	t.Helper()
+	st, err := submitAndWait(t, c, g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// submitAndWait is run, with the submit's error returned rather than
+// fatal.
+func submitAndWait(t *testing.T, c *cluster, g *spec.Graph) (*engine.RunStatus, error) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	id, err := c.submit.Submit(ctx, g, engine.SubmitOptions{})
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	st, err := c.submit.Wait(ctx, id, 20*time.Millisecond, nil)
 	if err != nil {
 		t.Fatalf("waiting for run %s: %v", id, err)
 	}
-	return st
+	return st, nil
 }
 
 func output(t *testing.T, c *cluster, st *engine.RunStatus, node, out, file string) string {

@@ -90,12 +90,20 @@ nodes:
 		t.Fatal(err)
 	}
 	// MinIO looks at its free space again after a while: the command is
-	// run again until it does.
+	// run again until it does. Until then the submit itself may fail,
+	// unable to record the run, or the run may fail writing b.
 	freed := time.Now()
-	second := run(t, c, graph(t, text))
-	for second.State != engine.Succeeded && strings.Contains(second.Error, "no space left") && time.Since(freed) < time.Minute {
+	var second *engine.RunStatus
+	for {
+		var err error
+		second, err = submitAndWait(t, c, graph(t, text))
+		if err != nil {
+			second = &engine.RunStatus{State: engine.Failed, Error: "submit: " + err.Error()}
+		}
+		if second.State == engine.Succeeded || !strings.Contains(second.Error, "no space left") || time.Since(freed) > time.Minute {
+			break
+		}
 		time.Sleep(time.Second)
-		second = run(t, c, graph(t, text))
 	}
 	if second.State != engine.Succeeded {
 		t.Fatalf("run %s after space was freed: %s", second.State, second.Error)
