@@ -161,8 +161,8 @@ func TestVote(t *testing.T) {
 			t.Errorf("unknown: sentence %d: %v, want %v", i+1, got[i], want[i])
 		}
 	}
-	if l, p := *rep.Types["LOC"], *rep.Types["PER"]; l != (TypeVote{Strings: 1, Mentions: 4}) || p != (TypeVote{Strings: 1, RejectedStrings: 1, Mentions: 3, RejectedMentions: 3}) || len(rep.Types) != 2 {
-		t.Errorf("report types %v, want LOC 1 string of 4 mentions kept, PER 1 of 3 rejected", rep.Types)
+	if l, p := *rep.Types["LOC"], *rep.Types["PER"]; l != (TypeVote{Strings: 1, Mentions: 4, AgreedMentions: 2}) || p != (TypeVote{Strings: 1, RejectedStrings: 1, Mentions: 3, RejectedMentions: 3, AgreedMentions: 1}) || len(rep.Types) != 2 {
+		t.Errorf("report types LOC %+v, PER %+v, want LOC 1 string of 4 mentions kept (2 agreed), PER 1 of 3 rejected (1 agreed)", *rep.Types["LOC"], *rep.Types["PER"])
 	}
 	if !slices.Equal(rep.Rejections, []StringVote{{Surface: "the", Type: "PER", Mentions: 3, Agreed: 1}}) {
 		t.Errorf("rejections %+v, want \"the\" PER, 1 of 3 agreed", rep.Rejections)
