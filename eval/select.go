@@ -93,21 +93,11 @@ func runSelect(c *stages.Context) error {
 	chosen := models[sel.Chosen]
 	c.Log.Info("selected on dev", "model", sel.Name, "f1", sel.Candidates[sel.Chosen].F1, "candidates", len(models))
 
-	dir := c.WorkDir()
-	if err := chosen.Fetch(dir); err != nil {
-		return fmt.Errorf("fetching model %s: %w", sel.Name, err)
-	}
-	out := c.Output("model")
-	for k, v := range chosen.Meta {
-		out.SetMeta(k, v)
+	out, err := c.PassOn("model", chosen)
+	if err != nil {
+		return fmt.Errorf("model %s: %w", sel.Name, err)
 	}
 	out.SetMeta("selected", sel.Name)
-	if chosen.SchemaVersion != 0 {
-		out.SetSchemaVersion(chosen.SchemaVersion)
-	}
-	if err := out.AddDir(dir); err != nil {
-		return err
-	}
 	rep := c.Output("report")
 	rep.SetMeta("selected", sel.Name)
 	return rep.WriteJSON(SelectionFile, sel)

@@ -93,7 +93,7 @@ func runChoose(c *stages.Context) error {
 	if got := kept.Meta[MetaLabels]; got != ch.Kept {
 		return stages.Permanent(fmt.Errorf("input %s: meta %s=%q, want %q: connect %s's outputs of that name", ch.Kept, MetaLabels, got, ch.Kept, StageVote))
 	}
-	if err := c.Output("corpus").CopyFrom(kept); err != nil {
+	if _, err := c.PassOn("corpus", kept); err != nil {
 		return fmt.Errorf("input %s: %w", ch.Kept, err)
 	}
 	r := c.Output("report")

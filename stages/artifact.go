@@ -228,42 +228,6 @@ func (o *Output) AddDir(dir string) error {
 	})
 }
 
-// CopyFrom makes the output the input's content again: its kind, schema
-// version, metadata and every file, byte for byte. The output then has the
-// input's digest, so nodes downstream that read it share their cache
-// entries with the nodes that read the input itself: a stage that keeps one
-// of several inputs unchanged (a choice) costs its readers no second run.
-func (o *Output) CopyFrom(in *Input) error {
-	o.SetKind(in.Kind)
-	o.SetSchemaVersion(in.SchemaVersion)
-	for k, v := range in.Meta {
-		o.SetMeta(k, v)
-	}
-	for _, f := range in.Files {
-		if err := o.copyFile(in, f.Name); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func (o *Output) copyFile(in *Input, name string) error {
-	rc, err := in.Open(name)
-	if err != nil {
-		return err
-	}
-	defer rc.Close()
-	wc, err := o.Create(name)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(wc, rc); err != nil {
-		wc.Close()
-		return o.wrap(fmt.Errorf("copying %s: %w", in.Key(name), err))
-	}
-	return o.wrap(wc.Close())
-}
-
 func (o *Output) wrap(err error) error {
 	if err == nil {
 		return nil

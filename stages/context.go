@@ -97,6 +97,32 @@ func (c *Context) Output(name string) *Output {
 	return o
 }
 
+// PassOn makes output name the content of input in again: its schema
+// version, metadata and files, fetched into the work directory and added
+// back as AddDir adds them (a large file is stored once, as a shared
+// blob). The output keeps the kind its port declares. Where the input is
+// of that kind (another stage's output of the port's kind), the output has
+// the input's digest, so what reads it shares its node keys, hence its
+// cache, with what reads the input: a stage that keeps one of its inputs (a
+// choice on dev) costs its readers no second run. Metadata set on the
+// returned output afterwards (a name for what was chosen) is part of its
+// content, and the digest then differs.
+func (c *Context) PassOn(name string, in *Input) (*Output, error) {
+	dir, err := os.MkdirTemp(c.WorkDir(), "pass-")
+	if err != nil {
+		return nil, err
+	}
+	if err := in.Fetch(dir); err != nil {
+		return nil, err
+	}
+	out := c.Output(name)
+	out.SetSchemaVersion(in.SchemaVersion)
+	for k, v := range in.Meta {
+		out.SetMeta(k, v)
+	}
+	return out, out.AddDir(dir)
+}
+
 // Progress reports how far the stage is, e.g. (batch, batches, "epoch 3").
 // Reports are cheap: the engine throttles what it forwards. Total is 0 when
 // unknown.

@@ -1,6 +1,7 @@
 package stages_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -389,12 +390,14 @@ func TestListParamWithoutDefault(t *testing.T) {
 
 // A stage that passes one of its inputs on unchanged makes an artifact of
 // the input's digest, files, kind, schema version and metadata: what reads
-// it shares its cache key with what reads the input.
-func TestOutputCopyFrom(t *testing.T) {
+// it shares its cache key with what reads the input. A large file is not
+// stored a second time: the copy holds it as a shared blob.
+func TestContextPassOn(t *testing.T) {
 	ctx := context.Background()
 	st := store(t)
 	// The input: a stage's output with metadata and a schema version,
-	// files in a folder among them.
+	// files in a folder and a large file among them.
+	large := bytes.Repeat([]byte("x"), artifact.SharedMinSize)
 	made, err := stages.Exec(ctx, &stages.Stage{
 		Name: "make", Version: 1,
 		Outputs: []stages.Port{{Name: "out", Kind: "corpus"}},
@@ -403,6 +406,9 @@ func TestOutputCopyFrom(t *testing.T) {
 			o.SetMeta("labels", "given")
 			o.SetSchemaVersion(3)
 			if err := o.WriteFile("a.conll", []byte("Paris B-LOC\n")); err != nil {
+				return err
+			}
+			if err := o.WriteFile("large.bin", large); err != nil {
 				return err
 			}
 			return o.WriteFile("sub/b.txt", []byte("x"))
@@ -416,16 +422,22 @@ func TestOutputCopyFrom(t *testing.T) {
 		Name: "pass", Version: 1,
 		Inputs:  []stages.Port{{Name: "in", Kind: "corpus"}},
 		Outputs: []stages.Port{{Name: "out", Kind: "corpus"}},
-		Run:     func(c *stages.Context) error { return c.Output("out").CopyFrom(c.Input("in")) },
-	}, stages.Env{Store: st, Inputs: map[string][]stages.Artifact{"in": {in}}, OutputPrefix: "p"})
+		Run: func(c *stages.Context) error {
+			_, err := c.PassOn("out", c.Input("in"))
+			return err
+		},
+	}, stages.Env{Store: st, Inputs: map[string][]stages.Artifact{"in": {in}}, OutputPrefix: "p", TempDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	out := passed["out"]
-	if out.Digest != in.Digest || out.Prefix == in.Prefix || out.SchemaVersion != 3 || out.Meta["labels"] != "given" || len(out.Files) != 2 {
+	if out.Digest != in.Digest || out.Prefix == in.Prefix || out.SchemaVersion != 3 || out.Meta["labels"] != "given" || len(out.Files) != 3 {
 		t.Errorf("copy %+v of %+v: want the same content under its own prefix", out, in)
 	}
 	if b, err := stages.NewInput(ctx, st, out).ReadFile("sub/b.txt"); err != nil || string(b) != "x" {
 		t.Errorf("copy's sub/b.txt = %q, %v", b, err)
+	}
+	if f, ok := out.File("large.bin"); !ok || !f.Shared() {
+		t.Errorf("copy's large.bin %+v: want it stored once, as a shared blob", f)
 	}
 }
