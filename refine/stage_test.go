@@ -115,10 +115,7 @@ func TestStages(t *testing.T) {
 	// an error that says so, not a tagger failing downstream.
 	none := &corpus.Corpus{}
 	for _, s := range c.Sentences {
-		none.Sentences = append(none.Sentences, corpus.Sentence{Tokens: s.Tokens, Tags: make([]string, len(s.Tokens))})
-		for i := range s.Tokens {
-			none.Sentences[len(none.Sentences)-1].Tags[i] = "O"
-		}
+		none.Sentences = append(none.Sentences, sentence(strings.Join(s.Tokens, " "), strings.Repeat("O ", len(s.Tokens))))
 	}
 	_, err = run(t, st, StageVote, map[string]any{"corpus_file": "train.conll"}, map[string][]stages.Artifact{
 		"corpus": {data}, "predictions": {stagestest.ImportFiles(t, st, map[string][]byte{"tagged.conll": conll(t, none)})}})
