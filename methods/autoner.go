@@ -99,23 +99,9 @@ func buildAutoNER(b *spec.Builder) error {
 			Input("corpus", b.In("train")).Input("gazetteers", gazetteersFor(b)...).Input("stopwords", b.In("stopwords"))
 	}
 
-	// Each rate once, in the order given: the first is the fallback
-	// without dev, and a later one wins a tie on dev.
-	var rates []float64
-	for _, r := range p.Floats("miss_rate") {
-		if !slices.Contains(rates, r) {
-			rates = append(rates, r)
-		}
-	}
-	switch {
-	case len(rates) == 0:
-		b.Errorf("params.miss_rate", "want at least one rate")
+	rates := candidateMissRates(b)
+	if len(rates) == 0 {
 		return nil
-	case len(rates) > 1 && !b.Has("dev"):
-		if b.IsSet("miss_rate") {
-			b.Errorf("params.miss_rate", "several rates (%v) are candidates chosen on the dev input, which this spec does not give", rates)
-		}
-		rates = rates[:1] // the default's first, AutoNER's 0: nothing to choose on
 	}
 	fan := func(n *spec.NodeBuilder) *spec.NodeBuilder { return fanSeeds(n, seeds, false) }
 	for _, v := range variants {
@@ -144,22 +130,10 @@ func buildAutoNER(b *spec.Builder) error {
 
 // bestMissRate fans the tagger t out over the candidate miss rates and
 // adds node select-VARIANT, which keeps, per seed, the rate whose tagger
-// the dev input scores best (eval-VARIANT, per seed and rate). Which rate
-// suits is a property of the labels: doubting the labels' O adds the
-// entities that labels of low recall miss, and adds the errors of labels
-// of low precision (docs/autoner.md measured both); the dev split tells
-// them apart where nobody has measured the labels.
+// the dev input scores best (eval-VARIANT, per seed and rate).
 func bestMissRate(b *spec.Builder, t *spec.NodeBuilder, rates []float64, seeds []int) *spec.NodeBuilder {
-	vals := make([]any, len(rates))
-	names := make([]string, len(rates))
-	for i, r := range rates {
-		vals[i] = r
-		names[i] = fmt.Sprintf("miss_rate %g", r)
-	}
-	t.FanOut("miss_rate", vals...)
-	byRate := func(n *spec.NodeBuilder) *spec.NodeBuilder {
-		return fanSeeds(n, seeds, false).FanOut("miss_rate", vals...)
-	}
+	byRate, names := missRateFan(t, rates)
+	bySeedAndRate := func(n *spec.NodeBuilder) *spec.NodeBuilder { return byRate(fanSeeds(n, seeds, false)) }
 	return fanSeeds(b.Node("select-"+t.Name(), eval.StageSelect), seeds, false).
-		Input("models", t.Out("model")).Input("reports", scoreDev(b, t, byRate)).Set("names", names)
+		Input("models", t.Out("model")).Input("reports", scoreDev(b, t, bySeedAndRate)).Set("names", names)
 }

@@ -16,6 +16,12 @@ import (
 //	vectors --^        \-> eval-early ---------------------------\-> eval-selftrain -^   \-> eval-select \-> test
 //	select -> overlay-fill, overlay-override (the gazetteer overlay, each with eval-) -> overlay (the best on dev)
 //
+// With several miss rates (partial=true; by default 0.5 and 0) early and
+// selftrain are fanned out over miss_rate, one chain per rate, and select
+// weighs all their models: labels whose O hides entities (CoNLL-2003's)
+// want 0.5, a dictionary whose gaps untyped phrases cover (BC5CDR's) the
+// sure O of 0, and the dev input tells which (docs/bond.md).
+//
 // selftrain=false registers the early-stopped model (the ablation of
 // stage 2; the prefix and its cache are kept); labels=hard is BOND's
 // hard pseudo-labels; select keeps stage 1's model where self-training
@@ -26,7 +32,7 @@ import (
 // entropy on labels of low recall cannot (it learns their misses as O),
 // and stage 2's student learns the CRF teacher's confident tags with every
 // other token left free (selftrain.CRFPseudoLabels). The teacher's
-// confident O is weighed as stage 1 weighs a distant O (o_miss_rate =
+// confident O is weighed as stage 1 weighs a distant O (miss_rate =
 // miss_rate): a hard O on every token the teacher is sure of would teach
 // the student the teacher's misses, the recall stage 1's weak O kept.
 func init() {
@@ -51,7 +57,7 @@ func init() {
 			stages.IntParam("patience", 4, "stage 1: stop after this many scores without a better dev F1 (0: run every epoch)", stages.AtLeast(0)),
 			stages.FloatParam("drop_o", 0, "stage 1: fraction of the distant O tokens left out of the loss (BOND: none; not with partial)", stages.Range(0, 0.99)),
 			stages.BoolParam("partial", true, "both stages partial-label CRFs: stage 1 with loss "+tagger.LossPartial+" (a distant O is evidence of strength 1 - miss_rate, a match is kept), stage 2's student with loss "+tagger.LossTagSets+" (the teacher's tag where it is confident, any tag elsewhere; soft labels: the fewest tags holding threshold of its marginals; the teacher's confident O weighs the entity tags by miss_rate, as stage 1's distant O) (false: BOND's recipe, token classifiers with cross entropy, then KL; on the shipped sample its stage 1 scores dev F1 42-53 against the labels' 65, the partial CRF 69-71)"),
-			tagger.Param("miss_rate"),
+			stages.FloatListParam("miss_rate", []float64{0.5, 0}, "with partial: the chance that a distant O hides an entity token (1 − the labels' recall; 0: an unmatched token is O, AutoNER's setting, for labels whose gaps untyped phrases cover); several: candidates, both stages trained at each (stage 2's student weighing its teacher's confident O alike), the dev input keeping the best model of them all (node select); without a dev input the first", stages.Range(0, 1)),
 			tagger.Param("type_miss_rates"),
 			tagger.Param("mistype_rates"),
 			stages.BoolParam("select", true, "the final model is the one of the two stages that scores best on the dev input (node select; stage 2 wins a tie): self-training that lowers the dev F1 does not replace its teacher (false: stage 2's model; without a dev input, always stage 2's)"),
@@ -79,11 +85,19 @@ func buildBond(b *spec.Builder) error {
 		Pass("seed", "scheme", "epochs", "min_steps", "word_dropout", "eval_every", "patience").
 		Input("embeddings", vectors(b))
 	withEncoder(b, early)
+	var rates []float64
+	var byRate fanout // stage 1's fan-out over the miss rates, nil for one
+	var copies []string
 	if p.Bool("partial") {
 		partialOnLabels(early)
 		if b.IsSet("drop_o") {
 			b.Errorf("params.drop_o", "applies to cross entropy on the labels, which partial=true replaces with the partial-label CRF (miss_rate weighs a distant O instead)")
 		}
+		if rates = candidateMissRates(b); len(rates) == 0 {
+			return nil
+		}
+		// Replaces the list partialOnLabels passed.
+		byRate, copies = missRateFan(early, rates)
 	} else {
 		early.Set("head", tagger.TokenHead).Set("loss", tagger.LossCE).Pass("drop_o")
 		if b.IsSet("miss_rate") {
@@ -93,25 +107,32 @@ func buildBond(b *spec.Builder) error {
 	}
 	corpus(early)
 	readSplit(b, early, "dev", "dev")
-	scoreDev(b, early, nil)
+	scoreDev(b, early, byRate)
 	last := finalModel{step: early, name: b.Name()}
+	cands := []candidate{{step: early, fan: byRate, copies: copies, name: "early-stopped"}}
 
-	// Stage 2: teacher-student self-training.
+	// Stage 2: teacher-student self-training, one per stage-1 model.
 	if p.Bool("selftrain") {
 		st := b.Node("selftrain", selftrain.StageTeacher).Queue("gpu").Input("model", early.Out("model")).
 			Pass("seed", "labels", "threshold", "period").
 			PassAs("epochs", "selftrain_epochs").PassAs("eval_every", "selftrain_eval_every").PassAs("patience", "selftrain_patience")
 		if p.Bool("partial") {
-			// The teacher's O is as weak as the distant O stage 1 learned
-			// from; stage 1's node is unchanged.
-			st.PassAs("o_miss_rate", "miss_rate")
+			// The teacher's O is as weak as the distant O its stage 1
+			// learned from: the fan-out over miss_rate pairs each copy with
+			// its teacher and sets the stage's own miss_rate.
+			missRateFan(st, rates)
 		}
+		scoreDev(b, st, byRate)
 		selfTraining(b, st, corpus)
 		last = finalModel{step: st, name: b.Name()}
-		if p.Bool("select") {
-			if best := bestOnDev(b, candidate{step: early, name: "early-stopped"}, candidate{step: st, name: "self-trained"}); best != nil {
-				last = *best
-			}
+		cands = append(cands, candidate{step: st, fan: byRate, copies: copies, name: "self-trained"})
+	}
+	switch {
+	case len(rates) > 1 && !p.Bool("select"):
+		b.Errorf("params.select", "false keeps the last step's model, but miss_rate lists %d candidates, of which select keeps one on dev", len(rates))
+	case p.Bool("select") && len(cands)*max(1, len(copies)) > 1:
+		if best := bestOnDev(b, cands...); best != nil {
+			last = *best
 		}
 	}
 	finish(b, last)

@@ -1,6 +1,7 @@
 package methods_test
 
 import (
+	"fmt"
 	"reflect"
 	"slices"
 	"strings"
@@ -59,11 +60,12 @@ func TestBondGraph(t *testing.T) {
 // 1 keeps its key (and cache); selftrain=false registers stage 1's model.
 func TestBondAblations(t *testing.T) {
 	dir := fixture(t)
-	full, err := expand(t, dir, example(t, "conll03-bond.yaml"), noOverlay)
+	oneRate := "miss_rate=0.5"
+	full, err := expand(t, dir, example(t, "conll03-bond.yaml"), noOverlay, oneRate)
 	if err != nil {
 		t.Fatal(err)
 	}
-	hard, err := expand(t, dir, example(t, "conll03-bond.yaml"), noOverlay, "labels=hard", "threshold=0.95")
+	hard, err := expand(t, dir, example(t, "conll03-bond.yaml"), noOverlay, oneRate, "labels=hard", "threshold=0.95")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +78,7 @@ func TestBondAblations(t *testing.T) {
 	if p := nodeParams(t, hard, "selftrain"); p["labels"] != selftrain.LabelsHard || p["threshold"] != 0.95 {
 		t.Errorf("selftrain params %v, want hard labels at 0.95", p)
 	}
-	alone, err := expand(t, dir, example(t, "conll03-bond.yaml"), noOverlay, "selftrain=false")
+	alone, err := expand(t, dir, example(t, "conll03-bond.yaml"), noOverlay, oneRate, "selftrain=false")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +89,7 @@ func TestBondAblations(t *testing.T) {
 	if !slices.Equal(models, []string{"early", "selftrain"}) {
 		t.Errorf("select reads the models of %v, want early's and selftrain's", models)
 	}
-	last, err := expand(t, dir, example(t, "conll03-bond.yaml"), noOverlay, "select=false")
+	last, err := expand(t, dir, example(t, "conll03-bond.yaml"), noOverlay, oneRate, "select=false")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +136,7 @@ inputs:
 // partial=true (the default) makes stage 1 a partial-label CRF with the method's
 // miss_rate; stage 2 is the same teacher-student node, reading a CRF model
 // (selftrain.teacher picks the CRF's pseudo-labels and loss from it),
-// given o_miss_rate = miss_rate so that the teacher's O is as weak as the
+// given miss_rate = miss_rate so that the teacher's O is as weak as the
 // distant O (0, the hard O, without partial; 0.5, miss_rate's default, by
 // default). Everything else, stage 2's other parameters included, is as
 // without it.
@@ -158,18 +160,13 @@ func TestBondPartialGraph(t *testing.T) {
 	// Stage 2 is the same stage with the same parameters but one: the
 	// teacher's confident O is as weak as stage 1's distant O.
 	pp, gp := nodeParams(t, plain, "selftrain"), nodeParams(t, g, "selftrain")
-	if pp["o_miss_rate"] != 0.0 || gp["o_miss_rate"] != 0.4 {
-		t.Errorf("selftrain's o_miss_rate: %v without partial, %v with miss_rate 0.4; want 0 and 0.4", pp["o_miss_rate"], gp["o_miss_rate"])
+	if pp["miss_rate"] != 0.0 || gp["miss_rate"] != 0.4 {
+		t.Errorf("selftrain's miss_rate: %v without partial, %v with miss_rate 0.4; want 0 and 0.4", pp["miss_rate"], gp["miss_rate"])
 	}
-	delete(pp, "o_miss_rate")
-	delete(gp, "o_miss_rate")
+	delete(pp, "miss_rate")
+	delete(gp, "miss_rate")
 	if !reflect.DeepEqual(pp, gp) {
-		t.Errorf("partial changes stage 2's params beyond o_miss_rate:\n%v\n%v", pp, gp)
-	}
-	if def, err := expand(t, dir, example(t, "conll03-bond.yaml"), noOverlay); err != nil {
-		t.Fatal(err)
-	} else if p := nodeParams(t, def, "selftrain"); p["o_miss_rate"] != 0.5 {
-		t.Errorf("default recipe: selftrain's o_miss_rate %v, want miss_rate's default 0.5", p["o_miss_rate"])
+		t.Errorf("partial changes stage 2's params beyond miss_rate:\n%v\n%v", pp, gp)
 	}
 	st, _ := g.Node("selftrain")
 	if portIn(st, "model").Node != "early" {
@@ -194,5 +191,89 @@ func TestBondPartialParamsBelongToTheirRecipe(t *testing.T) {
 		if _, err := expand(t, dir, example(t, "conll03-bond.yaml"), tc.sets...); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: error %v, want one at %s", tc.sets, err, tc.want)
 		}
+	}
+}
+
+// miss_rate lists candidates (by default 0.5, the labels' O doubted, and
+// 0, AutoNER's sure O): each trains both stages, stage 2's teacher
+// weighing its O at its own stage 1's rate, and select keeps the best of
+// the four models on dev. A single rate is one chain, as before; several
+// rates need the dev input to choose on and select to keep one.
+func TestBondMissRateCandidates(t *testing.T) {
+	dir := fixture(t)
+	g, err := expand(t, dir, example(t, "conll03-bond.yaml"), noOverlay)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"vectors", "early[miss_rate=0.5]", "early[miss_rate=0]", "eval-early[miss_rate=0.5]", "eval-early[miss_rate=0]",
+		"selftrain[miss_rate=0.5]", "selftrain[miss_rate=0]", "eval-selftrain[miss_rate=0.5]", "eval-selftrain[miss_rate=0]",
+		"select", "eval-select", "register"}
+	if got := ids(g); !slices.Equal(slices.Sorted(slices.Values(got)), slices.Sorted(slices.Values(want))) {
+		t.Fatalf("nodes %v, want %v", got, want)
+	}
+	for _, r := range []string{"0.5", "0"} {
+		early, st := "early[miss_rate="+r+"]", "selftrain[miss_rate="+r+"]"
+		rate := map[string]float64{"0.5": 0.5, "0": 0}[r]
+		if p := nodeParams(t, g, early); p["miss_rate"] != rate || p["loss"] != tagger.LossPartial {
+			t.Errorf("%s: params %v", early, p)
+		}
+		if p := nodeParams(t, g, st); p["miss_rate"] != rate {
+			t.Errorf("%s: miss_rate %v, want its teacher's %v", st, p["miss_rate"], rate)
+		}
+		if m := modelOf(t, g, st); m != early {
+			t.Errorf("%s learns from %s, want %s", st, m, early)
+		}
+		if m := modelOf(t, g, "eval-"+st); m != st {
+			t.Errorf("eval-%s scores %s", st, m)
+		}
+	}
+	sel, _ := g.Node("select")
+	if got := portNodes(sel, "models"); !slices.Equal(got, []string{"early[miss_rate=0.5]", "early[miss_rate=0]", "selftrain[miss_rate=0.5]", "selftrain[miss_rate=0]"}) {
+		t.Errorf("select weighs the models of %v", got)
+	}
+	if names := nodeParams(t, g, "select")["names"]; !reflect.DeepEqual(names, []any{"early-stopped miss_rate 0.5", "early-stopped miss_rate 0", "self-trained miss_rate 0.5", "self-trained miss_rate 0"}) {
+		t.Errorf("select names its candidates %v", names)
+	}
+
+	// One rate listed: the single chain, at that rate.
+	one, err := expand(t, dir, example(t, "conll03-bond.yaml"), noOverlay, "miss_rate=0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := one.Node("early"); !ok || nodeParams(t, one, "early")["miss_rate"] != 0.0 || nodeParams(t, one, "selftrain")["miss_rate"] != 0.0 {
+		t.Errorf("miss_rate=0: nodes %v", ids(one))
+	}
+	// Without stage 2, select chooses among stage 1's rates.
+	alone, err := expand(t, dir, example(t, "conll03-bond.yaml"), noOverlay, "selftrain=false")
+	if err != nil {
+		t.Fatal(err)
+	}
+	alonesel, _ := alone.Node("select")
+	if got := portNodes(alonesel, "models"); !slices.Equal(got, []string{"early[miss_rate=0.5]", "early[miss_rate=0]"}) {
+		t.Errorf("selftrain=false: select weighs %v", got)
+	}
+	for _, tc := range []struct {
+		sets []string
+		want string
+	}{
+		{[]string{"select=false"}, "params.select"},
+		{[]string{"miss_rate="}, "want at least one rate"},
+	} {
+		if _, err := expand(t, dir, example(t, "conll03-bond.yaml"), append([]string{noOverlay}, tc.sets...)...); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: error %v, want one with %q", tc.sets, err, tc.want)
+		}
+	}
+	// Without dev the default falls back to its first rate; a list given
+	// explicitly has nothing to be chosen on.
+	text := "method: bond\nparams:\n  train_file: train_text.txt\n  train_labels: train_label_dist.txt\n%sinputs:\n  train: ../../shared/data/conll03\n"
+	g, err = expand(t, dir, fmt.Sprintf(text, ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := nodeParams(t, g, "early"); p["miss_rate"] != 0.5 {
+		t.Errorf("without dev: early's miss_rate %v, want the default's first, 0.5", p["miss_rate"])
+	}
+	if _, err := expand(t, dir, fmt.Sprintf(text, "  miss_rate: [0.5, 0]\n")); err == nil || !strings.Contains(err.Error(), "dev input") {
+		t.Errorf("a list without dev: error %v", err)
 	}
 }

@@ -1,7 +1,7 @@
 package methods
 
 import (
-	"fmt"
+	"strconv"
 
 	"github.com/nerflow/nerflow/distant"
 	"github.com/nerflow/nerflow/eval"
@@ -137,11 +137,24 @@ func labelsBaseline(b *spec.Builder, split string) spec.Ref {
 }
 
 // candidate is one step whose models bestOnDev weighs: a step fanned out
-// over seeds gives one model per seed.
+// (over seeds, over miss rates) gives one model per copy.
 type candidate struct {
-	step  *spec.NodeBuilder
-	seeds []int // the step's fan-out over seeds (nil: one model)
-	name  string
+	step   *spec.NodeBuilder
+	fan    fanout   // the step's fan-out (nil: one model)
+	copies []string // what tells its copies apart in their names, in fan-out order
+	name   string
+}
+
+// seedCopies names the copies of a step fanned out over seeds.
+func seedCopies(seeds []int) []string {
+	if len(seeds) < 2 {
+		return nil
+	}
+	copies := make([]string, len(seeds))
+	for i, s := range seeds {
+		copies[i] = strconv.Itoa(s)
+	}
+	return copies
 }
 
 // bestOnDev adds node select, which keeps the model of the candidates that
@@ -158,10 +171,10 @@ func bestOnDev(b *spec.Builder, cands ...candidate) *finalModel {
 	var names []string
 	for _, c := range cands {
 		sel.Input("models", c.step.Out("model"))
-		sel.Input("reports", scoreDev(b, c.step, nil))
-		if len(c.seeds) > 1 {
-			for _, s := range c.seeds {
-				names = append(names, fmt.Sprintf("%s %d", c.name, s))
+		sel.Input("reports", scoreDev(b, c.step, c.fan))
+		if len(c.copies) > 0 {
+			for _, copy := range c.copies {
+				names = append(names, c.name+" "+copy)
 			}
 		} else {
 			names = append(names, c.name)

@@ -89,8 +89,16 @@ func refineTagger(b *spec.Builder, name string, fan fanout) *spec.NodeBuilder {
 	n := b.Node(name, tagger.StageTrain).Queue("gpu").Set("head", tagger.CRFHead).Set("loss", tagger.LossPartial).
 		Set("seed", firstSeed(b)).Pass("scheme", "min_steps", "word_dropout").Input("embeddings", vectors(b))
 	m := b.Params().Map()
-	if _, one := m["miss_rate"].(float64); one {
+	switch r := m["miss_rate"].(type) {
+	case float64:
 		n.Pass("miss_rate")
+	case []float64:
+		// Candidates: the check trains at the stage's default, 0.5,
+		// which is the method's own first step at that rate, so the two
+		// share a node key; a single rate listed is the method's rate.
+		if len(r) == 1 {
+			n.Set("miss_rate", r[0])
+		}
 	}
 	for _, name := range []string{"epochs", "type_miss_rates", "mistype_rates"} {
 		if _, ok := m[name]; ok {

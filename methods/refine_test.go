@@ -78,7 +78,7 @@ func TestRefineSeedAndRate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p := nodeParams(t, g, "refine-fold[fold=0]"); p["seed"] != 7.0 || p["miss_rate"] != tagger.Param("miss_rate").Default || p["scheme"] != "bio" {
+	if p := nodeParams(t, g, "refine-fold[fold=0]"); p["seed"] != 7.0 || p["miss_rate"] != 0.0 || p["scheme"] != "bio" {
 		t.Errorf("autoner: refine-fold params %v, want seed 7 and the tagger's own miss rate", p)
 	}
 	text := strings.Replace(example(t, "conll03-roster.yaml"), "method: roster", "method: bond", 1)

@@ -201,7 +201,7 @@ func buildRoster(b *spec.Builder) error {
 	seedFan := func(n *spec.NodeBuilder) *spec.NodeBuilder { return fanSeeds(n, seeds, false) }
 	scoreDev(b, noise, seedFan)
 	last, model := finalModel{step: noise, fan: seedFan, name: b.Name()}, noise.Out("model")
-	cands := []candidate{{step: noise, seeds: seeds, name: "seed"}}
+	cands := []candidate{{step: noise, fan: seedFan, copies: seedCopies(seeds), name: "seed"}}
 
 	// Step 1b: span classifiers with negative sampling, members of the
 	// ensemble beside the seeds. They read the same labels another way
@@ -220,8 +220,9 @@ func buildRoster(b *spec.Builder) error {
 		withEncoder(b, span)
 		corpus(span)
 		readSplit(b, span, "dev", "dev")
-		scoreDev(b, span, func(n *spec.NodeBuilder) *spec.NodeBuilder { return fanSeeds(n, spanSeeds, false) })
-		cands = append(cands, candidate{step: span, seeds: spanSeeds, name: "span seed"})
+		spanFan := func(n *spec.NodeBuilder) *spec.NodeBuilder { return fanSeeds(n, spanSeeds, false) }
+		scoreDev(b, span, spanFan)
+		cands = append(cands, candidate{step: span, fan: spanFan, copies: seedCopies(spanSeeds), name: "span seed"})
 	case b.IsSet("span_epochs"):
 		b.Errorf("params.span_epochs", "applies to span_seeds, which are none")
 	}
@@ -289,9 +290,9 @@ func buildRoster(b *spec.Builder) error {
 		// the student); the best step on dev is kept either way.
 		ts := b.Node("teacher-student", selftrain.StageTeacher).Queue("gpu").Input("model", model).Set("seed", seeds[0]).Set("patience", 0)
 		if student == studentCRF && p.Bool("ensemble") {
-			ts.PassAs("o_miss_rate", "student_miss_rate")
+			ts.PassAs("miss_rate", "student_miss_rate")
 		} else if p.Bool("partial") && !p.Bool("ensemble") {
-			ts.PassAs("o_miss_rate", "miss_rate")
+			ts.Pass("miss_rate")
 		}
 		selfTraining(b, ts, corpus)
 		last = finalModel{step: ts, name: b.Name()}

@@ -312,7 +312,7 @@ func TestRosterTeacherStudent(t *testing.T) {
 	if !ok || ts.Stage != selftrain.StageTeacher || ts.Queue != "gpu" || modelOf(t, g, "teacher-student") != "distil" {
 		t.Fatalf("teacher-student %+v in %v", ts, ids(g))
 	}
-	if p := nodeParams(t, g, "teacher-student"); p["o_miss_rate"] != 0.2 || p["seed"] != 1.0 || p["patience"] != 0.0 || p["dev_labels"] != "valid_label_true.txt" {
+	if p := nodeParams(t, g, "teacher-student"); p["miss_rate"] != 0.2 || p["seed"] != 1.0 || p["patience"] != 0.0 || p["dev_labels"] != "valid_label_true.txt" {
 		t.Errorf("teacher-student params %v, want the student's miss rate 0.2, seed 1, patience 0 and the dev tags", p)
 	}
 	if p := nodeParams(t, g, "select"); fmt.Sprint(p["names"]) != "[seed 1 seed 2 seed 3 student teacher-student]" {
@@ -335,8 +335,8 @@ func TestRosterTeacherStudent(t *testing.T) {
 	if modelOf(t, kl, "teacher-student") != "selftrain" {
 		t.Errorf("after the kl student the rounds start from %s, want selftrain's model", modelOf(t, kl, "teacher-student"))
 	}
-	if p := nodeParams(t, kl, "teacher-student"); p["o_miss_rate"] != 0.0 {
-		t.Errorf("a token-head teacher gets o_miss_rate %v, want the stage's default 0", p["o_miss_rate"])
+	if p := nodeParams(t, kl, "teacher-student"); p["miss_rate"] != 0.0 {
+		t.Errorf("a token-head teacher gets miss_rate %v, want the stage's default 0", p["miss_rate"])
 	}
 }
 

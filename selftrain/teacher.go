@@ -30,7 +30,7 @@ type Pseudo struct {
 	// entity tags of a token the teacher is confidently O on, as loss
 	// partial weighs a distant O by its miss_rate: 0 makes the teacher's O
 	// hard, ruling the entity tags out.
-	OMissRate float64 `json:"o_miss_rate,omitempty"`
+	OMissRate float64 `json:"miss_rate,omitempty"`
 }
 
 // Selection counts the tokens a teacher labeled and those it kept.
@@ -38,7 +38,7 @@ type Selection struct {
 	Tokens int `json:"tokens"`
 	// Kept are the tokens in the student's loss: for a CRF, those whose
 	// row rules out or weakens at least one tag (a weak O, whose entity
-	// tags keep weight o_miss_rate < 1, counts; one at o_miss_rate 1 says
+	// tags keep weight miss_rate < 1, counts; one at miss_rate 1 says
 	// nothing and is left free).
 	Kept int `json:"kept"`
 	// Entities are the kept tokens whose most probable tag is not O (for
@@ -243,7 +243,7 @@ func CRFPseudoLabels(preds []tagger.Prediction, tags []string, ps Pseudo) ([][][
 		return nil, sel, fmt.Errorf("pseudo-labels %q, want %s or %s", ps.Labels, LabelsHard, LabelsSoft)
 	}
 	if ps.OMissRate < 0 || ps.OMissRate > 1 {
-		return nil, sel, fmt.Errorf("o_miss_rate %v, want [0, 1]", ps.OMissRate)
+		return nil, sel, fmt.Errorf("miss_rate %v, want [0, 1]", ps.OMissRate)
 	}
 	k := len(tags)
 	if k < 2 {
@@ -349,7 +349,7 @@ func TrainStudent(ctx context.Context, m *tagger.Tagger, c, dev *corpus.Corpus, 
 	case tagger.TokenHead:
 		if cfg.Pseudo.OMissRate != 0 {
 			// KL fits a distribution: there is no evidence weight to give.
-			return nil, fmt.Errorf("o_miss_rate %v: a weak O is for a %s teacher's pseudo-labels, not the %s head's", cfg.Pseudo.OMissRate, tagger.CRFHead, tagger.TokenHead)
+			return nil, fmt.Errorf("miss_rate %v: a weak O is for a %s teacher's pseudo-labels, not the %s head's", cfg.Pseudo.OMissRate, tagger.CRFHead, tagger.TokenHead)
 		}
 		cfg.Run.Loss = tagger.LossKL
 		label = func(preds []tagger.Prediction) ([][][]float32, Selection, error) {

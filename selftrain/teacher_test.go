@@ -255,12 +255,12 @@ func TestCRFSoftPseudoLabels(t *testing.T) {
 	}
 }
 
-// With o_miss_rate, a token whose kept set is O alone gets the weak O row
+// With miss_rate, a token whose kept set is O alone gets the weak O row
 // [1, m, m], as loss partial weighs a distant O; entity sets and sets of O
 // with an entity tag are unchanged, and so are the selection's counts.
 // Hard at 0.9: a (O at 0.95) is weak, b (LOC) stays; at 0.4, c (O at 0.5)
 // and e (Viterbi O at 0.4) are weak too. Soft at 0.9: a's set {O} is weak,
-// c's {O, PER} stays. At o_miss_rate 1 a weak O says nothing: a is left
+// c's {O, PER} stays. At miss_rate 1 a weak O says nothing: a is left
 // free and not counted as kept.
 func TestCRFPseudoLabelsWeakO(t *testing.T) {
 	const m = 0.25
@@ -292,32 +292,32 @@ func TestCRFPseudoLabelsWeakO(t *testing.T) {
 	}
 }
 
-// o_miss_rate weighs a CRF student's evidence: a token head's KL student
+// miss_rate weighs a CRF student's evidence: a token head's KL student
 // has none, so TrainStudent refuses it there rather than ignore it.
 func TestTrainStudentRefusesWeakOWithTokenHead(t *testing.T) {
 	m := tinyTaggerWith(t, tagger.TokenHead)
 	cfg := DefaultTeacherConfig()
 	cfg.Pseudo.OMissRate = 0.5
 	_, err := TrainStudent(context.Background(), m, fixtureCorpus(), nil, cfg)
-	if err == nil || !strings.Contains(err.Error(), "o_miss_rate 0.5") {
-		t.Errorf("error %v, want one refusing o_miss_rate with the %s head", err, tagger.TokenHead)
+	if err == nil || !strings.Contains(err.Error(), "miss_rate 0.5") {
+		t.Errorf("error %v, want one refusing miss_rate with the %s head", err, tagger.TokenHead)
 	}
 }
 
-// The stage reads o_miss_rate into the teacher's pseudo-labels; its
+// The stage reads miss_rate into the teacher's pseudo-labels; its
 // default is the hard O.
 func TestTeacherStageReadsOMissRate(t *testing.T) {
 	s, _ := stages.Lookup(StageTeacher)
 	for _, tc := range []struct {
 		params map[string]any
 		want   float64
-	}{{map[string]any{}, 0}, {map[string]any{"o_miss_rate": 0.3}, 0.3}} {
+	}{{map[string]any{}, 0}, {map[string]any{"miss_rate": 0.3}, 0.3}} {
 		p, err := s.ResolveParams(tc.params)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if got := teacherConfigOf(p).Pseudo.OMissRate; got != tc.want {
-			t.Errorf("params %v: o_miss_rate %v, want %v", tc.params, got, tc.want)
+			t.Errorf("params %v: miss_rate %v, want %v", tc.params, got, tc.want)
 		}
 	}
 }
@@ -331,7 +331,7 @@ func TestCRFPseudoLabelsErrors(t *testing.T) {
 	}{
 		{crfCase, crfTags, Pseudo{Labels: LabelsHard, Threshold: -0.1}, "threshold -0.1"},
 		{crfCase, crfTags, Pseudo{Labels: "fuzzy", Threshold: 0.9}, `"fuzzy"`},
-		{crfCase, crfTags, Pseudo{Labels: LabelsSoft, Threshold: 0.9, OMissRate: 1.5}, "o_miss_rate 1.5"},
+		{crfCase, crfTags, Pseudo{Labels: LabelsSoft, Threshold: 0.9, OMissRate: 1.5}, "miss_rate 1.5"},
 		{crfCase, []string{"O"}, Pseudo{Labels: LabelsHard, Threshold: 0.9}, "at least one entity tag"},
 		{crfCase, []string{"O", "LOC"}, Pseudo{Labels: LabelsSoft, Threshold: 0.9}, "sentence 1, token 1: 3 probabilities for the 2 tags"},
 		{crfCase, []string{"O", "LOC", "ORG"}, Pseudo{Labels: LabelsHard, Threshold: 0.9}, `sentence 3, token 2: tag "PER" is not in the tag set`},
