@@ -45,12 +45,12 @@ func init() {
 			"hard), the student fits them and replaces the teacher every period steps. By default (partial=true) both " +
 			"are partial-label CRFs: stage 1 trained with loss partial (an unmatched token may be an entity, with " +
 			"probability miss_rate), stage 2's student restricted to the teacher's confident tags, its confident O as weak as a distant O (miss_rate), " +
-			"every other token free; partial=false is BOND's token classifier with cross entropy. Each stage scored on the dev set, the " +
-			"better one on dev kept (select), scored on the test set and registered under the spec's name." + overlayDoc,
+			"every other token free; each miss_rate listed (by default 0.5 and 0) trains both stages; partial=false is BOND's token classifier with cross entropy. Each model scored on the dev set, the " +
+			"best on dev kept (select), scored on the test set and registered under the spec's name." + overlayDoc,
 		Params: append([]stages.Param{
 			stages.IntParam("seed", 1, "seed of the initial weights, batches and dropout", stages.AtLeast(0)),
 			tagger.SchemeParam("io", "tag scheme of the labels and the tagger"),
-			stages.IntParam("epochs", 3, "stage 1: at most this many epochs on the distant labels, the step chosen on the dev set (BOND: 900 steps of 16 sentences with RoBERTa; a BiLSTM learns slower), raised to reach min_steps", stages.Range(1, 1000)),
+			stages.IntParam("epochs", 8, "stage 1: at most this many epochs on the distant labels, the step chosen on the dev set and patience stopping it (BOND: 900 steps of 16 sentences with RoBERTa; a BiLSTM learns slower: at 3, BC5CDR's dev F1 was still rising at the last step), raised to reach min_steps", stages.Range(1, 1000)),
 			minStepsParam("stage 1:"),
 			wordDropoutParam("stage 1 (stage 2 keeps its rate)", 0),
 			stages.IntParam("eval_every", tagger.EvalAuto, "stage 1: steps between two scores on the dev set, the best step's model kept (0: per epoch; -1: auto, an eighth of an epoch and at least 50 steps: 55 on CoNLL-2003)", stages.AtLeast(tagger.EvalAuto)),
@@ -60,7 +60,7 @@ func init() {
 			stages.FloatListParam("miss_rate", []float64{0.5, 0}, "with partial: the chance that a distant O hides an entity token (1 − the labels' recall; 0: an unmatched token is O, AutoNER's setting, for labels whose gaps untyped phrases cover); several: candidates, both stages trained at each (stage 2's student weighing its teacher's confident O alike), the dev input keeping the best model of them all (node select); without a dev input the first", stages.Range(0, 1)),
 			tagger.Param("type_miss_rates"),
 			tagger.Param("mistype_rates"),
-			stages.BoolParam("select", true, "the final model is the one of the two stages that scores best on the dev input (node select; stage 2 wins a tie): self-training that lowers the dev F1 does not replace its teacher (false: stage 2's model; without a dev input, always stage 2's)"),
+			stages.BoolParam("select", true, "the final model is the one of the two stages (at each candidate miss_rate) that scores best on the dev input (node select; stage 2 wins a tie): self-training that lowers the dev F1 does not replace its teacher (false: stage 2's model; without a dev input, always stage 2's)"),
 			stages.BoolParam("selftrain", true, "stage 2, teacher-student self-training (false: register the early-stopped model; ablation)"),
 			stages.StringParam("labels", d.Pseudo.Labels, "stage 2 pseudo-labels: soft (BOND's best) or hard", stages.OneOf(selftrain.LabelsSoft, selftrain.LabelsHard)),
 			stages.FloatParam("threshold", d.Pseudo.Threshold, "stage 2: confidence under which a token is left out of the student's loss (0: keep all)", stages.Range(0, 1)),

@@ -31,7 +31,7 @@ func TestBondGraph(t *testing.T) {
 	}
 	early, _ := g.Node("early")
 	if p := nodeParams(t, g, "early"); early.Stage != tagger.StageTrain || early.Queue != "gpu" || p["head"] != tagger.TokenHead ||
-		p["loss"] != tagger.LossCE || p["eval_every"] != float64(tagger.EvalAuto) || p["min_steps"] != 1000.0 || p["patience"] != 4.0 || p["epochs"] != 3.0 || p["drop_o"] != 0.0 ||
+		p["loss"] != tagger.LossCE || p["eval_every"] != float64(tagger.EvalAuto) || p["min_steps"] != 1000.0 || p["patience"] != 4.0 || p["epochs"] != 8.0 || p["drop_o"] != 0.0 ||
 		p["update_interval"] != 0.0 || p["corpus_labels"] != "train_label_dist.txt" || p["dev_labels"] != "valid_label_true.txt" {
 		t.Errorf("early: %s on %q, params %v", early.Stage, early.Queue, p)
 	}
