@@ -122,15 +122,14 @@ func buildBond(b *spec.Builder) error {
 			// its teacher and sets the stage's own miss_rate.
 			missRateFan(st, rates)
 		}
-		scoreDev(b, st, byRate)
-		selfTraining(b, st, corpus)
+		selfTraining(b, st, corpus, byRate)
 		last = finalModel{step: st, name: b.Name()}
 		cands = append(cands, candidate{step: st, fan: byRate, copies: copies, name: "self-trained"})
 	}
 	switch {
 	case len(rates) > 1 && !p.Bool("select"):
 		b.Errorf("params.select", "false keeps the last step's model, but miss_rate lists %d candidates, of which select keeps one on dev", len(rates))
-	case p.Bool("select") && len(cands)*max(1, len(copies)) > 1:
+	case p.Bool("select") && (len(cands) > 1 || len(copies) > 1):
 		if best := bestOnDev(b, cands...); best != nil {
 			last = *best
 		}

@@ -73,12 +73,12 @@ func withEncoder(b *spec.Builder, n *spec.NodeBuilder) *spec.NodeBuilder {
 // predictions of the training corpus (RoSTER's self-training, BOND's
 // teacher-student rounds) as every such step is: the encoder's learning
 // rate, the corpus (its tags are not used), the dev split it keeps its
-// best step on, and its score there.
-func selfTraining(b *spec.Builder, n *spec.NodeBuilder, corpus func(*spec.NodeBuilder)) {
+// best step on, and its score there (fan: n's fan-out, nil for none).
+func selfTraining(b *spec.Builder, n *spec.NodeBuilder, corpus func(*spec.NodeBuilder), fan fanout) {
 	tuneEncoder(b, n)
 	corpus(n)
 	readSplit(b, n, "dev", "dev")
-	scoreDev(b, n, nil)
+	scoreDev(b, n, fan)
 }
 
 // tuneEncoder gives a node that continues training a model with the

@@ -263,7 +263,7 @@ func buildRoster(b *spec.Builder) error {
 	if selftrainOn {
 		st := b.Node("selftrain", selftrain.StageTagger).Queue("gpu").Input("model", model).
 			PassAs("epochs", "selftrain_epochs").PassAs("update_interval", "selftrain_update_interval").Pass("entity_threshold").Set("entity_target", entityTarget)
-		selfTraining(b, st, corpus)
+		selfTraining(b, st, corpus, nil)
 		if entityTarget == selftrain.EntityEnsemble {
 			st.Input("soft", average)
 		}
@@ -294,7 +294,7 @@ func buildRoster(b *spec.Builder) error {
 		} else if p.Bool("partial") && !p.Bool("ensemble") {
 			ts.Pass("miss_rate")
 		}
-		selfTraining(b, ts, corpus)
+		selfTraining(b, ts, corpus, nil)
 		last = finalModel{step: ts, name: b.Name()}
 		cands = append(cands, candidate{step: ts, name: "teacher-student"})
 	}
