@@ -5,7 +5,6 @@ import (
 	"slices"
 
 	"github.com/nerflow/nerflow/distant"
-	"github.com/nerflow/nerflow/eval"
 	"github.com/nerflow/nerflow/pipeline/spec"
 	"github.com/nerflow/nerflow/stages"
 	"github.com/nerflow/nerflow/train/tagger"
@@ -126,14 +125,4 @@ func buildAutoNER(b *spec.Builder) error {
 		end(b, final, "-"+v)
 	}
 	return nil
-}
-
-// bestMissRate fans the tagger t out over the candidate miss rates and
-// adds node select-VARIANT, which keeps, per seed, the rate whose tagger
-// the dev input scores best (eval-VARIANT, per seed and rate).
-func bestMissRate(b *spec.Builder, t *spec.NodeBuilder, rates []float64, seeds []int) *spec.NodeBuilder {
-	byRate, names := missRateFan(t, rates)
-	bySeedAndRate := func(n *spec.NodeBuilder) *spec.NodeBuilder { return byRate(fanSeeds(n, seeds, false)) }
-	return fanSeeds(b.Node("select-"+t.Name(), eval.StageSelect), seeds, false).
-		Input("models", t.Out("model")).Input("reports", scoreDev(b, t, bySeedAndRate)).Set("names", names)
 }

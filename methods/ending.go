@@ -25,8 +25,9 @@ import (
 //	               beside every evaluation on it (methods on distant labels)
 //	select         the step models' best on the dev input, when a method
 //	               ends with the best of its steps (bestOnDev); a method
-//	               that chooses a setting per variant on dev names it
-//	               select-VARIANT (autoner's candidate miss rates)
+//	               that chooses a setting per step and seed on dev names it
+//	               select-STEP (the candidate miss rates of autoner's
+//	               variants and of roster's seeds, bestMissRate)
 //	overlay-fill, overlay-override
 //	               the final model with the gazetteer overlay in each mode
 //	               (stage distant.overlay), each scored as eval-overlay-MODE

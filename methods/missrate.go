@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/nerflow/nerflow/eval"
 	"github.com/nerflow/nerflow/pipeline/spec"
 )
 
@@ -55,4 +56,16 @@ func missRateFan(n *spec.NodeBuilder, rates []float64) (fanout, []string) {
 	}
 	n.FanOut("miss_rate", vals...)
 	return func(m *spec.NodeBuilder) *spec.NodeBuilder { return m.FanOut("miss_rate", vals...) }, names
+}
+
+// bestMissRate fans the tagger t out over the candidate miss rates and
+// adds node select-STEP (t's name: autoner's variant, roster's noise),
+// which keeps, per seed, the rate whose tagger the dev input scores best
+// (eval-STEP, per seed and rate), and returns it: the step that later
+// nodes read the seeds' models from.
+func bestMissRate(b *spec.Builder, t *spec.NodeBuilder, rates []float64, seeds []int) *spec.NodeBuilder {
+	byRate, names := missRateFan(t, rates)
+	bySeedAndRate := func(n *spec.NodeBuilder) *spec.NodeBuilder { return byRate(fanSeeds(n, seeds, false)) }
+	return fanSeeds(b.Node("select-"+t.Name(), eval.StageSelect), seeds, false).
+		Input("models", t.Out("model")).Input("reports", scoreDev(b, t, bySeedAndRate)).Set("names", names)
 }

@@ -70,8 +70,9 @@ func TestRosterGraph(t *testing.T) {
 // back.
 func TestRosterDefaultRecipe(t *testing.T) {
 	dir := fixture(t)
-	// The example adds teacher_student, which the method leaves off.
-	g, err := expand(t, dir, example(t, "conll03-roster.yaml"), noOverlay, "teacher_student=false")
+	// The example adds teacher_student, which the method leaves off; one
+	// miss rate (TestRosterChoosesTheMissRatePerSeed has the candidates).
+	g, err := expand(t, dir, example(t, "conll03-roster.yaml"), noOverlay, "teacher_student=false", "miss_rate=0.5")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +116,7 @@ func TestRosterDefaultRecipe(t *testing.T) {
 	if got := modelOf(t, g, "register"); got != "select" {
 		t.Errorf("register reads the model of %s, want select's", got)
 	}
-	last, err := expand(t, dir, example(t, "conll03-roster.yaml"), noOverlay, "select=false", "teacher_student=false")
+	last, err := expand(t, dir, example(t, "conll03-roster.yaml"), noOverlay, "select=false", "teacher_student=false", "miss_rate=0.5")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -321,7 +322,7 @@ func TestRosterTeacherStudent(t *testing.T) {
 	if _, ok := g.Node("eval-teacher-student"); !ok {
 		t.Errorf("no eval-teacher-student in %v", ids(g))
 	}
-	for _, id := range []string{"noise[seed=1]", "distil", "eval-distil"} {
+	for _, id := range []string{"noise[miss_rate=0,seed=1]", "select-noise[seed=1]", "distil", "eval-distil"} {
 		a, _ := base.Node(id)
 		b, _ := g.Node(id)
 		if string(a.Params) != string(b.Params) || !slices.Equal(a.Parents, b.Parents) {
@@ -379,7 +380,7 @@ func TestRosterSpanSeeds(t *testing.T) {
 	if p := nodeParams(t, g, "select"); fmt.Sprint(p["names"]) != "[seed 1 seed 2 seed 3 span seed 4 span seed 5 student teacher-student]" {
 		t.Errorf("select names %v", p["names"])
 	}
-	for _, id := range []string{"noise[seed=1]", "predict[seed=2]", "eval-noise[seed=3]"} {
+	for _, id := range []string{"noise[miss_rate=0.5,seed=1]", "select-noise[seed=2]", "predict[seed=2]", "eval-noise[miss_rate=0,seed=3]"} {
 		a, _ := base.Node(id)
 		b, _ := g.Node(id)
 		if string(a.Params) != string(b.Params) || !slices.Equal(a.Parents, b.Parents) {
@@ -400,5 +401,83 @@ func TestRosterSpanSeeds(t *testing.T) {
 	// The span seeds take the labels' noise also beside the paper's seeds.
 	if _, err := expand(t, dir, example(t, "conll03-roster.yaml"), noOverlay, "span_seeds=4", "partial=false", "teacher_student=false"); err != nil {
 		t.Errorf("span seeds with partial=false and the example's rates: %v", err)
+	}
+}
+
+// By default each seed trains at each candidate miss rate and the dev
+// input keeps the better per seed (select-noise[seed=N]), which the
+// ensemble, the final select and the labels of the student read; one rate
+// listed trains one tagger per seed at it, as before.
+func TestRosterChoosesTheMissRatePerSeed(t *testing.T) {
+	dir := fixture(t)
+	g, err := expand(t, dir, example(t, "conll03-roster.yaml"), noOverlay, "teacher_student=false")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seedModels []string
+	for _, seed := range []string{"1", "2", "3"} {
+		var models, reports []string
+		for _, rate := range []string{"0.5", "0"} {
+			id := "noise[miss_rate=" + rate + ",seed=" + seed + "]"
+			if p := nodeParams(t, g, id); fmt.Sprint(p["miss_rate"]) != rate || fmt.Sprint(p["seed"]) != seed || p["loss"] != tagger.LossPartial {
+				t.Errorf("%s params %v", id, p)
+			}
+			if m := modelOf(t, g, "eval-"+id); m != id {
+				t.Errorf("eval-%s scores %s", id, m)
+			}
+			models, reports = append(models, id), append(reports, "eval-"+id)
+		}
+		sel := "select-noise[seed=" + seed + "]"
+		n, ok := g.Node(sel)
+		if !ok {
+			t.Fatalf("no %s in %v", sel, ids(g))
+		}
+		if got := portNodes(n, "models"); n.Stage != eval.StageSelect || !slices.Equal(got, models) {
+			t.Errorf("%s (%s) weighs %v, want %v", sel, n.Stage, got, models)
+		}
+		if got := portNodes(n, "reports"); !slices.Equal(got, reports) {
+			t.Errorf("%s reads reports %v, want %v", sel, got, reports)
+		}
+		if names := nodeParams(t, g, sel)["names"]; fmt.Sprint(names) != "[miss_rate 0.5 miss_rate 0]" {
+			t.Errorf("%s names %v", sel, names)
+		}
+		if m := modelOf(t, g, "predict[seed="+seed+"]"); m != sel {
+			t.Errorf("predict[seed=%s] reads the model of %s, want %s", seed, m, sel)
+		}
+		if m := modelOf(t, g, "eval-"+sel); m != sel {
+			t.Errorf("eval-%s scores %s", sel, m)
+		}
+		seedModels = append(seedModels, sel)
+	}
+	final, _ := g.Node("select")
+	if got := portNodes(final, "models"); !slices.Equal(got, append(seedModels, "distil")) {
+		t.Errorf("select weighs %v, want the chosen seeds and the student", got)
+	}
+	if p := nodeParams(t, g, "distil"); p["miss_rate"] != 0.2 {
+		t.Errorf("distil's miss_rate %v, want student_miss_rate's 0.2", p["miss_rate"])
+	}
+
+	// One rate: one tagger per seed at it, no select-noise.
+	one, err := expand(t, dir, example(t, "conll03-roster.yaml"), noOverlay, "miss_rate=0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := nodeParams(t, one, "noise[seed=2]"); p["miss_rate"] != 0.0 {
+		t.Errorf("miss_rate=0: noise[seed=2] params %v", p)
+	}
+	if _, ok := one.Node("select-noise[seed=2]"); ok || modelOf(t, one, "predict[seed=2]") != "noise[seed=2]" {
+		t.Errorf("miss_rate=0: nodes %v", ids(one))
+	}
+	for _, tc := range []struct {
+		sets []string
+		want string
+	}{
+		{[]string{"miss_rate="}, "want at least one rate"},
+		{[]string{"partial=false", "miss_rate=0"}, "params.miss_rate"},
+		{[]string{"ensemble=false", "seeds=1", "teacher_student=true"}, "give one rate"},
+	} {
+		if _, err := expand(t, dir, example(t, "conll03-roster.yaml"), append([]string{noOverlay}, tc.sets...)...); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: error %v, want one with %q", tc.sets, err, tc.want)
+		}
 	}
 }
