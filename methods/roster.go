@@ -26,9 +26,9 @@ import (
 // RoSTER's own recipe by 3 to 15 F1 (docs/roster.md). Each seed trains
 // at each candidate miss rate (0.5 and 0) and the dev input keeps the
 // better per seed (select-noise): how often the labels leave an entity O
-// is a property of the corpus, which dev measures and a default cannot. partial=false is the
-// paper's recipe (GCE, noisy-label removal, a KL student, self-training
-// with augmentation), whose ablations switch steps off and keep the prefix
+// is a property of the corpus, which dev measures and a default cannot.
+// partial=false is the paper's recipe (GCE, noisy-label removal, a KL
+// student, self-training with augmentation), whose ablations switch steps off and keep the prefix
 // (and its cache): gce=false trains with cross entropy, removal=false keeps
 // every label, ensemble=false self-trains the single seed's model,
 // selftrain=false registers the distilled (or single) model, augment=false
@@ -54,7 +54,8 @@ func init() {
 			"averaged predictions distilled into one tagger; each step scored on the dev set, the final model on the " +
 			"test set, registered under the spec's name. By default the seeds are partial-label CRFs (a match is kept, " +
 			"an unmatched token may be an entity), each trained at every candidate miss rate with the dev input keeping " +
-			"the better per seed, and the student a partial-label CRF on the ensemble's most probable tags. partial=false is the paper's recipe: seeds trained with generalized cross entropy and noisy-label " +
+			"the better per seed, and the student a partial-label CRF on the ensemble's most probable tags. " +
+			"partial=false is the paper's recipe: seeds trained with generalized cross entropy and noisy-label " +
 			"removal, a student fitting the averaged distributions with KL, then self-trained on its sharpened " +
 			"predictions and on contextual augmentations of the sentences, drawn every epoch from language models " +
 			"trained on the training text (and the unlabeled input, if any). By default (refine=auto) the labels are first " +
@@ -203,8 +204,8 @@ func buildRoster(b *spec.Builder) error {
 	readSplit(b, noise, "dev", "dev")
 	seedFan := func(n *spec.NodeBuilder) *spec.NodeBuilder { return fanSeeds(n, seeds, false) }
 	// Each seed at each candidate miss rate, the dev input keeping the
-	// better per seed: on BC5CDR every seed gained at 0 (docs/roster.md),
-	// where on the CoNLL-2003 stand-ins bond's dev kept 0.5 every time.
+	// better per seed: dev kept 0 for every seed on BC5CDR and 0.5 for
+	// every seed on CoNLL-2003 and both stand-ins (docs/roster.md).
 	seedStep := noise
 	var rates []float64
 	switch {
