@@ -59,6 +59,11 @@ type FitConfig struct {
 	// Patience stops training after that many evaluations without a better
 	// score (0: never); the best evaluation's weights are kept either way.
 	Patience int
+	// MinSteps holds Patience back until that many steps are done: a
+	// model learned from scratch scores near 0 on dev for its first few
+	// hundred steps, and evaluations without a better score there say
+	// nothing about overfitting (0: patience from the first step).
+	MinSteps int
 	// EvalEvery evaluates every that many steps as well as at the end of
 	// each epoch (0: at the end of each epoch only).
 	EvalEvery int
@@ -69,8 +74,8 @@ func (c FitConfig) Validate() error {
 	if c.Epochs < 1 || c.LearningRate <= 0 {
 		return fmt.Errorf("epochs %d, learning rate %v: both must be positive", c.Epochs, c.LearningRate)
 	}
-	if c.Warmup < 0 || c.Warmup > 1 || c.MaxGradNorm < 0 || c.Patience < 0 || c.EvalEvery < 0 {
-		return fmt.Errorf("warmup %v, max grad norm %v, patience %d, eval every %d out of range", c.Warmup, c.MaxGradNorm, c.Patience, c.EvalEvery)
+	if c.Warmup < 0 || c.Warmup > 1 || c.MaxGradNorm < 0 || c.Patience < 0 || c.EvalEvery < 0 || c.MinSteps < 0 {
+		return fmt.Errorf("warmup %v, max grad norm %v, patience %d, eval every %d, min steps %d out of range", c.Warmup, c.MaxGradNorm, c.Patience, c.EvalEvery, c.MinSteps)
 	}
 	return nil
 }
@@ -374,9 +379,9 @@ func (l *loop) makeDir() error {
 }
 
 // stopped says whether Patience evaluations went by without a better
-// score.
+// score, once MinSteps steps are done.
 func (l *loop) stopped() bool {
-	return l.ev != nil && l.cfg.Patience > 0 && l.st.SinceBest >= l.cfg.Patience
+	return l.ev != nil && l.cfg.Patience > 0 && l.st.SinceBest >= l.cfg.Patience && l.st.Step >= l.cfg.MinSteps
 }
 
 // epoch runs one epoch, scores it on the dev set, hands the model its

@@ -176,6 +176,35 @@ func TestFitPatienceKeepsTheBestWeights(t *testing.T) {
 	}
 }
 
+// MinSteps holds patience back: the scores that stopped the run above at
+// step 12 do not stop it before step 14, and it stops at the first
+// evaluation from there on, the best weights still those of step 5.
+func TestFitPatienceWaitsForMinSteps(t *testing.T) {
+	l := newLine(t, 2)
+	l.scores = []float64{0.1, 0.5, 0.4, 0.5, 0.3, 0.2, 0.1, 0.1, 0.9}
+	cfg := fitCfg
+	cfg.EvalEvery, cfg.Patience, cfg.MinSteps = 3, 4, 14
+	res, err := Fit(context.Background(), scoredLine{l, t}, cfg, FitOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var steps []int
+	for _, e := range res.Evaluations {
+		steps = append(steps, e.Step)
+	}
+	// Steps 3, 5, 6, 9, 10, 12 as above, then 15 (epoch 3's end), the
+	// first at or past 14.
+	if !slices.Equal(steps, []int{3, 5, 6, 9, 10, 12, 15}) || res.Steps != 15 {
+		t.Fatalf("evaluations at steps %v, run of %d steps", steps, res.Steps)
+	}
+	if res.BestStep != 5 || res.BestScore != 0.5 {
+		t.Errorf("best: step %d, score %v; want step 5, 0.5", res.BestStep, res.BestScore)
+	}
+	if got, want := l.weights(t), l.scored[1]; !slices.Equal(got, want) {
+		t.Errorf("weights after the run %v, want the best evaluation's %v", got, want)
+	}
+}
+
 // A run stopped after its second epoch and resumed from that checkpoint
 // ends with the uninterrupted run's weights, optimizer moments included.
 func TestFitResumesWhereItStopped(t *testing.T) {

@@ -153,7 +153,7 @@ func sharedFields(h *Hyperparams) []Hyperparam {
 	}, slices.Concat(OptimizerFields(&r.LearningRate, &r.Warmup, &r.MaxGradNorm), EncoderFields(&r.EncoderLearningRate, &r.EncoderWarmup), []Hyperparam{
 		patienceField(&r.Patience),
 		intp(&r.EvalEvery, "eval_every", "score on the dev set every this many steps too, not only after each epoch, keeping the best step's weights (0: per epoch; -1: auto, an eighth of an epoch and at least 50 steps)", stages.AtLeast(EvalAuto)),
-		intp(&r.MinSteps, "min_steps", "train at least this many steps: epochs is raised to ceil(min_steps / steps per epoch) where that is more (0: epochs as given)", stages.AtLeast(0)),
+		intp(&r.MinSteps, "min_steps", "train at least this many steps: epochs is raised to ceil(min_steps / steps per epoch) where that is more, and patience counts only from then on (0: epochs as given)", stages.AtLeast(0)),
 		SeedField(&r.Seed, "seed of the initial weights, batches, dropout and dropped O tokens"),
 	})...)
 }

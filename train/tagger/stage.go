@@ -27,7 +27,7 @@ func init() {
 	params = append(params, dataset.SourceParams("complete", "training sentences, completely annotated")...)
 	stages.Register(stages.Stage{
 		Name:    StageTrain,
-		Version: 1,
+		Version: 2, // 2: patience waits for min_steps (a run stopped before them retrains)
 		Doc: "Trains a BiLSTM-CNN tagger (word vectors, character CNN, casing) with RoSTER's token head or a CRF, " +
 			"on gold or distant labels: cross entropy, or generalized cross entropy with noisy-label removal and " +
 			"dropped O tokens (RoSTER's noise-robust training); or a span classifier with negative sampling for missing " +

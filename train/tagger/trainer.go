@@ -73,9 +73,10 @@ type TrainConfig struct {
 	// EvalAuto (-1) derives it from the steps of an epoch (AutoEvalEvery).
 	EvalEvery int `json:"eval_every,omitempty"`
 	// MinSteps raises Epochs to as many as train at least that many
-	// steps: a small corpus has few steps an epoch, and a model learned
-	// from scratch needs a number of steps, not of epochs, before the dev
-	// set can tell its best step (0: Epochs as given).
+	// steps, and holds Patience back until then: a small corpus has few
+	// steps an epoch, and a model learned from scratch needs a number of
+	// steps, not of epochs, before the dev set can tell its best step (0:
+	// Epochs as given).
 	MinSteps int    `json:"min_steps,omitempty"`
 	Seed     uint64 `json:"seed"`
 }
@@ -472,7 +473,7 @@ func (t *Trainer) run(ctx context.Context, trainSet, dev *corpus.Corpus) (*Resul
 	cfg := t.cfg
 	t.log.Info("training", "examples", len(d.train), "epochs", cfg.Epochs, "steps_per_epoch", spe, "eval_every", cfg.EvalEvery, "allocator", kit.AllocatorName())
 	fr, err := kit.Fit(ctx, r, kit.FitConfig{Epochs: cfg.Epochs, LearningRate: cfg.LearningRate, Warmup: cfg.Warmup,
-		MaxGradNorm: cfg.MaxGradNorm, Patience: cfg.Patience, EvalEvery: cfg.EvalEvery}, t.fit)
+		MaxGradNorm: cfg.MaxGradNorm, Patience: cfg.Patience, MinSteps: cfg.MinSteps, EvalEvery: cfg.EvalEvery}, t.fit)
 	if err != nil {
 		return nil, err
 	}
