@@ -146,62 +146,45 @@ func TestFitSchedule(t *testing.T) {
 	}
 }
 
-// Evaluations every 3 steps and at each epoch's end; after Patience
-// evaluations without a better score the run stops and the best one's
-// weights come back.
+// Patience: after that many evaluations without a better score the run
+// stops and the best one's weights come back. MinSteps holds it back: the
+// scores that stop the first run at step 12 do not stop the second before
+// step 14, and it stops at the first evaluation from there on, the best
+// weights still those of step 5.
 func TestFitPatienceKeepsTheBestWeights(t *testing.T) {
-	l := newLine(t, 2)
-	l.scores = []float64{0.1, 0.5, 0.4, 0.5, 0.3, 0.2, 0.9}
-	cfg := fitCfg
-	cfg.EvalEvery, cfg.Patience = 3, 4
-	res, err := Fit(context.Background(), scoredLine{l, t}, cfg, FitOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Steps 3, 5 (epoch 1's end), 6, 9, 10 (epoch 2's end), 12: the sixth
-	// evaluation is the fourth without a better score than the second's (a
-	// tie is no better), and epoch 3 ends there.
-	var steps []int
-	for _, e := range res.Evaluations {
-		steps = append(steps, e.Step)
-	}
-	if !slices.Equal(steps, []int{3, 5, 6, 9, 10, 12}) || res.Steps != 12 {
-		t.Fatalf("evaluations at steps %v, run of %d steps", steps, res.Steps)
-	}
-	if res.BestEpoch != 1 || res.BestStep != 5 || res.BestScore != 0.5 {
-		t.Errorf("best: epoch %d, step %d, score %v; want epoch 1, step 5, 0.5", res.BestEpoch, res.BestStep, res.BestScore)
-	}
-	if got, want := l.weights(t), l.scored[1]; !slices.Equal(got, want) {
-		t.Errorf("weights after the run %v, want the best evaluation's %v", got, want)
-	}
-}
-
-// MinSteps holds patience back: the scores that stopped the run above at
-// step 12 do not stop it before step 14, and it stops at the first
-// evaluation from there on, the best weights still those of step 5.
-func TestFitPatienceWaitsForMinSteps(t *testing.T) {
-	l := newLine(t, 2)
-	l.scores = []float64{0.1, 0.5, 0.4, 0.5, 0.3, 0.2, 0.1, 0.1, 0.9}
-	cfg := fitCfg
-	cfg.EvalEvery, cfg.Patience, cfg.MinSteps = 3, 4, 14
-	res, err := Fit(context.Background(), scoredLine{l, t}, cfg, FitOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var steps []int
-	for _, e := range res.Evaluations {
-		steps = append(steps, e.Step)
-	}
-	// Steps 3, 5, 6, 9, 10, 12 as above, then 15 (epoch 3's end), the
-	// first at or past 14.
-	if !slices.Equal(steps, []int{3, 5, 6, 9, 10, 12, 15}) || res.Steps != 15 {
-		t.Fatalf("evaluations at steps %v, run of %d steps", steps, res.Steps)
-	}
-	if res.BestStep != 5 || res.BestScore != 0.5 {
-		t.Errorf("best: step %d, score %v; want step 5, 0.5", res.BestStep, res.BestScore)
-	}
-	if got, want := l.weights(t), l.scored[1]; !slices.Equal(got, want) {
-		t.Errorf("weights after the run %v, want the best evaluation's %v", got, want)
+	for _, tc := range []struct {
+		minSteps int
+		scores   []float64
+		// Steps 3, 5 (epoch 1's end), 6, 9, 10 (epoch 2's end), 12: the
+		// sixth evaluation is the fourth without a better score than the
+		// second's (a tie is no better); with MinSteps 14, then 15 (epoch
+		// 3's end), the first at or past 14.
+		steps []int
+	}{
+		{0, []float64{0.1, 0.5, 0.4, 0.5, 0.3, 0.2, 0.9}, []int{3, 5, 6, 9, 10, 12}},
+		{14, []float64{0.1, 0.5, 0.4, 0.5, 0.3, 0.2, 0.1, 0.1, 0.9}, []int{3, 5, 6, 9, 10, 12, 15}},
+	} {
+		l := newLine(t, 2)
+		l.scores = tc.scores
+		cfg := fitCfg
+		cfg.EvalEvery, cfg.Patience, cfg.MinSteps = 3, 4, tc.minSteps
+		res, err := Fit(context.Background(), scoredLine{l, t}, cfg, FitOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var steps []int
+		for _, e := range res.Evaluations {
+			steps = append(steps, e.Step)
+		}
+		if last := tc.steps[len(tc.steps)-1]; !slices.Equal(steps, tc.steps) || res.Steps != last {
+			t.Fatalf("min steps %d: evaluations at steps %v, run of %d steps; want %v", tc.minSteps, steps, res.Steps, tc.steps)
+		}
+		if res.BestEpoch != 1 || res.BestStep != 5 || res.BestScore != 0.5 {
+			t.Errorf("min steps %d: best: epoch %d, step %d, score %v; want epoch 1, step 5, 0.5", tc.minSteps, res.BestEpoch, res.BestStep, res.BestScore)
+		}
+		if got, want := l.weights(t), l.scored[1]; !slices.Equal(got, want) {
+			t.Errorf("min steps %d: weights after the run %v, want the best evaluation's %v", tc.minSteps, got, want)
+		}
 	}
 }
 
