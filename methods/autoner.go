@@ -116,13 +116,7 @@ func buildAutoNER(b *spec.Builder) error {
 		// The method's miss_rate lists candidates: one is the tagger's
 		// own, several fan it out (either replaces the list that
 		// partialOnLabels passed).
-		final := finalModel{step: t, fan: fan, name: fmt.Sprintf("%s-%s", b.Name(), v)}
-		if len(rates) > 1 {
-			final.step = bestMissRate(b, t, rates, seeds)
-		} else {
-			t.Set("miss_rate", rates[0])
-		}
-		end(b, final, "-"+v)
+		end(b, finalModel{step: bestMissRate(b, t, rates, seeds), fan: fan, name: fmt.Sprintf("%s-%s", b.Name(), v)}, "-"+v)
 	}
 	return nil
 }

@@ -58,12 +58,18 @@ func missRateFan(n *spec.NodeBuilder, rates []float64) (fanout, []string) {
 	return func(m *spec.NodeBuilder) *spec.NodeBuilder { return m.FanOut("miss_rate", vals...) }, names
 }
 
-// bestMissRate fans the tagger t out over the candidate miss rates and
-// adds node select-STEP (t's name: autoner's variant, roster's noise),
-// which keeps, per seed, the rate whose tagger the dev input scores best
-// (eval-STEP, per seed and rate), and returns it: the step that later
-// nodes read the seeds' models from.
+// bestMissRate trains the tagger t at the candidate miss rates and
+// returns the step that later nodes read the seeds' models from. One rate
+// is t's param, and t that step. Several fan t out, and node select-STEP
+// (t's name: autoner's variant, roster's noise) keeps, per seed, the rate
+// whose tagger the dev input scores best (eval-STEP, per seed and rate).
 func bestMissRate(b *spec.Builder, t *spec.NodeBuilder, rates []float64, seeds []int) *spec.NodeBuilder {
+	if len(rates) < 2 {
+		if len(rates) == 1 { // none: candidateMissRates reported it
+			t.Set("miss_rate", rates[0])
+		}
+		return t
+	}
 	byRate, names := missRateFan(t, rates)
 	bySeedAndRate := func(n *spec.NodeBuilder) *spec.NodeBuilder { return byRate(fanSeeds(n, seeds, false)) }
 	return fanSeeds(b.Node("select-"+t.Name(), eval.StageSelect), seeds, false).

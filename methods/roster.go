@@ -211,11 +211,7 @@ func buildRoster(b *spec.Builder) error {
 	switch {
 	case p.Bool("partial"):
 		rates = candidateMissRates(b)
-		if len(rates) > 1 {
-			seedStep = bestMissRate(b, noise, rates, seeds)
-		} else if len(rates) == 1 {
-			noise.Set("miss_rate", rates[0])
-		}
+		seedStep = bestMissRate(b, noise, rates, seeds)
 	case b.IsSet("miss_rate"):
 		b.Errorf("params.miss_rate", "applies to the partial-label CRF seeds of partial=true")
 	}
