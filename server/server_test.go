@@ -328,7 +328,14 @@ func TestQueues(t *testing.T) {
 	if r := s.wait(id); r.State != engine.Failed {
 		t.Fatalf("run %s: %s", id, r.State)
 	}
-	s.get("/api/v1/queues", &qs)
+	// The run fails inside the task's handler, and asynq archives the task
+	// only once the handler has returned: wait for the queue to catch up.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		s.get("/api/v1/queues", &qs)
+		if qs.Queues[0]["active"] == 0.0 || time.Now().After(deadline) {
+			break
+		}
+	}
 	if cpu := qs.Queues[0]; cpu["archived"] != 1.0 || cpu["failed_today"] != 1.0 || cpu["active"] != 0.0 {
 		t.Errorf("cpu queue after a failed node: %+v", cpu)
 	}
