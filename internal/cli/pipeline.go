@@ -97,7 +97,11 @@ func (a *app) connect(ctx context.Context, live bool) (*conn, error) {
 		}
 	}
 	logs := nodelog.NewHandler(a.log.Handler(), rdb, a.cfg.Redis.Namespace)
-	e := engine.New(rdb, st, engine.WithNamespace(a.cfg.Redis.Namespace), engine.WithLogger(slog.New(logs)))
+	opts := []engine.Option{engine.WithNamespace(a.cfg.Redis.Namespace), engine.WithLogger(slog.New(logs))}
+	if mr != nil {
+		opts = append(opts, engine.WithPrivateRedis())
+	}
+	e := engine.New(rdb, st, opts...)
 	closeAll := func() {
 		e.Close()
 		logs.Close()

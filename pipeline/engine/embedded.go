@@ -32,16 +32,15 @@ func StartEmbedded(store storage.Store, wopts WorkerOptions, opts ...Option) (*E
 	if err != nil {
 		return nil, err
 	}
-	e := New(rdb, store, opts...)
+	// This Redis was born empty with this process: runs of the store that
+	// it does not know belong to other processes, not to restore here.
+	e := New(rdb, store, append(opts, WithPrivateRedis())...)
 	if len(wopts.Queues) == 0 {
 		wopts.Queues = []string{"gpu", "cpu"}
 	}
 	if wopts.Name == "" {
 		wopts.Name = "embedded"
 	}
-	// This Redis was born empty with this process: runs of the store that
-	// it does not know belong to other processes, not to restore here.
-	wopts.noRestore = true
 	w := e.NewWorker(wopts)
 	if err := w.Start(); err != nil {
 		e.Close()

@@ -66,6 +66,8 @@ type Engine struct {
 	// every live asynq server before it counts as lost (see lost.go).
 	restoreDelay time.Duration
 	lostGrace    time.Duration
+	// privateRedis: see WithPrivateRedis.
+	privateRedis bool
 
 	mu     sync.Mutex
 	graphs map[string]*runInfo // run id -> graph and datasets (immutable per run)
@@ -106,6 +108,15 @@ func WithRunTTL(d time.Duration) Option { return func(e *Engine) { e.runTTL = d 
 // a worker still executing such a node re-claims its key first and the
 // restored task waits for it instead of computing the node again.
 func WithRestoreDelay(d time.Duration) Option { return func(e *Engine) { e.restoreDelay = d } }
+
+// WithPrivateRedis says that the engine's Redis was born empty with this
+// process and only it can reach it (an in-process Redis: nerflow run, or a
+// command run without a Redis server). A live run that it does not know is
+// then another process's, whose Redis state it cannot see: Status shows
+// that run as the store recorded it, and nothing takes it over here (no
+// restore, no node queued again), where an engine on a shared Redis
+// restores a run that Redis lost (see restore).
+func WithPrivateRedis() Option { return func(e *Engine) { e.privateRedis = true } }
 
 // New returns an engine over a Redis client and an artifact store. The
 // caller keeps ownership of both.

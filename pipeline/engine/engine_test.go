@@ -17,7 +17,7 @@ import (
 	"github.com/nerflow/nerflow/internal/testenv"
 	"github.com/nerflow/nerflow/pipeline/engine"
 	"github.com/nerflow/nerflow/pipeline/spec"
-	_ "github.com/nerflow/nerflow/pipeline/teststages"
+	"github.com/nerflow/nerflow/pipeline/teststages"
 	"github.com/nerflow/nerflow/stages"
 	"github.com/nerflow/nerflow/storage"
 	"github.com/nerflow/nerflow/storage/artifact"
@@ -470,6 +470,51 @@ nodes:
 			t.Errorf("manifest: state %s, %d nodes", m.State, len(m.Graph.Nodes))
 		}
 	})
+}
+
+// TestEmbeddedRunSeenFromAnotherProcess: two embedded engines on one file
+// store, as two `nerflow run` processes (or a run and `nerflow status`).
+// The second cannot see the first's in-process Redis: it shows the live
+// run as the store records it and says so, takes nothing over (no restore,
+// no node run here) and refuses to control it.
+func TestEmbeddedRunSeenFromAnotherProcess(t *testing.T) {
+	st, err := fsstore.Open(storeDir(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner, other := embeddedOn(t, st, fastWorker()), embeddedOn(t, st, fastWorker())
+	teststages.ResetExecutions()
+	g := graph(t, `
+nodes:
+  text: {stage: test.emit, params: {text: `+randomName("view-")+`}}
+  slow: {stage: test.slow, params: {steps: 40, step_time: 50ms}, inputs: {in: text}}
+`)
+	ctx := context.Background()
+	id, err := owner.submit.Submit(ctx, g, engine.SubmitOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, owner.submit, id, func(st *engine.RunStatus) bool { return states(st)["slow"] == engine.Running })
+	seen, err := other.submit.Status(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if seen.Source != "store" || seen.State != engine.Running || len(seen.Warnings) != 1 {
+		t.Errorf("status from the other process: source %q, state %s, warnings %q", seen.Source, seen.State, seen.Warnings)
+	}
+	wantStates(t, seen, map[string]string{"text": engine.Done, "slow": engine.Queued})
+	if err := other.submit.Cancel(ctx, id, "test"); err == nil || !strings.Contains(err.Error(), "another process") {
+		t.Errorf("cancel from the other process: %v", err)
+	}
+	final := waitFor(t, owner.submit, id, func(st *engine.RunStatus) bool { return st.State != engine.Running })
+	if final.State != engine.Succeeded {
+		t.Fatalf("run %s: %s", final.State, final.Error)
+	}
+	if n := teststages.Executions("test.slow"); n != 1 {
+		t.Errorf("test.slow ran %d times, want once: the other process took the run over", n)
+	}
+	// Ended, the run reads the same from both.
+	waitFor(t, other.submit, id, func(st *engine.RunStatus) bool { return st.State == engine.Succeeded })
 }
 
 func waitFor(t *testing.T, e *engine.Engine, id string, cond func(*engine.RunStatus) bool) *engine.RunStatus {

@@ -114,7 +114,7 @@ func (w *Worker) reconcileLoop() {
 		case <-t.C:
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 4*every)
-		if err := w.e.reconcile(ctx, every, !w.opts.noRestore); err != nil {
+		if err := w.e.reconcile(ctx, every, !w.e.privateRedis); err != nil {
 			quiet.Warn("reconciling runs", "err", err)
 		}
 		cancel()

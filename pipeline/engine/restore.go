@@ -38,6 +38,10 @@ func (e *Engine) ensureRun(ctx context.Context, id string) error {
 	if m.Graph == nil {
 		return fmt.Errorf("run %s: manifest has no graph: %w", id, ErrNoRun)
 	}
+	if e.privateRedis && m.State == Running {
+		return fmt.Errorf("run %s is live in another process, whose Redis this one cannot reach: "+
+			"control it from that process (or run it on a cluster: --redis)", id)
+	}
 	return e.restore(ctx, m)
 }
 

@@ -28,7 +28,9 @@ type RunStatus struct {
 	CreatedAt  time.Time    `json:"created_at"`
 	FinishedAt *time.Time   `json:"finished_at,omitempty"`
 	Nodes      []NodeStatus `json:"nodes"`
-	// Source says where this status came from: "redis" or "manifest".
+	// Source says where this status came from: "redis", "manifest", or
+	// "store" (the node records of a run live in a process whose Redis
+	// this engine cannot reach, see WithPrivateRedis).
 	Source string `json:"source"`
 	// Warnings say what could not be reached while reading it (a status
 	// from the manifest because Redis is away, for instance).
@@ -137,6 +139,9 @@ func (e *Engine) Status(ctx context.Context, id string) (*RunStatus, error) {
 		if merr != nil {
 			return nil, merr
 		}
+		if m.State == Running && m.Graph != nil && e.privateRedis {
+			return e.storeStatus(ctx, m)
+		}
 		if m.State == Running && m.Graph != nil {
 			if rerr := e.restore(ctx, m); rerr == nil {
 				return e.liveStatus(ctx, id)
@@ -159,6 +164,36 @@ func (e *Engine) Status(ctx context.Context, id string) (*RunStatus, error) {
 		return &st, nil
 	}
 	return st, err
+}
+
+// storeStatus is the status of the live run of manifest m as the store
+// records it (the node records of its finished nodes), for an engine whose
+// private Redis cannot see the process that runs it (WithPrivateRedis).
+func (e *Engine) storeStatus(ctx context.Context, m *RunManifest) (*RunStatus, error) {
+	ri := &runInfo{graph: m.Graph, datasets: m.Datasets}
+	nodes, err := e.rebuildNodes(ctx, m, ri)
+	if err != nil {
+		return nil, fmt.Errorf("reading run %s from the store: %w", m.ID, err)
+	}
+	st := &RunStatus{ID: m.ID, Name: m.Name, State: Running, CreatedAt: m.CreatedAt, Source: "store",
+		Warnings: []string{"the run is live in another process, whose Redis this one cannot reach (an embedded run " +
+			"keeps its state in its own process): finished nodes are shown as the store records them, and the " +
+			"nodes that may run next as queued"}}
+	finished := 0
+	for _, n := range m.Graph.Nodes {
+		ns := nodes[n.ID]
+		ns.ID, ns.Stage, ns.Queue = n.ID, n.Stage, n.Queue
+		st.Nodes = append(st.Nodes, ns)
+		if ns.State == Done || ns.State == Cached {
+			finished++
+		}
+	}
+	// Every node committed: the run succeeded, its manifest not yet
+	// rewritten (restore reads it so too).
+	if finished == len(st.Nodes) {
+		st.State, st.Warnings = Succeeded, nil
+	}
+	return st, nil
 }
 
 func manifestWhen(m *RunManifest) string {

@@ -70,8 +70,6 @@ type WorkerOptions struct {
 	// memory of its last node back to the system there (see
 	// allocator.Release).
 	Idle func()
-
-	noRestore bool // embedded mode: see StartEmbedded
 }
 
 // Worker executes nodes from the engine's queues with an asynq server.
