@@ -158,10 +158,13 @@
       const lost = run.nodes.filter(n => states[n.id] === "lost").map(n => n.id);
       head.replaceChildren(h("div", { class: "toolbar" }, h("h1", { class: "mono" }, run.id), badge(run.state), h("span", { class: "muted" }, run.name),
         h("span", { class: "spacer" }),
-        h("button", { class: "danger", disabled: run.state !== "running", onclick: () => act("cancel") }, "Cancel"),
+        h("button", { class: "danger", disabled: run.state !== "running" || run.source === "store", onclick: () => act("cancel") }, "Cancel"),
         h("button", { class: "plain", disabled: run.state !== "failed" && run.state !== "cancelled", onclick: () => act("retry") }, "Retry")),
         h("p", { class: "muted" }, `created ${fmtTime(run.created_at)} · ${runDur(run)} · ${countLine(run.nodes)}`),
         run.error ? h("p", { class: "error" }, run.error) : "",
+        // What could not be read live: a run seen through the store only
+        // (another process's embedded run) or while Redis is away.
+        ...(run.warnings || []).map(w => h("p", { class: "warning" }, w)),
         lost.length ? h("p", { class: "warning", id: "lost" }, `The worker running ${lost.join(", ")} stopped: ` +
           "waiting for another worker to re-run it from its last checkpoint.") : "");
       dag.replaceChildren(window.nerflowDAG.render(run.graph.nodes, states, selected, nid => { selected = nid; refresh(); }, stateText), legend);
