@@ -2,6 +2,8 @@
 // the readers and writers of the file formats it exchanges with users.
 package corpus
 
+import "fmt"
+
 // Sentence is one tokenized sentence. Tags, when present, has exactly one
 // tag per token in the corpus's tag scheme; an unlabeled sentence has nil Tags.
 type Sentence struct {
@@ -33,6 +35,21 @@ func (c *Corpus) Tokens() [][]string {
 		out[i] = s.Tokens
 	}
 	return out
+}
+
+// MapSentences returns f of each sentence of c, in order; an error names
+// the (1-based) sentence it came from, which is how nerflow points at a
+// problem in a corpus read from a file.
+func MapSentences[T any](c *Corpus, f func(Sentence) (T, error)) ([]T, error) {
+	out := make([]T, len(c.Sentences))
+	for i, s := range c.Sentences {
+		v, err := f(s)
+		if err != nil {
+			return nil, fmt.Errorf("sentence %d: %w", i+1, err)
+		}
+		out[i] = v
+	}
+	return out, nil
 }
 
 // UnknownType is the entity type of spans that are known to be entities but

@@ -255,14 +255,14 @@ func labelAndScore(m *Matcher, c, gold *corpus.Corpus, scheme corpus.Scheme) (*c
 	// Before labeling: an abbreviation is typed wherever it occurs, also
 	// before its definition.
 	l.short, l.shortLabeled = m.shortFormsOf(c), map[string]int{}
-	out := &corpus.Corpus{Sentences: make([]corpus.Sentence, len(c.Sentences))}
-	for i, s := range c.Sentences {
+	sentences, err := corpus.MapSentences(c, func(s corpus.Sentence) (corpus.Sentence, error) {
 		tags, err := l.Label(s.Tokens)
-		if err != nil {
-			return nil, Report{}, fmt.Errorf("sentence %d: %w", i+1, err)
-		}
-		out.Sentences[i] = corpus.Sentence{Tokens: s.Tokens, Tags: tags, DocStart: s.DocStart}
+		return corpus.Sentence{Tokens: s.Tokens, Tags: tags, DocStart: s.DocStart}, err
+	})
+	if err != nil {
+		return nil, Report{}, err
 	}
+	out := &corpus.Corpus{Sentences: sentences}
 	if gold != nil {
 		for i, s := range gold.Sentences {
 			if err := l.Score(s); err != nil {

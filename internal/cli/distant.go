@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -184,12 +183,8 @@ func runDistant(out io.Writer, log *slog.Logger, f distantFlags) error {
 		return err
 	}
 	if f.reportPath != "" {
-		b, err := json.MarshalIndent(report, "", "  ")
-		if err != nil {
+		if err := writeJSONFile(f.reportPath, "the report", report); err != nil {
 			return err
-		}
-		if err := os.WriteFile(f.reportPath, append(b, '\n'), 0o644); err != nil {
-			return fmt.Errorf("writing the report: %w", err)
 		}
 		log.Info("wrote report", "path", f.reportPath)
 	}

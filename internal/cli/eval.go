@@ -1,11 +1,9 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -90,12 +88,8 @@ func runEval(out io.Writer, log *slog.Logger, f evalFlags) error {
 		return err
 	}
 	if f.jsonOut != "" {
-		b, err := json.MarshalIndent(report, "", "  ")
-		if err != nil {
+		if err := writeJSONFile(f.jsonOut, "the JSON report", report); err != nil {
 			return err
-		}
-		if err := os.WriteFile(f.jsonOut, append(b, '\n'), 0o644); err != nil {
-			return fmt.Errorf("writing the JSON report: %w", err)
 		}
 		log.Info("wrote evaluation report", "path", f.jsonOut)
 	}

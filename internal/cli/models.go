@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -198,6 +199,22 @@ func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
+}
+
+// writeJSONFile writes v to path as writeJSON does; what names the file in
+// the error.
+func writeJSONFile(path, what string, v any) error {
+	f, err := os.Create(path)
+	if err == nil {
+		err = writeJSON(f, v)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", what, err)
+	}
+	return nil
 }
 
 func tagList(tags map[string]int) string {

@@ -1,10 +1,8 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -187,11 +185,7 @@ func runTrain(cmd *cobra.Command, log *slog.Logger, f trainFlags) error {
 			return err
 		}
 	}
-	b, err := json.MarshalIndent(report, "", "  ")
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(filepath.Join(f.out, "report.json"), b, 0o644)
+	return writeJSONFile(filepath.Join(f.out, "report.json"), "the report", report)
 }
 
 // unknownShare is the share of c's tokens that the tagger sees as the

@@ -31,15 +31,7 @@ func (e *example) len() int { return len(e.words) }
 // must have tags, which are converted from any scheme (read with
 // conlleval's rules) to the tagger's.
 func (m *Tagger) encodeCorpus(c *corpus.Corpus, labeled bool) ([]example, error) {
-	out := make([]example, len(c.Sentences))
-	for i, s := range c.Sentences {
-		e, err := m.encodeSentence(s, labeled)
-		if err != nil {
-			return nil, fmt.Errorf("sentence %d: %w", i+1, err)
-		}
-		out[i] = e
-	}
-	return out, nil
+	return corpus.MapSentences(c, func(s corpus.Sentence) (example, error) { return m.encodeSentence(s, labeled) })
 }
 
 func (m *Tagger) encodeSentence(s corpus.Sentence, labeled bool) (example, error) {

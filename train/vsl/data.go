@@ -28,15 +28,7 @@ func (e *example) len() int { return len(e.words) }
 // encode encodes the sentences of c; with labeled, their tags (any scheme,
 // read with conlleval's rules) become the targets.
 func (m *Model) encode(c *corpus.Corpus, labeled bool) ([]example, error) {
-	out := make([]example, len(c.Sentences))
-	for i, s := range c.Sentences {
-		e, err := m.encodeSentence(s, labeled)
-		if err != nil {
-			return nil, fmt.Errorf("sentence %d: %w", i+1, err)
-		}
-		out[i] = e
-	}
-	return out, nil
+	return corpus.MapSentences(c, func(s corpus.Sentence) (example, error) { return m.encodeSentence(s, labeled) })
 }
 
 func (m *Model) encodeSentence(s corpus.Sentence, labeled bool) (example, error) {
