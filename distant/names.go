@@ -101,6 +101,26 @@ type MinedNames struct {
 // a common first name (Will, May, Mark in English text) starts no name,
 // and a common capitalized word (County, Court) ends one.
 func MineNames(c *corpus.Corpus, lists NameLists, minCommon int) MinedNames {
+	f := newNameFinder(lists, CommonWords(c, minCommon))
+	ambiguous := map[string]bool{}
+	out := MinedNames{Counts: map[string]int{}}
+	for _, s := range c.Sentences {
+		for _, sp := range f.find(s.Tokens, ambiguous) {
+			phrase := strings.Join(s.Tokens[sp.Start:sp.End], " ")
+			if out.Counts[phrase] == 0 {
+				out.Phrases = append(out.Phrases, phrase)
+			}
+			out.Counts[phrase]++
+		}
+	}
+	out.Ambiguous = slices.Sorted(maps.Keys(ambiguous))
+	return out
+}
+
+// CommonWords returns the lower-case words (those that begin with a
+// lower-case letter) that occur at least minCommon times in c, sorted:
+// what MineNames takes for common words of the text.
+func CommonWords(c *corpus.Corpus, minCommon int) []string {
 	lower := map[string]int{}
 	for _, s := range c.Sentences {
 		for _, tok := range s.Tokens {
@@ -109,54 +129,65 @@ func MineNames(c *corpus.Corpus, lists NameLists, minCommon int) MinedNames {
 			}
 		}
 	}
-	// A capitalized word whose lower-case form is common in the corpus is
-	// a word of a title or an organization (County, Court, Hospital), not
-	// of a name; titles end a name too.
-	stop := maps.Clone(lists.Titles)
-	if stop == nil {
-		stop = map[string]bool{}
-	}
+	var out []string
 	for w, n := range lower {
 		if n >= minCommon {
-			r, size := utf8.DecodeRuneInString(w)
-			stop[string(unicode.ToUpper(r))+w[size:]] = true
+			out = append(out, w)
 		}
 	}
-	ambiguous := map[string]bool{}
-	out := MinedNames{Counts: map[string]int{}}
-	add := func(toks []string) {
-		phrase := strings.Join(toks, " ")
-		if out.Counts[phrase] == 0 {
-			out.Phrases = append(out.Phrases, phrase)
-		}
-		out.Counts[phrase]++
+	slices.Sort(out)
+	return out
+}
+
+// nameFinder finds person names one sentence at a time, by MineNames's
+// rules, given the text's common words.
+type nameFinder struct {
+	lists  NameLists
+	common map[string]bool // lower-case words common in the text
+	stop   map[string]bool // words that end a name: titles, capitalized common words
+}
+
+func newNameFinder(lists NameLists, common []string) *nameFinder {
+	f := &nameFinder{lists: lists, common: map[string]bool{}, stop: maps.Clone(lists.Titles)}
+	if f.stop == nil {
+		f.stop = map[string]bool{}
 	}
-	for _, s := range c.Sentences {
-		toks := s.Tokens
-		for i := 0; i < len(toks); i++ {
-			tok := toks[i]
-			switch {
-			case lists.Titles[tok]:
-				if end := nameRun(toks, i+1, stop); end > i+1 {
-					add(toks[i+1 : end])
-					i = end - 1
-				}
-			case lists.First[tok]:
-				if lower[strings.ToLower(tok)] >= minCommon {
+	// A capitalized word whose lower-case form is common in the text is a
+	// word of a title or an organization (County, Court, Hospital), not of
+	// a name; titles end a name too.
+	for _, w := range common {
+		f.common[w] = true
+		r, size := utf8.DecodeRuneInString(w)
+		f.stop[string(unicode.ToUpper(r))+w[size:]] = true
+	}
+	return f
+}
+
+// find returns the names of a sentence as PER spans, in order; a first
+// name left out as a common word is added to ambiguous (if not nil).
+func (f *nameFinder) find(toks []string, ambiguous map[string]bool) []corpus.Span {
+	var out []corpus.Span
+	for i := 0; i < len(toks); i++ {
+		tok := toks[i]
+		switch {
+		case f.lists.Titles[tok]:
+			if end := nameRun(toks, i+1, f.stop); end > i+1 {
+				out = append(out, corpus.Span{Start: i + 1, End: end, Label: "PER"})
+				i = end - 1
+			}
+		case f.lists.First[tok]:
+			if f.common[strings.ToLower(tok)] {
+				if ambiguous != nil {
 					ambiguous[tok] = true
-					continue
 				}
-				if end := nameRun(toks, i+1, stop); end > i+1 {
-					add(toks[i:end])
-					i = end - 1
-				}
+				continue
+			}
+			if end := nameRun(toks, i+1, f.stop); end > i+1 {
+				out = append(out, corpus.Span{Start: i, End: end, Label: "PER"})
+				i = end - 1
 			}
 		}
 	}
-	for w := range ambiguous {
-		out.Ambiguous = append(out.Ambiguous, w)
-	}
-	slices.Sort(out.Ambiguous)
 	return out
 }
 

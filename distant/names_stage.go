@@ -47,19 +47,9 @@ type namesReport struct {
 }
 
 func runNamesStage(c *stages.Context) error {
-	var lists NameLists
-	for _, in := range c.Inputs("names") {
-		for _, f := range in.Files {
-			err := readInput(in, f.Name, func(r io.Reader) error {
-				if err := ReadNameLists(r, f.Name, &lists); err != nil {
-					return stages.Permanent(err)
-				}
-				return nil
-			})
-			if err != nil {
-				return err
-			}
-		}
+	lists, err := readNameListInputs(c)
+	if err != nil {
+		return err
 	}
 	gazetteers, err := readGazetteers(c, nil, nil)
 	if err != nil {
@@ -92,6 +82,25 @@ func runNamesStage(c *stages.Context) error {
 		return err
 	}
 	return c.Output("report").WriteFile("report.txt", txt.Bytes())
+}
+
+// readNameListInputs reads every file of input names as name lists.
+func readNameListInputs(c *stages.Context) (NameLists, error) {
+	var lists NameLists
+	for _, in := range c.Inputs("names") {
+		for _, f := range in.Files {
+			err := readInput(in, f.Name, func(r io.Reader) error {
+				if err := ReadNameLists(r, f.Name, &lists); err != nil {
+					return stages.Permanent(err)
+				}
+				return nil
+			})
+			if err != nil {
+				return NameLists{}, err
+			}
+		}
+	}
+	return lists, nil
 }
 
 // topPhrases lists the n most frequent phrases, "phrase (count)", ties in

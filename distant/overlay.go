@@ -41,6 +41,17 @@ type overlaySettings struct {
 	// Sources name the gazetteers the entries came from, for a reader.
 	Sources []string `json:"sources,omitempty"`
 	Entries int      `json:"entries"`
+	// Names, when set, finds person names in each sentence as well (see
+	// WithNames).
+	Names *overlayNames `json:"names,omitempty"`
+}
+
+// overlayNames is what the overlay finds person names with: the name
+// lists and the common words of the text the tagger was trained on.
+type overlayNames struct {
+	First  []string `json:"first"`
+	Titles []string `json:"titles"`
+	Common []string `json:"common"`
 }
 
 // overlayEntry is one line of overlayEntriesFile: a gazetteer entry as
@@ -60,6 +71,7 @@ type GazetteerOverlay struct {
 	settings overlaySettings
 	entries  []overlayEntry
 	scanners sync.Pool
+	names    *nameFinder // nil: the gazetteers' matches alone
 }
 
 // NewOverlay compiles gazetteers into an overlay with the matching options
@@ -87,6 +99,19 @@ func newGazetteerOverlay(m *Matcher, s overlaySettings, entries []overlayEntry) 
 	return o
 }
 
+// WithNames makes the overlay also find person names in each sentence it
+// is given, as distant.names finds them in a corpus (lists: first names
+// that a typed gazetteer lists as another type already dropped), so that
+// names the training text never held are found where the tagger predicts.
+// common are the common lower-case words of the training text: one
+// sentence cannot tell that Will is a word, the text the tagger learned
+// from can. A name and an overlapping gazetteer match resolve as
+// distant.label resolves them: the longer is kept, the match on a tie.
+func (o *GazetteerOverlay) WithNames(lists NameLists, common []string) {
+	o.names = newNameFinder(lists, common)
+	o.settings.Names = &overlayNames{First: slices.Sorted(maps.Keys(lists.First)), Titles: slices.Sorted(maps.Keys(lists.Titles)), Common: common}
+}
+
 // Kind is OverlayKind.
 func (o *GazetteerOverlay) Kind() string { return OverlayKind }
 
@@ -101,13 +126,35 @@ func (o *GazetteerOverlay) Stats() BuildStats { return o.m.Stats() }
 func (o *GazetteerOverlay) Spans(tokens []string) []corpus.Span {
 	sc := o.scanners.Get().(*Scanner)
 	defer o.scanners.Put(sc)
-	var out []corpus.Span
-	for _, mt := range sc.Match(tokens) {
-		if mt.Kind == Typed {
+	matches := sc.Match(tokens)
+	var names []corpus.Span
+	if o.names != nil {
+		for _, n := range o.names.find(tokens, nil) {
+			if longerThanMatches(matches, n) {
+				names = append(names, n)
+			}
+		}
+	}
+	out := names
+	for _, mt := range matches {
+		if mt.Kind == Typed && !slices.ContainsFunc(names, func(n corpus.Span) bool { return n.Start < mt.End && mt.Start < n.End }) {
 			out = append(out, corpus.Span{Start: mt.Start, End: mt.End, Label: mt.Type})
 		}
 	}
+	slices.SortFunc(out, func(a, b corpus.Span) int { return cmp.Compare(a.Start, b.Start) })
 	return out
+}
+
+// longerThanMatches reports whether name n is longer than every match it
+// overlaps (of any kind: an untyped or ambiguous match keeps a shorter
+// phrase out, as in distant.label); such a name replaces them.
+func longerThanMatches(matches []Match, n corpus.Span) bool {
+	for _, mt := range matches {
+		if mt.Start < n.End && n.Start < mt.End && mt.End-mt.Start >= n.End-n.Start {
+			return false
+		}
+	}
+	return true
 }
 
 // Save writes the settings and the entries into dir.
@@ -199,7 +246,18 @@ func LoadOverlay(dir string) (overlay.Overlay, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newGazetteerOverlay(m, s, entries), nil
+	o := newGazetteerOverlay(m, s, entries)
+	if n := s.Names; n != nil {
+		lists := NameLists{First: map[string]bool{}, Titles: map[string]bool{}}
+		for _, w := range n.First {
+			lists.First[w] = true
+		}
+		for _, w := range n.Titles {
+			lists.Titles[w] = true
+		}
+		o.WithNames(lists, n.Common)
+	}
+	return o, nil
 }
 
 // MineEntries makes a gazetteer of the entities of a distantly labeled

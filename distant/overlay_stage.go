@@ -32,16 +32,22 @@ func init() {
 			"entities and adds the matches that overlap none of them, mode override keeps the matches and adds " +
 			"the tagger's entities that overlap none, mode extend does as override but for the matches held by a wider " +
 			"entity of the tagger of their type (the longer name of which the gazetteer knows a part), which it keeps instead. The entries are the gazetteers' or, without gazetteers, " +
-			"mined from the distantly labeled corpus (each distinct tagged phrase with its most frequent type).",
+			"mined from the distantly labeled corpus (each distinct tagged phrase with its most frequent type). With " +
+			"name lists (input names), the overlay also finds person names in each sentence as " + StageNames + " does, " +
+			"the common words of input names_corpus (the training text) telling a first name from a word.",
 		Params: append([]stages.Param{
 			stages.StringParam("mode", string(overlay.Fill), "fill: the tagger's entities are kept and the matches that overlap none added; override: the matches are kept and the tagger's entities that overlap none added; extend: as override, but a wider entity of the tagger of a match's type keeps the matches it holds", stages.OneOf(string(overlay.Fill), string(overlay.Override), string(overlay.Extend))),
-		}, append(matchParams("matches of phrases with tied types add no entity; unknown (\"?\") or o as in "+StageName+" (either way they keep shorter matches out)"),
-			dataset.SourceParams("labeled", "distantly labeled sentences to mine the entries from")...)...),
+			stages.IntParam("names_min_common", 2, "with input names: a word whose lower-case form occurs this often in names_corpus is a common word (a first name that is one starts no name, its capitalized form ends one), as min_common of "+StageNames, stages.AtLeast(1)),
+		}, append(append(matchParams("matches of phrases with tied types add no entity; unknown (\"?\") or o as in "+StageName+" (either way they keep shorter matches out)"),
+			dataset.SourceParams("labeled", "distantly labeled sentences to mine the entries from")...),
+			dataset.SourceParams("names_corpus", "the text whose common words the name finder knows")...)...),
 		Inputs: []stages.Port{
 			{Name: "model", Kind: "checkpoint", Doc: "a trained tagger (tagger.json)"},
 			{Name: "gazetteers", Kind: "gazetteer", Many: true, Optional: true, Doc: "the phrase lists that labeled the tagger's training corpus; every file of every artifact is a gazetteer"},
 			{Name: "stopwords", Kind: "stopwords", Optional: true, Doc: "one word per line; phrases made only of them are not matched"},
 			{Name: "labeled", Kind: "corpus", Optional: true, Doc: "without gazetteers: the training corpus with its distant tags, whose tagged phrases are the entries"},
+			{Name: "names", Kind: "names", Many: true, Optional: true, Doc: "lists of first names and titles (as " + StageNames + " reads them): person names found in each sentence join the gazetteers' matches"},
+			{Name: "names_corpus", Kind: "corpus", Optional: true, Doc: "with names: the tagger's training text, whose common lower-case words start no name (Will, May); required with names"},
 		},
 		Outputs: []stages.Port{
 			{Name: "model", Kind: "checkpoint", Doc: "the input checkpoint's files and metadata with " + overlay.Dir + "/"},
@@ -87,6 +93,11 @@ func runOverlayStage(c *stages.Context) error {
 	if err != nil {
 		return stages.Permanent(err)
 	}
+	if len(c.Inputs("names")) > 0 {
+		if err := addNames(c, ov, gazetteers); err != nil {
+			return err
+		}
+	}
 	st := ov.Stats()
 	c.Log.Info("gazetteer overlay", "mode", mode, "entries", st.Entries, "phrases", st.Phrases, "types", ov.Types())
 	if len(ov.Types()) == 0 {
@@ -116,4 +127,26 @@ func runOverlayStage(c *stages.Context) error {
 		out.SetSchemaVersion(model.SchemaVersion)
 	}
 	return out.AddDir(dir)
+}
+
+// addNames gives the overlay the name lists of input names, with the
+// common words of input names_corpus.
+func addNames(c *stages.Context, ov *GazetteerOverlay, gazetteers []*Gazetteer) error {
+	lists, err := readNameListInputs(c)
+	if err != nil {
+		return err
+	}
+	if c.Input("names_corpus") == nil {
+		return stages.Permanent(fmt.Errorf("input names needs input names_corpus, the training text whose common words start no name"))
+	}
+	text, err := dataset.ReadInput(c.Input("names_corpus"), c.Params, "names_corpus")
+	if err != nil {
+		return err
+	}
+	excluded := lists.DropTypedOtherwise(gazetteers)
+	common := CommonWords(text, c.Params.Int("names_min_common"))
+	ov.WithNames(lists, common)
+	c.Log.Info("overlay finds person names", "first_names", len(lists.First), "titles", len(lists.Titles),
+		"common_words", len(common), "first_names_typed_otherwise", len(excluded))
+	return nil
 }

@@ -284,3 +284,49 @@ func TestOverlayStage(t *testing.T) {
 		}
 	}
 }
+
+// TestOverlayFindsNamesInEachSentence: with name lists, the overlay adds the
+// person names of the sentence it is given, resolved against the
+// gazetteers' matches as distant.label resolves a names gazetteer: the
+// longer phrase wins, the match on a tie; a first name that is a common
+// word of the training text starts no name; and the lists survive a save.
+func TestOverlayFindsNamesInEachSentence(t *testing.T) {
+	g, err := Read(strings.NewReader("LOC\tParis\nLOC\tBrown\nORG\tJohn Smith Ltd\nLOC\tSmith\n"), Source{Path: "g.tsv"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ov, err := NewOverlay([]*Gazetteer{g})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lists := NameLists{First: map[string]bool{"John": true, "Will": true}, Titles: map[string]bool{"Mr.": true}}
+	ov.WithNames(lists, []string{"will", "county"})
+	cases := []struct {
+		sentence string
+		want     []corpus.Span
+	}{
+		// John Smith (2 tokens) beats the match Smith (1); Mr. stays out
+		// of Brown's name, which ties the LOC match Brown: the match wins.
+		{"John Smith met Mr. Brown in Paris .", []corpus.Span{{Start: 0, End: 2, Label: "PER"}, {Start: 4, End: 5, Label: "LOC"}, {Start: 6, End: 7, Label: "LOC"}}},
+		// The longer match John Smith Ltd keeps the name out.
+		{"John Smith Ltd paid", []corpus.Span{{Start: 0, End: 3, Label: "ORG"}}},
+		// Will is a common word of the training text; County ends a name.
+		{"Will Jones saw John Fulton County", []corpus.Span{{Start: 3, End: 5, Label: "PER"}}},
+	}
+	dir := t.TempDir()
+	if err := ov.Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	loaded, err := LoadOverlay(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cases {
+		toks := strings.Fields(c.sentence)
+		for name, o := range map[string]overlay.Overlay{"built": ov, "loaded": loaded} {
+			if got := o.Spans(toks); !reflect.DeepEqual(got, c.want) {
+				t.Errorf("%s, %q: %v, want %v", name, c.sentence, got, c.want)
+			}
+		}
+	}
+}

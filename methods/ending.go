@@ -119,9 +119,12 @@ func scoreOn(b *spec.Builder, split, name string, model spec.Ref, fan fanout) *s
 // input split (node labels-SPLIT: the gazetteers' labels of its sentences
 // scored against its gold tags), which every evaluation on that split sets
 // beside the model's score: what a model gains over simply applying the
-// gazetteers. Without gazetteers (distant tags given as they are, or a
-// method on gold labels) there is nothing to apply, and it returns the
-// empty reference.
+// gazetteers. With name lists, the person names they find in the split's
+// own sentences (node names-SPLIT) label it too, as `nerflow distant
+// --names` labels a corpus: the rule applied to the split, not only the
+// names the training text held. Without gazetteers (distant tags given as
+// they are, or a method on gold labels) there is nothing to apply, and it
+// returns the empty reference.
 func labelsBaseline(b *spec.Builder, split string) spec.Ref {
 	if !b.Declares("gazetteers") || !b.Has("gazetteers") {
 		return spec.Ref{}
@@ -129,8 +132,13 @@ func labelsBaseline(b *spec.Builder, split string) spec.Ref {
 	name := "labels-" + split
 	n := b.Lookup(name)
 	if n == nil {
-		n = labelingNode(b, name).
-			Input("gazetteers", gazetteersFor(b)...).Input("stopwords", b.In("stopwords"))
+		gazetteers := []spec.Ref{b.In("gazetteers")}
+		if b.Has("names") {
+			names := b.Node("names-"+split, distant.StageNames).Input("names", b.In("names")).Input("gazetteers", b.In("gazetteers"))
+			readSplit(b, names, split, "corpus")
+			gazetteers = append(gazetteers, names.Out("gazetteer"))
+		}
+		n = labelingNode(b, name).Input("gazetteers", gazetteers...).Input("stopwords", b.In("stopwords"))
 		readSplit(b, n, split, "corpus")
 		readSplit(b, n, split, "gold")
 	}
@@ -237,6 +245,11 @@ func chooseOverlay(b *spec.Builder, f finalModel, suffix string) *finalModel {
 			Input("model", f.step.Out("model"))
 		if b.Has("gazetteers") {
 			n.Pass("case").Input("gazetteers", gazetteersFor(b)...).Input("stopwords", b.In("stopwords"))
+			if b.Has("names") {
+				// The names of the sentences it tags, not only those the
+				// training text held.
+				readSplit(b, n.Input("names", b.In("names")), "train", "names_corpus")
+			}
 		} else {
 			readSplit(b, n, "train", "labeled")
 		}

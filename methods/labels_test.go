@@ -26,9 +26,12 @@ inputs:
   test: ../../data
 `
 
-// Every split is labeled by the same gazetteers: the input's plus the
-// person names found in the train input; each evaluation sets the labels
-// of its split beside the model's score. With partial=true the
+// Every split is labeled by the same rule: the input's gazetteers plus the
+// person names that the name lists find in that split's own sentences
+// (the train input's for the training labels), as `nerflow distant
+// --names` labels a corpus; each evaluation sets the labels of its split
+// beside the model's score, and the overlay finds the names of the
+// sentences it tags. With partial=true the
 // seeds are partial-label CRFs (here with the kl student and self-training,
 // so that every kind of step is scored).
 func TestLabelsOfEverySplitAreTheBaseline(t *testing.T) {
@@ -50,9 +53,12 @@ func TestLabelsOfEverySplitAreTheBaseline(t *testing.T) {
 	if n, _ := g.Node("names"); n.Stage != distant.StageNames {
 		t.Errorf("names: stage %q", n.Stage)
 	}
-	for _, label := range []string{"label", "labels-dev", "labels-test"} {
-		if got := inputs(label)["gazetteers"]; !slices.Contains(got, "names") {
-			t.Errorf("%s reads gazetteers %v, want the names found in the train input among them", label, got)
+	for label, names := range map[string]string{"label": "names", "labels-dev": "names-dev", "labels-test": "names-test"} {
+		if got := inputs(label)["gazetteers"]; !slices.Equal(got, []string{"", names}) {
+			t.Errorf("%s reads gazetteers %v, want the input's and %s's", label, got, names)
+		}
+		if got, want := inputs(names)["corpus"], inputs(label)["corpus"]; !slices.Equal(got, want) {
+			t.Errorf("%s searches %v, %s labels %v", names, got, label, want)
 		}
 		// One matching rule for the labels and their baselines.
 		if p := nodeParams(t, g, label); p["case"] != "fold" {
@@ -69,6 +75,11 @@ func TestLabelsOfEverySplitAreTheBaseline(t *testing.T) {
 	}
 	if got := inputs("test")["baseline"]; !slices.Equal(got, []string{"labels-test"}) {
 		t.Errorf("test baseline %v", got)
+	}
+	for _, mode := range []string{"overlay-fill", "overlay-override", "overlay-extend"} {
+		if in := inputs(mode); len(in["names"]) != 1 || !slices.Equal(in["names_corpus"], inputs("label")["corpus"]) {
+			t.Errorf("%s: names %v, names_corpus %v: want the name lists and the train input", mode, in["names"], in["names_corpus"])
+		}
 	}
 	if p := nodeParams(t, g, "noise[seed=2]"); p["head"] != tagger.CRFHead || p["loss"] != tagger.LossPartial || p["miss_rate"] != 0.4 || p["update_interval"] != 0.0 {
 		t.Errorf("partial seeds: %v", p)
