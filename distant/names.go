@@ -101,7 +101,11 @@ type MinedNames struct {
 // a common first name (Will, May, Mark in English text) starts no name,
 // and a common capitalized word (County, Court) ends one.
 func MineNames(c *corpus.Corpus, lists NameLists, minCommon int) MinedNames {
-	f := newNameFinder(lists, CommonWords(c, minCommon))
+	return newNameFinder(lists, CommonWords(c, minCommon)).mine(c)
+}
+
+// mine finds the names of c's sentences.
+func (f *nameFinder) mine(c *corpus.Corpus) MinedNames {
 	ambiguous := map[string]bool{}
 	out := MinedNames{Counts: map[string]int{}}
 	for _, s := range c.Sentences {

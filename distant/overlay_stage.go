@@ -145,7 +145,7 @@ func addNames(c *stages.Context, ov *GazetteerOverlay, gazetteers []*Gazetteer) 
 	}
 	excluded := lists.DropTypedOtherwise(gazetteers)
 	common := CommonWords(text, c.Params.Int("names_min_common"))
-	ov.WithNames(lists, common)
+	ov.WithNames(lists, common, c.Params.Int("names_min_common"))
 	c.Log.Info("overlay finds person names", "first_names", len(lists.First), "titles", len(lists.Titles),
 		"common_words", len(common), "first_names_typed_otherwise", len(excluded))
 	return nil

@@ -300,7 +300,7 @@ func TestOverlayFindsNamesInEachSentence(t *testing.T) {
 		t.Fatal(err)
 	}
 	lists := NameLists{First: map[string]bool{"John": true, "Will": true}, Titles: map[string]bool{"Mr.": true}}
-	ov.WithNames(lists, []string{"will", "county"})
+	ov.WithNames(lists, []string{"will", "county"}, 2)
 	cases := []struct {
 		sentence string
 		want     []corpus.Span
@@ -328,5 +328,52 @@ func TestOverlayFindsNamesInEachSentence(t *testing.T) {
 				t.Errorf("%s, %q: %v, want %v", name, c.sentence, got, c.want)
 			}
 		}
+	}
+}
+
+// TestOverlayNamesOfTheWholeText: ForText mines the names of all the
+// sentences predicted together and matches them everywhere, so that a
+// surname alone is found where another sentence names the person in
+// full; a first name common in the training text starts no name even in
+// a one-sentence text; the overlay without name lists is itself.
+func TestOverlayNamesOfTheWholeText(t *testing.T) {
+	g, err := Read(strings.NewReader("LOC\tParis\n"), Source{Path: "g.tsv"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, err := NewOverlay([]*Gazetteer{g})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, err := plain.ForText([][]string{{"Paris"}}); err != nil || o != overlay.Overlay(plain) {
+		t.Fatalf("without names: %v, %v", o, err)
+	}
+	ov, err := NewOverlay([]*Gazetteer{g})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ov.WithNames(NameLists{First: map[string]bool{"Anna": true, "Will": true}, Titles: map[string]bool{"Mr.": true}}, []string{"will"}, 2)
+	text := [][]string{
+		strings.Fields("Mr. Kennedy met Anna Weber in Paris ."),
+		strings.Fields("Kennedy and Weber left ."),
+		strings.Fields("Will Jones stayed ."),
+	}
+	o, err := ov.ForText(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := [][]corpus.Span{
+		{{Start: 1, End: 2, Label: "PER"}, {Start: 3, End: 5, Label: "PER"}, {Start: 6, End: 7, Label: "LOC"}},
+		{{Start: 0, End: 1, Label: "PER"}},
+		nil,
+	}
+	for i, toks := range text {
+		if got := o.Spans(toks); !reflect.DeepEqual(got, want[i]) {
+			t.Errorf("sentence %d: %v, want %v", i+1, got, want[i])
+		}
+	}
+	// Sentence by sentence, Kennedy alone is no name.
+	if got := ov.Spans(text[1]); got != nil {
+		t.Errorf("sentence 2 alone: %v, want no names", got)
 	}
 }

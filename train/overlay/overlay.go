@@ -76,6 +76,16 @@ type Overlay interface {
 	Save(dir string) error
 }
 
+// A TextOverlay finds some of its entities from the whole text a tagger
+// predicts at once (a corpus split, a request's sentences), not from one
+// sentence alone: a person named once with a first name is the same
+// person where the text names her by her surname alone. ForText returns
+// the overlay to apply to those sentences.
+type TextOverlay interface {
+	Overlay
+	ForText(sentences [][]string) (Overlay, error)
+}
+
 // Loader reads an overlay saved in dir by its Save.
 type Loader func(dir string) (Overlay, error)
 
@@ -107,10 +117,11 @@ type manifest struct {
 }
 
 // Version is the combining rules' version; 4 has mode extend beside fill
-// and override (see Combine). Earlier versions combined by rules that
+// and override (see Combine), 5 the overlays that find entities from the
+// whole text predicted (TextOverlay). Earlier versions combined by rules that
 // were tried during development and are read by today's. A stage that writes overlays versions itself by
 // it, so that new rules rerun it and the evaluations of its output.
-const Version = 4
+const Version = 5
 
 // Attached is an overlay with the mode a tagger combines it in.
 type Attached struct {
@@ -124,6 +135,20 @@ func Attach(o Overlay, mode Mode) (*Attached, error) {
 		return nil, err
 	}
 	return &Attached{Overlay: o, Mode: mode}, nil
+}
+
+// ForText returns the attached overlay to apply to sentences, predicted
+// together: its TextOverlay's for that text, or itself.
+func (a *Attached) ForText(sentences [][]string) (*Attached, error) {
+	t, ok := a.Overlay.(TextOverlay)
+	if !ok {
+		return a, nil
+	}
+	o, err := t.ForText(sentences)
+	if err != nil {
+		return nil, fmt.Errorf("overlay %s: %w", t.Kind(), err)
+	}
+	return &Attached{Overlay: o, Mode: a.Mode}, nil
 }
 
 // Write writes the overlay into the checkpoint directory dir, replacing

@@ -1,6 +1,7 @@
 package overlay
 
 import (
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -210,7 +211,7 @@ func TestWriteRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(filepath.Join(dir, Dir, File))
-	if err != nil || string(b) != `{"kind":"fixed","mode":"override","version":4}` {
+	if err != nil || string(b) != `{"kind":"fixed","mode":"override","version":5}` {
 		t.Fatalf("%s: %s (%v)", File, b, err)
 	}
 	if _, err := Read(dir); err == nil || !strings.Contains(err.Error(), `kind "fixed" is not registered`) {
@@ -226,13 +227,63 @@ func TestWriteRead(t *testing.T) {
 	}
 	// A checkpoint saved before versions reads; one from a newer build
 	// says so instead of combining by rules it does not know.
-	for man, ok := range map[string]bool{`{"kind":"fixed","mode":"fill"}`: true, `{"kind":"fixed","mode":"fill","version":5}`: false} {
+	newer := fmt.Sprintf(`{"kind":"fixed","mode":"fill","version":%d}`, Version+1)
+	for man, ok := range map[string]bool{`{"kind":"fixed","mode":"fill"}`: true, `{"kind":"fixed","mode":"fill","version":4}`: true, newer: false} {
 		if err := os.WriteFile(filepath.Join(dir, Dir, File), []byte(man), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		_, err := Read(dir)
-		if ok != (err == nil) || (!ok && !strings.Contains(err.Error(), "version 5")) {
+		if ok != (err == nil) || (!ok && !strings.Contains(err.Error(), fmt.Sprintf("version %d", Version+1))) {
 			t.Errorf("%s: %v", man, err)
 		}
+	}
+}
+
+// textual finds "Ann" wherever the text it is given for holds "Dr. Ann".
+type textual struct{ known bool }
+
+func (textual) Kind() string          { return "textual" }
+func (textual) Save(dir string) error { return nil }
+func (o textual) Spans(tokens []string) []corpus.Span {
+	var out []corpus.Span
+	for i, tok := range tokens {
+		if o.known && tok == "Ann" {
+			out = append(out, corpus.Span{Start: i, End: i + 1, Label: "PER"})
+		}
+	}
+	return out
+}
+func (textual) ForText(sentences [][]string) (Overlay, error) {
+	for _, s := range sentences {
+		if slices.Contains(s, "Dr.") {
+			return textual{known: true}, nil
+		}
+	}
+	return textual{}, nil
+}
+
+// TestForText: an attached TextOverlay is specialized to the text, in its
+// mode; any other overlay is itself.
+func TestForText(t *testing.T) {
+	a, err := Attach(textual{}, Fill)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for text, want := range map[string]bool{"Dr. Ann came|Ann left": true, "Ann left": false} {
+		var sentences [][]string
+		for _, s := range strings.Split(text, "|") {
+			sentences = append(sentences, strings.Fields(s))
+		}
+		b, err := a.ForText(sentences)
+		if err != nil || b.Mode != Fill {
+			t.Fatalf("%q: %+v, %v", text, b, err)
+		}
+		if got := len(b.Spans([]string{"Ann", "left"})) == 1; got != want {
+			t.Errorf("%q: Ann found %v, want %v", text, got, want)
+		}
+	}
+	plain, _ := Attach(fixed{}, Override)
+	if b, err := plain.ForText(nil); b != plain || err != nil {
+		t.Errorf("a plain overlay for a text: %+v, %v", b, err)
 	}
 }

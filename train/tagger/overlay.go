@@ -37,8 +37,12 @@ func (m *Tagger) applyOverlay(c *corpus.Corpus, preds []Prediction) error {
 	if m.overlay == nil {
 		return nil
 	}
+	a, err := m.overlay.ForText(c.Tokens())
+	if err != nil {
+		return err
+	}
 	for i := range preds {
-		p, err := m.overlay.Apply(m.Labels.Scheme, m.Labels.Types, m.Labels.Tags, c.Sentences[i].Tokens, preds[i])
+		p, err := a.Apply(m.Labels.Scheme, m.Labels.Types, m.Labels.Tags, c.Sentences[i].Tokens, preds[i])
 		if err != nil {
 			return fmt.Errorf("sentence %d: %w", i+1, err)
 		}
