@@ -2,6 +2,7 @@ package methods_test
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -322,9 +323,12 @@ func TestRosterTeacherStudent(t *testing.T) {
 	if _, ok := g.Node("eval-teacher-student"); !ok {
 		t.Errorf("no eval-teacher-student in %v", ids(g))
 	}
-	for _, id := range []string{"noise[miss_rate=0,seed=1]", "select-noise[seed=1]", "distil", "eval-distil"} {
-		a, _ := base.Node(id)
-		b, _ := g.Node(id)
+	for _, id := range []string{"noise[seed=1]", "distil", "eval-distil"} { // the example pins miss_rate 0.5
+		a, aok := base.Node(id)
+		b, bok := g.Node(id)
+		if !aok || !bok {
+			t.Fatalf("no node %s in %v", id, ids(g))
+		}
 		if string(a.Params) != string(b.Params) || !slices.Equal(a.Parents, b.Parents) {
 			t.Errorf("%s changed with teacher_student: %s vs %s", id, a.Params, b.Params)
 		}
@@ -380,9 +384,12 @@ func TestRosterSpanSeeds(t *testing.T) {
 	if p := nodeParams(t, g, "select"); fmt.Sprint(p["names"]) != "[seed 1 seed 2 seed 3 span seed 4 span seed 5 student teacher-student]" {
 		t.Errorf("select names %v", p["names"])
 	}
-	for _, id := range []string{"noise[miss_rate=0.5,seed=1]", "select-noise[seed=2]", "predict[seed=2]", "eval-noise[miss_rate=0,seed=3]"} {
-		a, _ := base.Node(id)
-		b, _ := g.Node(id)
+	for _, id := range []string{"noise[seed=1]", "predict[seed=2]", "eval-noise[seed=3]"} { // the example pins miss_rate 0.5
+		a, aok := base.Node(id)
+		b, bok := g.Node(id)
+		if !aok || !bok {
+			t.Fatalf("no node %s in %v", id, ids(g))
+		}
 		if string(a.Params) != string(b.Params) || !slices.Equal(a.Parents, b.Parents) {
 			t.Errorf("%s changed with span seeds: %s vs %s", id, a.Params, b.Params)
 		}
@@ -398,8 +405,10 @@ func TestRosterSpanSeeds(t *testing.T) {
 			t.Errorf("%v: err %v, want a %s error", c.sets, err, c.want)
 		}
 	}
-	// The span seeds take the labels' noise also beside the paper's seeds.
-	if _, err := expand(t, dir, example(t, "conll03-roster.yaml"), noOverlay, "span_seeds=4", "partial=false", "teacher_student=false"); err != nil {
+	// The span seeds take the labels' noise also beside the paper's seeds
+	// (which take no miss_rate: the example's line is left out).
+	paperSeeds := regexp.MustCompile(`(?m)^  miss_rate:.*\n`).ReplaceAllString(example(t, "conll03-roster.yaml"), "")
+	if _, err := expand(t, dir, paperSeeds, noOverlay, "span_seeds=4", "partial=false", "teacher_student=false"); err != nil {
 		t.Errorf("span seeds with partial=false and the example's rates: %v", err)
 	}
 }
@@ -410,7 +419,8 @@ func TestRosterSpanSeeds(t *testing.T) {
 // listed trains one tagger per seed at it, as before.
 func TestRosterChoosesTheMissRatePerSeed(t *testing.T) {
 	dir := fixture(t)
-	g, err := expand(t, dir, example(t, "conll03-roster.yaml"), noOverlay, "teacher_student=false")
+	// The example pins the rate dev chose on CoNLL-2003; the default's two.
+	g, err := expand(t, dir, example(t, "conll03-roster.yaml"), noOverlay, "teacher_student=false", "miss_rate=0.5,0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -474,7 +484,7 @@ func TestRosterChoosesTheMissRatePerSeed(t *testing.T) {
 	}{
 		{[]string{"miss_rate="}, "want at least one rate"},
 		{[]string{"partial=false", "miss_rate=0"}, "params.miss_rate"},
-		{[]string{"ensemble=false", "seeds=1", "teacher_student=true"}, "give one rate"},
+		{[]string{"ensemble=false", "seeds=1", "teacher_student=true", "miss_rate=0.5,0"}, "give one rate"},
 	} {
 		if _, err := expand(t, dir, example(t, "conll03-roster.yaml"), append([]string{noOverlay}, tc.sets...)...); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: error %v, want one with %q", tc.sets, err, tc.want)
