@@ -68,14 +68,17 @@ type overlayEntry struct {
 // the typed matches distant.label would label in it with the same
 // gazetteers and options. It is safe for concurrent use.
 type GazetteerOverlay struct {
-	m          *Matcher
-	settings   overlaySettings
-	entries    []overlayEntry
-	scanners   sync.Pool
-	gazetteers []*Gazetteer // what m was compiled from, with
-	opts       []Option     // its options, for ForText
-	names      *nameFinder  // nil: the gazetteers' matches alone
-	lists      NameLists
+	m        *Matcher
+	settings overlaySettings
+	entries  []overlayEntry
+	scanners sync.Pool
+	opts     []Option    // m's options, for ForText's names
+	names    *nameFinder // nil: the gazetteers' matches alone
+	lists    NameLists
+	// textNames matches the names ForText found in the whole text, in
+	// place of names (which finds them in one sentence).
+	textNames *Matcher
+	textScans sync.Pool
 }
 
 // NewOverlay compiles gazetteers into an overlay with the matching options
@@ -94,11 +97,11 @@ func NewOverlay(gazetteers []*Gazetteer, opts ...Option) (*GazetteerOverlay, err
 		}
 	}
 	s.Entries = len(entries)
-	return newGazetteerOverlay(m, s, entries, gazetteers, opts), nil
+	return newGazetteerOverlay(m, s, entries, opts), nil
 }
 
-func newGazetteerOverlay(m *Matcher, s overlaySettings, entries []overlayEntry, gazetteers []*Gazetteer, opts []Option) *GazetteerOverlay {
-	o := &GazetteerOverlay{m: m, settings: s, entries: entries, gazetteers: gazetteers, opts: opts}
+func newGazetteerOverlay(m *Matcher, s overlaySettings, entries []overlayEntry, opts []Option) *GazetteerOverlay {
+	o := &GazetteerOverlay{m: m, settings: s, entries: entries, opts: opts}
 	o.scanners.New = func() any { return m.Scanner() }
 	return o
 }
@@ -120,8 +123,9 @@ func (o *GazetteerOverlay) WithNames(lists NameLists, common []string, minCommon
 // ForText returns, for an overlay with name lists, the overlay for the
 // sentences a tagger predicts together: the person names found in them as
 // MineNames finds them in a corpus (a word common in them or in the
-// training text starts no name), matched wherever they occur as a PER
-// gazetteer beside the others. So a surname alone is found where the text
+// training text starts no name), matched wherever they occur and resolved
+// against the gazetteers' matches as Spans resolves a sentence's names
+// (the longer kept, the match on a tie). So a surname alone is found where the text
 // names the person in full elsewhere, as `nerflow distant --names` labels
 // a corpus. Without name lists it is the overlay itself.
 func (o *GazetteerOverlay) ForText(sentences [][]string) (overlay.Overlay, error) {
@@ -150,11 +154,16 @@ func (o *GazetteerOverlay) ForText(sentences [][]string) (overlay.Overlay, error
 	if err != nil {
 		return nil, err
 	}
-	m, err := NewMatcher(append(slices.Clone(o.gazetteers), g), o.opts...)
+	// Only the text's names are compiled here: the gazetteers' matcher is
+	// shared, not rebuilt for every request a served tagger answers.
+	names, err := NewMatcher([]*Gazetteer{g}, o.opts...)
 	if err != nil {
 		return nil, err
 	}
-	return newGazetteerOverlay(m, o.settings, o.entries, o.gazetteers, o.opts), nil
+	t := newGazetteerOverlay(o.m, o.settings, o.entries, o.opts)
+	t.textNames = names
+	t.textScans.New = func() any { return names.Scanner() }
+	return t, nil
 }
 
 // Kind is OverlayKind.
@@ -172,12 +181,21 @@ func (o *GazetteerOverlay) Spans(tokens []string) []corpus.Span {
 	sc := o.scanners.Get().(*Scanner)
 	defer o.scanners.Put(sc)
 	matches := sc.Match(tokens)
+	var found []corpus.Span
+	switch {
+	case o.textNames != nil:
+		ts := o.textScans.Get().(*Scanner)
+		for _, mt := range ts.Match(tokens) {
+			found = append(found, corpus.Span{Start: mt.Start, End: mt.End, Label: "PER"})
+		}
+		o.textScans.Put(ts)
+	case o.names != nil:
+		found = o.names.find(tokens, nil)
+	}
 	var names []corpus.Span
-	if o.names != nil {
-		for _, n := range o.names.find(tokens, nil) {
-			if longerThanMatches(matches, n) {
-				names = append(names, n)
-			}
+	for _, n := range found {
+		if longerThanMatches(matches, n) {
+			names = append(names, n)
 		}
 	}
 	out := names
@@ -292,7 +310,7 @@ func LoadOverlay(dir string) (overlay.Overlay, error) {
 	if err != nil {
 		return nil, err
 	}
-	o := newGazetteerOverlay(m, s, entries, gazetteers, opts)
+	o := newGazetteerOverlay(m, s, entries, opts)
 	if n := s.Names; n != nil {
 		lists := NameLists{First: map[string]bool{}, Titles: map[string]bool{}}
 		for _, w := range n.First {

@@ -211,7 +211,7 @@ func TestWriteRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(filepath.Join(dir, Dir, File))
-	if err != nil || string(b) != `{"kind":"fixed","mode":"override","version":5}` {
+	if err != nil || string(b) != fmt.Sprintf(`{"kind":"fixed","mode":"override","version":%d}`, Version) {
 		t.Fatalf("%s: %s (%v)", File, b, err)
 	}
 	if _, err := Read(dir); err == nil || !strings.Contains(err.Error(), `kind "fixed" is not registered`) {
