@@ -285,13 +285,10 @@ func TestOverlayStage(t *testing.T) {
 	}
 }
 
-// TestOverlayFindsNamesInEachSentence: with name lists, the overlay adds the
-// person names of the sentence it is given, resolved against the
-// gazetteers' matches as distant.label resolves a names gazetteer: the
-// longer phrase wins, the match on a tie; a first name that is a common
-// word of the training text starts no name; and the lists survive a save.
-func TestOverlayFindsNamesInEachSentence(t *testing.T) {
-	g, err := Read(strings.NewReader("LOC\tParis\nLOC\tBrown\nORG\tJohn Smith Ltd\nLOC\tSmith\n"), Source{Path: "g.tsv"})
+// typedOverlay is the overlay of one typed gazetteer, TYPE<TAB>phrase lines.
+func typedOverlay(t *testing.T, lines string) *GazetteerOverlay {
+	t.Helper()
+	g, err := Read(strings.NewReader(lines), Source{Path: "g.tsv"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -299,6 +296,16 @@ func TestOverlayFindsNamesInEachSentence(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return ov
+}
+
+// TestOverlayFindsNamesInEachSentence: with name lists, the overlay adds the
+// person names of the sentence it is given, resolved against the
+// gazetteers' matches as distant.label resolves a names gazetteer: the
+// longer phrase wins, the match on a tie; a first name that is a common
+// word of the training text starts no name; and the lists survive a save.
+func TestOverlayFindsNamesInEachSentence(t *testing.T) {
+	ov := typedOverlay(t, "LOC\tParis\nLOC\tBrown\nORG\tJohn Smith Ltd\nLOC\tSmith\n")
 	lists := NameLists{First: map[string]bool{"John": true, "Will": true}, Titles: map[string]bool{"Mr.": true}}
 	ov.WithNames(lists, []string{"will", "county"}, 2)
 	cases := []struct {
@@ -337,21 +344,11 @@ func TestOverlayFindsNamesInEachSentence(t *testing.T) {
 // full; a first name common in the training text starts no name even in
 // a one-sentence text; the overlay without name lists is itself.
 func TestOverlayNamesOfTheWholeText(t *testing.T) {
-	g, err := Read(strings.NewReader("LOC\tParis\n"), Source{Path: "g.tsv"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	plain, err := NewOverlay([]*Gazetteer{g})
-	if err != nil {
-		t.Fatal(err)
-	}
+	plain := typedOverlay(t, "LOC\tParis\n")
 	if o, err := plain.ForText([][]string{{"Paris"}}); err != nil || o != overlay.Overlay(plain) {
 		t.Fatalf("without names: %v, %v", o, err)
 	}
-	ov, err := NewOverlay([]*Gazetteer{g})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ov := typedOverlay(t, "LOC\tParis\n")
 	ov.WithNames(NameLists{First: map[string]bool{"Anna": true, "Will": true}, Titles: map[string]bool{"Mr.": true}}, []string{"will"}, 2)
 	text := [][]string{
 		strings.Fields("Mr. Kennedy met Anna Weber in Paris ."),
