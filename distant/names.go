@@ -28,6 +28,11 @@ import (
 type NameLists struct {
 	First  map[string]bool // first names, as written ("John")
 	Titles map[string]bool // titles and honorifics, as written ("Mr.", "Sen.")
+	// Otherwise are the words a typed gazetteer lists alone as another
+	// type than PER (Georgia as LOC), set by DropTypedOtherwise: such a
+	// word starts no name, and a name ending in it does not make it a
+	// surname of its own (Houston of Sam Houston stays the city).
+	Otherwise map[string]bool
 }
 
 // ReadNameLists reads name lists: one entry a line, "first<TAB>John" or
@@ -64,12 +69,20 @@ func ReadNameLists(r io.Reader, name string, into *NameLists) error {
 
 // DropTypedOtherwise removes from the first names those that a typed
 // gazetteer lists as a one-word entry of a type other than PER (Georgia as
-// LOC): such a word starts no name. It returns the names removed.
+// LOC): such a word starts no name. It records every such one-word entry
+// in Otherwise and returns the first names removed.
 func (l *NameLists) DropTypedOtherwise(gazetteers []*Gazetteer) []string {
 	var dropped []string
 	for _, g := range gazetteers {
 		for _, e := range g.Entries {
-			if len(e.Tokens) == 1 && e.Type != "" && e.Type != "PER" && l.First[e.Tokens[0]] {
+			if len(e.Tokens) != 1 || e.Type == "" || e.Type == "PER" {
+				continue
+			}
+			if l.Otherwise == nil {
+				l.Otherwise = map[string]bool{}
+			}
+			l.Otherwise[e.Tokens[0]] = true
+			if l.First[e.Tokens[0]] {
 				delete(l.First, e.Tokens[0])
 				dropped = append(dropped, e.Tokens[0])
 			}
@@ -91,6 +104,11 @@ type MinedNames struct {
 	// Ambiguous lists the first names left out because the corpus also
 	// uses them as ordinary words (their lower-case form is frequent).
 	Ambiguous []string
+	// Surnames are the last words of the names of two words or more
+	// ("Barnett" of "Ross Barnett"), in order of first appearance: news
+	// text names a person in full once and by the surname after that.
+	// Phrases that are also a name found on its own are not repeated here.
+	Surnames []string
 }
 
 // MineNames finds person names in c's sentences: a first name that the
@@ -118,7 +136,34 @@ func (f *nameFinder) mine(c *corpus.Corpus) MinedNames {
 		}
 	}
 	out.Ambiguous = slices.Sorted(maps.Keys(ambiguous))
+	seen := map[string]bool{}
+	for _, p := range out.Phrases {
+		if sur := f.surname(strings.Fields(p)); sur != "" && out.Counts[sur] == 0 && !seen[sur] {
+			seen[sur] = true
+			out.Surnames = append(out.Surnames, sur)
+		}
+	}
 	return out
+}
+
+// surname returns the surname of a name's words: its last capitalized
+// word, after any suffixes and initials, when the name has a word before
+// it; "" when there is none or it may be something else alone: a title, a
+// word whose lower-case form is common in the text (the stop words), a
+// word a gazetteer types otherwise.
+func (f *nameFinder) surname(words []string) string {
+	end := len(words)
+	for end > 0 && (nameSuffixes[words[end-1]] || isInitial(words[end-1])) {
+		end--
+	}
+	if end < 2 {
+		return ""
+	}
+	w := words[end-1]
+	if !isNameWord(w) || f.stop[w] || f.lists.Otherwise[w] {
+		return ""
+	}
+	return w
 }
 
 // CommonWords returns the lower-case words (those that begin with a
@@ -261,11 +306,11 @@ func (m MinedNames) Gazetteer(name string, opts ...Option) (*Gazetteer, error) {
 	return Read(&tsv, Source{Path: name, Format: FormatTyped}, opts...)
 }
 
-// WriteGazetteer writes the names as a typed gazetteer of type PER, one
-// "PER<TAB>phrase" line each.
+// WriteGazetteer writes the names and then the surnames as a typed
+// gazetteer of type PER, one "PER<TAB>phrase" line each.
 func (m MinedNames) WriteGazetteer(w io.Writer) error {
 	bw := bufio.NewWriter(w)
-	for _, p := range m.Phrases {
+	for _, p := range slices.Concat(m.Phrases, m.Surnames) {
 		if _, err := fmt.Fprintf(bw, "PER\t%s\n", p); err != nil {
 			return err
 		}

@@ -16,9 +16,10 @@ const StageNames = "distant.names"
 func init() {
 	stages.Register(stages.Stage{
 		Name:    StageNames,
-		Version: 1,
+		Version: 2, // 2: surnames of the names found (MinedNames.Surnames)
 		Doc: "Finds person names in a corpus from lists of first names and titles (a known first name, or a title, " +
-			"followed by capitalized words and initials) and writes them as a PER gazetteer for " + StageName + ".",
+			"followed by capitalized words and initials), with the surnames of those of two words or more (Barnett of " +
+			"Ross Barnett, found alone elsewhere), and writes them as a PER gazetteer for " + StageName + ".",
 		Params: append([]stages.Param{
 			stages.IntParam("min_common", 2, "a first name whose lower-case form occurs this often in the corpus is a common word there (Will, May, Mark) and starts no name", stages.AtLeast(1)),
 			stages.IntParam("top", 20, "most frequent names listed in the report", stages.Range(0, 10000)),
@@ -40,6 +41,7 @@ func init() {
 type namesReport struct {
 	Sentences int      `json:"sentences"`
 	Names     int      `json:"names"`    // distinct phrases
+	Surnames  int      `json:"surnames"` // last words of those names, found alone too
 	Mentions  int      `json:"mentions"` // occurrences
 	Top       []string `json:"top"`
 	Common    []string `json:"common_first_names"`   // left out
@@ -61,12 +63,12 @@ func runNamesStage(c *stages.Context) error {
 		return err
 	}
 	mined := MineNames(text, lists, c.Params.Int("min_common"))
-	rep := namesReport{Sentences: len(text.Sentences), Names: len(mined.Phrases), Common: mined.Ambiguous, Excluded: excluded}
+	rep := namesReport{Sentences: len(text.Sentences), Names: len(mined.Phrases), Surnames: len(mined.Surnames), Common: mined.Ambiguous, Excluded: excluded}
 	for _, p := range mined.Phrases {
 		rep.Mentions += mined.Counts[p]
 	}
 	rep.Top = topPhrases(mined, c.Params.Int("top"))
-	c.Log.Info("person names found", "names", rep.Names, "mentions", rep.Mentions, "common_first_names", len(rep.Common))
+	c.Log.Info("person names found", "names", rep.Names, "surnames", rep.Surnames, "mentions", rep.Mentions, "common_first_names", len(rep.Common))
 
 	var gaz bytes.Buffer
 	if err := mined.WriteGazetteer(&gaz); err != nil {
@@ -76,8 +78,8 @@ func runNamesStage(c *stages.Context) error {
 		return err
 	}
 	var txt bytes.Buffer
-	fmt.Fprintf(&txt, "%d person names (%d mentions) in %d sentences\nmost frequent: %v\nfirst names left out as common words here: %v\nfirst names a gazetteer types otherwise: %v\n",
-		rep.Names, rep.Mentions, rep.Sentences, rep.Top, rep.Common, rep.Excluded)
+	fmt.Fprintf(&txt, "%d person names (%d mentions) in %d sentences, and %d surnames of them\nmost frequent: %v\nfirst names left out as common words here: %v\nfirst names a gazetteer types otherwise: %v\n",
+		rep.Names, rep.Mentions, rep.Sentences, rep.Surnames, rep.Top, rep.Common, rep.Excluded)
 	if err := c.Output("report").WriteJSON("report.json", rep); err != nil {
 		return err
 	}

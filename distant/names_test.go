@@ -16,10 +16,15 @@ import (
 
 func TestMineNames(t *testing.T) {
 	var lists NameLists
-	err := ReadNameLists(strings.NewReader("# lists\nfirst\tJohn\nfirst\tAnna\nfirst\tWill\n\ntitle\tSen.\ntitle\tVice\ntitle\tPresident\ntitle\tMrs.\n"), "names.tsv", &lists)
+	err := ReadNameLists(strings.NewReader("# lists\nfirst\tJohn\nfirst\tAnna\nfirst\tWill\nfirst\tSam\n\ntitle\tSen.\ntitle\tVice\ntitle\tPresident\ntitle\tMrs.\n"), "names.tsv", &lists)
 	if err != nil {
 		t.Fatal(err)
 	}
+	places, err := Read(strings.NewReader("LOC\tHouston\nLOC\tNew York\n"), Source{Path: "places.tsv", Format: FormatTyped})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lists.DropTypedOtherwise([]*Gazetteer{places})
 	c := &corpus.Corpus{}
 	for _, s := range []string{
 		"Appointment of John F. Tims Jr. , 41 , was announced .",
@@ -28,19 +33,26 @@ func TestMineNames(t *testing.T) {
 		"John said that John F. was late .",                // no surname after the initial
 		"Anna Weber spoke ; Mrs. and JOHN SMITH did not .",
 		"John Fulton County Court said the county court and the county jail were full .", // County and Court are common words
+		"Sam Houston and Mrs. Weber came .", // Houston is a place alone; Weber is found already
 	} {
 		c.Sentences = append(c.Sentences, corpus.Sentence{Tokens: strings.Fields(s)})
 	}
 	got := MineNames(c, lists, 2)
-	want := []string{"John F. Tims Jr.", "Kennedy", "Johnson", "Anna Weber", "John Fulton"}
+	want := []string{"John F. Tims Jr.", "Kennedy", "Johnson", "Anna Weber", "John Fulton", "Sam Houston", "Weber"}
 	if strings.Join(got.Phrases, "|") != strings.Join(want, "|") {
 		t.Errorf("names %q, want %q", got.Phrases, want)
+	}
+	// The last word of a name of two words or more, after suffixes and
+	// initials; not a word a gazetteer types otherwise, nor one found
+	// as a name already.
+	if want := []string{"Tims", "Fulton"}; !reflect.DeepEqual(got.Surnames, want) {
+		t.Errorf("surnames %q, want %q", got.Surnames, want)
 	}
 	if got.Counts["Anna Weber"] != 2 || strings.Join(got.Ambiguous, ",") != "Will" {
 		t.Errorf("counts %v, common first names %v", got.Counts, got.Ambiguous)
 	}
 	g, err := got.Gazetteer("names.tsv")
-	if err != nil || g.Report.Entries != 5 || g.Report.Types["PER"] != 5 {
+	if err != nil || g.Report.Entries != 9 || g.Report.Types["PER"] != 9 {
 		t.Errorf("the names as a gazetteer: %v %+v", err, g.Report)
 	}
 }
@@ -86,14 +98,14 @@ func TestNamesStage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if string(got) != "PER\tAnna Weber\nPER\tSmith\n" {
+	if string(got) != "PER\tAnna Weber\nPER\tSmith\nPER\tWeber\n" {
 		t.Errorf("names.tsv:\n%s", got)
 	}
 	var rep namesReport
 	if err := stages.NewInput(ctx, st, outs["report"]).ReadJSON("report.json", &rep); err != nil {
 		t.Fatal(err)
 	}
-	if rep.Names != 2 || rep.Mentions != 2 || !reflect.DeepEqual(rep.Excluded, []string{"Georgia"}) {
+	if rep.Names != 2 || rep.Surnames != 1 || rep.Mentions != 2 || !reflect.DeepEqual(rep.Excluded, []string{"Georgia"}) {
 		t.Errorf("report %+v", rep)
 	}
 	bad := imp("bad.tsv", "first\tAnna\nlast\tWeber\n", "names")

@@ -53,6 +53,9 @@ type overlayNames struct {
 	Titles    []string `json:"titles"`
 	Common    []string `json:"common"`
 	MinCommon int      `json:"min_common"`
+	// Otherwise: NameLists.Otherwise (absent in overlays saved before
+	// surnames were found: every surname then counts).
+	Otherwise []string `json:"otherwise,omitempty"`
 }
 
 // overlayEntry is one line of overlayEntriesFile: a gazetteer entry as
@@ -117,7 +120,7 @@ func newGazetteerOverlay(m *Matcher, s overlaySettings, entries []overlayEntry, 
 func (o *GazetteerOverlay) WithNames(lists NameLists, common []string, minCommon int) {
 	o.names, o.lists = newNameFinder(lists, common), lists
 	o.settings.Names = &overlayNames{First: slices.Sorted(maps.Keys(lists.First)), Titles: slices.Sorted(maps.Keys(lists.Titles)),
-		Common: common, MinCommon: minCommon}
+		Common: common, MinCommon: minCommon, Otherwise: slices.Sorted(maps.Keys(lists.Otherwise))}
 }
 
 // ForText returns, for an overlay with name lists, the overlay for the
@@ -312,16 +315,18 @@ func LoadOverlay(dir string) (overlay.Overlay, error) {
 	}
 	o := newGazetteerOverlay(m, s, entries, opts)
 	if n := s.Names; n != nil {
-		lists := NameLists{First: map[string]bool{}, Titles: map[string]bool{}}
-		for _, w := range n.First {
-			lists.First[w] = true
-		}
-		for _, w := range n.Titles {
-			lists.Titles[w] = true
-		}
+		lists := NameLists{First: wordSet(n.First), Titles: wordSet(n.Titles), Otherwise: wordSet(n.Otherwise)}
 		o.WithNames(lists, n.Common, max(n.MinCommon, 1))
 	}
 	return o, nil
+}
+
+func wordSet(words []string) map[string]bool {
+	set := make(map[string]bool, len(words))
+	for _, w := range words {
+		set[w] = true
+	}
+	return set
 }
 
 // MineEntries makes a gazetteer of the entities of a distantly labeled

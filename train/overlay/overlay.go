@@ -119,10 +119,12 @@ type manifest struct {
 // Version is the combining rules' version; 4 has mode extend beside fill
 // and override (see Combine), 5 the overlays that find entities from the
 // whole text predicted (TextOverlay), 6 the text's names resolved against
-// the gazetteers' matches as within a sentence (the match on a tie). Earlier versions combined by rules that
-// were tried during development and are read by today's. A stage that writes overlays versions itself by
-// it, so that new rules rerun it and the evaluations of its output.
-const Version = 6
+// the gazetteers' matches as within a sentence (the match on a tie), 7 the
+// surnames of the text's names found alone too. Earlier versions combined
+// by rules that were tried during development and are read by today's. A
+// stage that writes overlays versions itself by it, so that new rules
+// rerun it and the evaluations of its output.
+const Version = 7
 
 // Attached is an overlay with the mode a tagger combines it in.
 type Attached struct {
