@@ -81,3 +81,50 @@ func TestStage(t *testing.T) {
 		t.Errorf("bad gazetteer: %v", err)
 	}
 }
+
+// A mined gazetteer (input mined: names found in the corpus itself)
+// labels the corpus as a gazetteer does, but only the given gazetteers'
+// entries are appended as sentences of their own: the corpus holds every
+// mined name already, with its context.
+func TestStageMinedGivesNoEntrySentences(t *testing.T) {
+	ctx, st, imp := stageStore(t)
+	text := imp("raw.txt", "Barnett flew to Paris .\n", "corpus")
+	places := imp("places.tsv", "LOC\tParis\nLOC\tBerlin\n", "gazetteer")
+	names := imp("names.tsv", "PER\tBarnett\n", "gazetteer")
+	s, _ := stages.Lookup(StageName)
+	params, err := s.ResolveParams(map[string]any{"scheme": "io", "entry_sentences": true, "entry_share": 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	label := func(inputs map[string][]stages.Artifact) []string {
+		t.Helper()
+		inputs["corpus"] = []stages.Artifact{text}
+		outs, err := stages.Exec(ctx, s, stages.Env{Store: st, Params: params, OutputPrefix: "runs/" + stages.NewAttemptID() + "/label", Inputs: inputs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := stages.NewInput(ctx, st, outs["labeled"]).ReadFile("labeled.conll")
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := corpus.Read(strings.NewReader(string(b)), "labeled.conll", corpus.FormatCoNLL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, s := range c.Sentences {
+			got = append(got, strings.Join(s.Tokens, " ")+" "+strings.Join(s.Tags, " "))
+		}
+		return got
+	}
+	got := label(map[string][]stages.Artifact{"gazetteers": {places}, "mined": {names}})
+	want := []string{"Barnett flew to Paris . I-PER O O I-LOC O", "Paris I-LOC", "Berlin I-LOC"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("mined names:\n got %q\nwant %q", got, want)
+	}
+	// The same list given as a gazetteer gives its entry sentence too.
+	got = label(map[string][]stages.Artifact{"gazetteers": {places, names}})
+	if want := append(want, "Barnett I-PER"); !reflect.DeepEqual(got, want) {
+		t.Errorf("names as a gazetteer:\n got %q\nwant %q", got, want)
+	}
+}

@@ -93,24 +93,28 @@ func distantInputs() []stages.Port {
 			Doc: "lists of first names and titles (stage " + distant.StageNames + "): the person names they find in the train input label it as PER beside the gazetteers (e.g. examples/data/names/names.tsv)"})
 }
 
-// gazetteersFor returns the gazetteers that label the train input, and
-// that the evaluations apply to the dev and test splits as their baseline:
-// the gazetteers input and, with name lists, the person names found in the
-// train input (node names, added by the first caller). The names are a
-// gazetteer mined from the training text, as AutoNER mines its phrase list,
-// so a split's baseline applies that gazetteer to it rather than mining the
-// split itself.
+// gazetteersFor returns the phrase lists of the train input's labels as
+// one list: the gazetteers input and, with name lists, the person names
+// found in the train input (minedNames), for the nodes that match them
+// elsewhere (the overlay of a final model, autoner's Tie-or-Break labels).
 func gazetteersFor(b *spec.Builder) []spec.Ref {
-	refs := []spec.Ref{b.In("gazetteers")}
+	return append([]spec.Ref{b.In("gazetteers")}, minedNames(b)...)
+}
+
+// minedNames returns, with name lists, the person names found in the train
+// input (node names, added by the first caller), which a labeling node
+// reads as input mined: they label the train input, but give no entry
+// sentences, since it holds every one of them already.
+func minedNames(b *spec.Builder) []spec.Ref {
 	if !b.Has("names") {
-		return refs
+		return nil
 	}
 	n := b.Lookup("names")
 	if n == nil {
 		n = b.Node("names", distant.StageNames).Input("names", b.In("names")).Input("gazetteers", b.In("gazetteers")).
 			Input("corpus", b.In("train"))
 	}
-	return append(refs, n.Out("gazetteer"))
+	return []spec.Ref{n.Out("gazetteer")}
 }
 
 // distantParams declares the parameters of a method on distant labels
@@ -165,7 +169,8 @@ func givenLabels(b *spec.Builder) func(n *spec.NodeBuilder, port string) {
 		}
 	}
 	label := labelingNode(b, "label").Pass("entry_sentences", "entry_share").
-		Input("corpus", b.In("train")).Input("gazetteers", gazetteersFor(b)...).Input("stopwords", b.In("stopwords"))
+		Input("corpus", b.In("train")).Input("gazetteers", b.In("gazetteers")).Input("mined", minedNames(b)...).
+		Input("stopwords", b.In("stopwords"))
 	return func(n *spec.NodeBuilder, port string) { n.Input(port, label.Out("labeled")) }
 }
 

@@ -132,13 +132,12 @@ func labelsBaseline(b *spec.Builder, split string) spec.Ref {
 	name := "labels-" + split
 	n := b.Lookup(name)
 	if n == nil {
-		gazetteers := []spec.Ref{b.In("gazetteers")}
+		n = labelingNode(b, name).Input("gazetteers", b.In("gazetteers")).Input("stopwords", b.In("stopwords"))
 		if b.Has("names") {
 			names := b.Node("names-"+split, distant.StageNames).Input("names", b.In("names")).Input("gazetteers", b.In("gazetteers"))
 			readSplit(b, names, split, "corpus")
-			gazetteers = append(gazetteers, names.Out("gazetteer"))
+			n.Input("mined", names.Out("gazetteer"))
 		}
-		n = labelingNode(b, name).Input("gazetteers", gazetteers...).Input("stopwords", b.In("stopwords"))
 		readSplit(b, n, split, "corpus")
 		readSplit(b, n, split, "gold")
 	}
