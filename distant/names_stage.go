@@ -53,7 +53,7 @@ func runNamesStage(c *stages.Context) error {
 	if err != nil {
 		return err
 	}
-	gazetteers, err := readGazetteers(c, nil, nil)
+	gazetteers, err := readGazetteers(c.Inputs("gazetteers"), nil, nil)
 	if err != nil {
 		return err
 	}

@@ -73,7 +73,7 @@ func runOverlayStage(c *stages.Context) error {
 	var gazetteers []*Gazetteer
 	switch labeled := c.Input("labeled"); {
 	case len(c.Inputs("gazetteers")) > 0:
-		if gazetteers, err = readGazetteers(c, p.Ints("priorities"), p.Strings("types"), opts...); err != nil {
+		if gazetteers, err = readGazetteers(c.Inputs("gazetteers"), p.Ints("priorities"), p.Strings("types"), opts...); err != nil {
 			return err
 		}
 	case labeled != nil:

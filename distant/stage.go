@@ -76,7 +76,8 @@ func runStage(c *stages.Context) error {
 	if err != nil {
 		return stages.Permanent(err)
 	}
-	m, gazetteers, err := stageMatcher(c, WithTopK(p.Int("top")), WithAbbreviations(p.Bool("abbreviations")))
+	m, gazetteers, err := stageMatcher(c, slices.Concat(c.Inputs("gazetteers"), c.Inputs("mined")),
+		WithTopK(p.Int("top")), WithAbbreviations(p.Bool("abbreviations")))
 	if err != nil {
 		return err
 	}
@@ -104,7 +105,7 @@ func runStage(c *stages.Context) error {
 		"coverage", report.Coverage, "unknown_coverage", report.UnknownCoverage)
 	if p.Bool("entry_sentences") {
 		// After the report: its coverage and scores are the corpus's. The
-		// mined gazetteers come last (stageMatcher) and give none: a name
+		// mined gazetteers come last (runStage reads them so) and give none: a name
 		// the corpus holds, repeated without its context, only taught the
 		// taggers that a lone capitalized word is a person (on the sample,
 		// with the surnames of its names: test PER precision 61.9 against
@@ -145,16 +146,17 @@ func runStage(c *stages.Context) error {
 	return c.Output("report").WriteFile("report.txt", txt.Bytes())
 }
 
-// stageMatcher compiles the matcher of a labeling stage from its
-// gazetteers, stopwords and matching params; it returns the gazetteers too.
+// stageMatcher compiles the matcher of a labeling stage from the gazetteer
+// artifacts ins, its stopwords and matching params; it returns the
+// gazetteers too, in the order of ins.
 // A malformed gazetteer is a permanent error naming its file and line.
-func stageMatcher(c *stages.Context, more ...Option) (*Matcher, []*Gazetteer, error) {
+func stageMatcher(c *stages.Context, ins []*stages.Input, more ...Option) (*Matcher, []*Gazetteer, error) {
 	opts, err := stageOptions(c)
 	if err != nil {
 		return nil, nil, err
 	}
 	opts = append(opts, more...)
-	gazetteers, err := readGazetteers(c, c.Params.Ints("priorities"), c.Params.Strings("types"), opts...)
+	gazetteers, err := readGazetteers(ins, c.Params.Ints("priorities"), c.Params.Strings("types"), opts...)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -190,13 +192,12 @@ func stageOptions(c *stages.Context) ([]Option, error) {
 	return opts, nil
 }
 
-// readGazetteers reads every file of every artifact of the input
-// gazetteers and then of the input mined (of the stages that have one),
-// the i-th artifact's with priorities[i] and types[i] where given; a
-// malformed gazetteer is a permanent error.
-func readGazetteers(c *stages.Context, priorities []int, types []string, opts ...Option) ([]*Gazetteer, error) {
+// readGazetteers reads every file of every artifact ins, the i-th
+// artifact's with priorities[i] and types[i] where given; a malformed
+// gazetteer is a permanent error.
+func readGazetteers(ins []*stages.Input, priorities []int, types []string, opts ...Option) ([]*Gazetteer, error) {
 	var gazetteers []*Gazetteer
-	for i, in := range slices.Concat(c.Inputs("gazetteers"), c.Inputs("mined")) {
+	for i, in := range ins {
 		src := Source{}
 		if i < len(priorities) {
 			src.Priority = priorities[i]
