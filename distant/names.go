@@ -137,8 +137,9 @@ func (f *nameFinder) mine(c *corpus.Corpus) MinedNames {
 	}
 	out.Ambiguous = slices.Sorted(maps.Keys(ambiguous))
 	seen := map[string]bool{}
+	words := wordSet(CommonWords(c, 1))
 	for _, p := range out.Phrases {
-		if sur := f.surname(strings.Fields(p)); sur != "" && out.Counts[sur] == 0 && !seen[sur] {
+		if sur := f.surname(strings.Fields(p), words); sur != "" && out.Counts[sur] == 0 && !seen[sur] {
 			seen[sur] = true
 			out.Surnames = append(out.Surnames, sur)
 		}
@@ -149,9 +150,12 @@ func (f *nameFinder) mine(c *corpus.Corpus) MinedNames {
 // surname returns the surname of a name's words: its last capitalized
 // word, after any suffixes and initials, when the name has a word before
 // it; "" when there is none or it may be something else alone: a title, a
-// word whose lower-case form is common in the text (the stop words), a
-// word a gazetteer types otherwise.
-func (f *nameFinder) surname(words []string) string {
+// word a gazetteer types otherwise, a word the text (or the training text,
+// for an overlay: the stop words) also writes in lower case. A name
+// found by its first name may be a place (Stewart Avenue, Warren Street):
+// its last word alone would tag every street, so a word the text ever
+// writes as a word (lower), however rarely, is no surname.
+func (f *nameFinder) surname(words []string, lower map[string]bool) string {
 	end := len(words)
 	for end > 0 && (nameSuffixes[words[end-1]] || isInitial(words[end-1])) {
 		end--
@@ -160,7 +164,7 @@ func (f *nameFinder) surname(words []string) string {
 		return ""
 	}
 	w := words[end-1]
-	if !isNameWord(w) || f.stop[w] || f.lists.Otherwise[w] {
+	if !isNameWord(w) || f.stop[w] || f.lists.Otherwise[w] || lower[strings.ToLower(w)] {
 		return ""
 	}
 	return w

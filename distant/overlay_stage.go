@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/nerflow/nerflow/dataset"
+	"github.com/nerflow/nerflow/eval"
 	"github.com/nerflow/nerflow/stages"
 	"github.com/nerflow/nerflow/train/overlay"
 )
@@ -48,6 +50,7 @@ func init() {
 			{Name: "labeled", Kind: "corpus", Optional: true, Doc: "without gazetteers: the training corpus with its distant tags, whose tagged phrases are the entries"},
 			{Name: "names", Kind: "names", Many: true, Optional: true, Doc: "lists of first names and titles (as " + StageNames + " reads them): person names found in each sentence join the gazetteers' matches"},
 			{Name: "names_corpus", Kind: "corpus", Optional: true, Doc: "with names: the tagger's training text, whose common lower-case words start no name (Will, May); required with names"},
+			{Name: "dev_report", Kind: "report", Optional: true, Doc: "the evaluation (train.evaluate, with its baseline) on a dev split of the same tagger under the same overlay in the same mode, every type kept: the tagger's entities are then kept only for the types whose F1 there is at least the distant labels' (where they add more than they spoil); a type the labels never find is kept"},
 		},
 		Outputs: []stages.Port{
 			{Name: "model", Kind: "checkpoint", Doc: "the input checkpoint's files and metadata with " + overlay.Dir + "/"},
@@ -115,6 +118,14 @@ func runOverlayStage(c *stages.Context) error {
 	if err != nil {
 		return stages.Permanent(err)
 	}
+	if in := c.Input("dev_report"); in != nil {
+		kept, dropped, err := typesThatGain(in)
+		if err != nil {
+			return err
+		}
+		a.ModelTypes = kept
+		c.Log.Info("the tagger's entities kept by type, on the dev split's evidence", "kept", kept, "dropped", dropped)
+	}
 	if err := a.Write(dir); err != nil {
 		return err
 	}
@@ -123,6 +134,9 @@ func runOverlayStage(c *stages.Context) error {
 		out.SetMeta(k, v)
 	}
 	out.SetMeta("overlay", string(mode))
+	if a.ModelTypes != nil {
+		out.SetMeta("model_types", strings.Join(a.ModelTypes, ","))
+	}
 	if model.SchemaVersion != 0 {
 		out.SetSchemaVersion(model.SchemaVersion)
 	}
@@ -149,4 +163,33 @@ func addNames(c *stages.Context, ov *GazetteerOverlay, gazetteers []*Gazetteer) 
 	c.Log.Info("overlay finds person names", "first_names", len(lists.First), "titles", len(lists.Titles),
 		"common_words", len(common), "first_names_typed_otherwise", len(excluded))
 	return nil
+}
+
+// typesThatGain reads an evaluation report with its baseline (the distant
+// labels' score on the same sentences) and returns the types whose F1 the
+// model reaches at least the labels' with (kept, sorted; a type the labels
+// never find among them) and the others (dropped). With the overlay in
+// override, a type's F1 differs from the labels' only by the tagger's
+// entities of that type that overlap no match: the report says, type by
+// type, whether those find more than they spoil.
+func typesThatGain(in *stages.Input) (kept, dropped []string, err error) {
+	var rep struct {
+		eval.Report
+		Baseline *eval.Report `json:"baseline"`
+	}
+	if err := in.ReadJSON("report.json", &rep); err != nil {
+		return nil, nil, fmt.Errorf("input dev_report: %w", err)
+	}
+	if rep.Baseline == nil {
+		return nil, nil, stages.Permanent(fmt.Errorf("input dev_report %s has no baseline: connect the distant labels' report to the evaluation's input baseline", in.Digest))
+	}
+	kept = []string{} // not nil: no type kept is a choice too
+	for _, t := range rep.TypeNames() {
+		if base, ok := rep.Baseline.Types[t]; ok && rep.Types[t].F1 < base.F1 {
+			dropped = append(dropped, t)
+		} else {
+			kept = append(kept, t)
+		}
+	}
+	return kept, dropped, nil
 }

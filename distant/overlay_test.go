@@ -267,8 +267,27 @@ func TestOverlayStage(t *testing.T) {
 		}
 	}
 
+	// With the dev evaluation of the model under this overlay, its
+	// entities are kept for the types where it reaches the labels' F1:
+	// Chemical (above them) and Gene (which the labels never find), not
+	// Disease (below them).
+	devReport := imp("report.json", `{"micro":{"f1":0.8},"types":{"Chemical":{"f1":0.9},"Disease":{"f1":0.5},"Gene":{"f1":0.2}},`+
+		`"baseline":{"micro":{"f1":0.75},"types":{"Chemical":{"f1":0.8},"Disease":{"f1":0.7}}}}`, "report")
+	out, err := run("runs/typed", map[string]any{"mode": "override"}, map[string][]stages.Artifact{"model": {model}, "gazetteers": {gaz}, "dev_report": {devReport}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := stages.NewInput(ctx, st, out).Fetch(dir); err != nil {
+		t.Fatal(err)
+	}
+	if a, err := overlay.Read(dir); err != nil || !reflect.DeepEqual(a.ModelTypes, []string{"Chemical", "Gene"}) || out.Meta["model_types"] != "Chemical,Gene" {
+		t.Errorf("model types: %+v, %v, meta %v", a, err, out.Meta)
+	}
+
 	bad := imp("bad.txt", "Chemical\tx\nnot typed\n", "gazetteer")
 	notTagger := imp("model.bin", "x", "checkpoint")
+	noBaseline := imp("report.json", `{"micro":{"f1":0.8},"types":{"Chemical":{"f1":0.9}}}`, "report")
 	for _, c := range []struct {
 		name   string
 		inputs map[string][]stages.Artifact
@@ -277,6 +296,7 @@ func TestOverlayStage(t *testing.T) {
 		{"nothing to overlay", map[string][]stages.Artifact{"model": {model}}, "connect gazetteers, or the distantly labeled corpus"},
 		{"bad gazetteer", map[string][]stages.Artifact{"model": {model}, "gazetteers": {bad}}, "bad.txt:2: no tab"},
 		{"not a tagger", map[string][]stages.Artifact{"model": {notTagger}, "gazetteers": {gaz}}, "no tagger.json"},
+		{"dev report without a baseline", map[string][]stages.Artifact{"model": {model}, "gazetteers": {gaz}, "dev_report": {noBaseline}}, "has no baseline"},
 	} {
 		_, err := run("runs/err", map[string]any{}, c.inputs)
 		if err == nil || !stages.IsPermanent(err) || !strings.Contains(err.Error(), c.want) {

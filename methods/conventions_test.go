@@ -186,12 +186,28 @@ func checkConventions(t *testing.T, s *spec.Spec, g *spec.Graph, given inputs) {
 			return n.Name
 		}
 		models, reports := portNodes(n, "models"), portNodes(n, "reports")
-		if len(models) != 4 {
-			t.Errorf("%s chooses among %v, want the model with the overlay in each mode and alone", id, models)
+		// With the labels' score on dev, also the overlay in override
+		// with the model's entities of the types that gain there.
+		want := 4
+		if given.baseline {
+			want = 5
+		}
+		if len(models) != want {
+			t.Errorf("%s chooses among %v, want the model with the overlay in each mode (and typed, with a baseline) and alone", id, models)
 			return n.Name
 		}
-		plain := node(models[3])
+		plain := node(models[len(models)-1])
 		suffixOf := strings.TrimPrefix(n.Name, "overlay")
+		if given.baseline {
+			typed := node(models[3])
+			var p map[string]any
+			if err := json.Unmarshal(typed.Params, &p); err != nil {
+				t.Fatal(err)
+			}
+			if typed.Name != "overlay-typed"+suffixOf || p["mode"] != "override" || node(portIn(typed, "dev_report").Node).Name != "eval-overlay-override"+suffixOf {
+				t.Errorf("%s: candidate 4 is %s (%v, dev report of %s), want overlay-typed%s on eval-overlay-override%s", id, typed.ID, p, portIn(typed, "dev_report").Node, suffixOf, suffixOf)
+			}
+		}
 		for i, mode := range []string{"override", "extend", "fill"} {
 			ov := node(models[i])
 			var p map[string]any

@@ -14,11 +14,13 @@ import (
 )
 
 // overlayNodes are the nodes the overlay ending adds after a final model.
-var overlayNodes = []string{"overlay-override", "overlay-extend", "overlay-fill", "eval-overlay-override", "eval-overlay-extend", "eval-overlay-fill", "overlay", "eval-overlay"}
+var overlayNodes = []string{"overlay-override", "overlay-extend", "overlay-fill", "overlay-typed", "eval-overlay-override", "eval-overlay-extend", "eval-overlay-fill", "eval-overlay-typed", "overlay", "eval-overlay"}
 
 // The main job ends by choosing on dev among its final model (select's)
-// and that model with the gazetteer overlay in each mode, the model alone
-// last so that it wins a tie; test and register read the choice. Every
+// and that model with the gazetteer overlay in each mode and in override
+// with the model's entities of the types that gain on dev (overlay-typed,
+// reading eval-overlay-override's report), the model alone last so that
+// it wins a tie; test and register read the choice. Every
 // other node is the one the spec made before, so that a rerun finds the
 // trained models in the cache and runs only the new nodes.
 func TestOverlayEndingOfTheMainJob(t *testing.T) {
@@ -44,20 +46,27 @@ func TestOverlayEndingOfTheMainJob(t *testing.T) {
 		t.Fatalf("no %s node overlay in %v", eval.StageSelect, ids(g))
 	}
 	models, reports := portNodes(sel, "models"), portNodes(sel, "reports")
-	if want := []string{"overlay-override", "overlay-extend", "overlay-fill", "select"}; !slices.Equal(models, want) {
+	if want := []string{"overlay-override", "overlay-extend", "overlay-fill", "overlay-typed", "select"}; !slices.Equal(models, want) {
 		t.Errorf("overlay chooses among %v, want %v", models, want)
 	}
-	if want := []string{"eval-overlay-override", "eval-overlay-extend", "eval-overlay-fill", "eval-select"}; !slices.Equal(reports, want) {
+	if want := []string{"eval-overlay-override", "eval-overlay-extend", "eval-overlay-fill", "eval-overlay-typed", "eval-select"}; !slices.Equal(reports, want) {
 		t.Errorf("overlay reads the reports %v, want %v", reports, want)
 	}
-	if p := nodeParams(t, g, "overlay"); strings.Join(toStrings(p["names"]), "|") != "overlay override|overlay extend|overlay fill|model" {
+	if p := nodeParams(t, g, "overlay"); strings.Join(toStrings(p["names"]), "|") != "overlay override|overlay extend|overlay fill|overlay override, the types that gain on dev|model" {
 		t.Errorf("overlay names %v", p["names"])
 	}
-	for _, mode := range []string{"override", "extend", "fill"} {
-		n, _ := g.Node("overlay-" + mode)
+	for _, name := range []string{"override", "extend", "fill", "typed"} {
+		mode := name
+		if name == "typed" {
+			mode = "override"
+			if n, _ := g.Node("overlay-typed"); portIn(n, "dev_report").Node != "eval-overlay-override" {
+				t.Errorf("overlay-typed reads dev_report %+v", portIn(n, "dev_report"))
+			}
+		}
+		n, _ := g.Node("overlay-" + name)
 		p := nodeParams(t, g, n.ID)
 		if n.Stage != distant.StageOverlay || p["mode"] != mode || p["case"] != "exact" || modelOf(t, g, n.ID) != "select" {
-			t.Errorf("overlay-%s: %s, params %v, model of %s", mode, n.Stage, p, modelOf(t, g, n.ID))
+			t.Errorf("overlay-%s: %s, params %v, model of %s", name, n.Stage, p, modelOf(t, g, n.ID))
 		}
 		var gaz []string
 		for _, in := range n.Inputs {
@@ -70,11 +79,11 @@ func TestOverlayEndingOfTheMainJob(t *testing.T) {
 			}
 		}
 		if want := []string{"gazetteer.tsv", "names"}; !slices.Equal(gaz, want) || inputOf(n, "stopwords") != "stopwords.txt" {
-			t.Errorf("overlay-%s reads gazetteers %v and stopwords %q, want the label node's %v", mode, gaz, inputOf(n, "stopwords"), want)
+			t.Errorf("overlay-%s reads gazetteers %v and stopwords %q, want the label node's %v", name, gaz, inputOf(n, "stopwords"), want)
 		}
-		ev, _ := g.Node("eval-overlay-" + mode)
+		ev, _ := g.Node("eval-overlay-" + name)
 		if modelOf(t, g, ev.ID) != n.ID || portIn(ev, "baseline").Node != "labels-dev" {
-			t.Errorf("eval-overlay-%s reads %+v", mode, ev.Inputs)
+			t.Errorf("eval-overlay-%s reads %+v", name, ev.Inputs)
 		}
 	}
 	for _, id := range []string{"test", "register", "eval-overlay"} {

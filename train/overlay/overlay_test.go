@@ -196,6 +196,40 @@ func TestApplyIO(t *testing.T) {
 	}
 }
 
+// With ModelTypes the tagger's entities of other types are dropped before
+// combining, also in a sentence where the overlay finds nothing; the
+// types are saved with the overlay (TestWriteRead reads them back).
+func TestApplyModelTypes(t *testing.T) {
+	set := tagSet("I", "PER", "LOC")
+	a, err := Attach(fixed{"a b c d": {sp("LOC", 3, 4)}}, Override)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.ModelTypes = []string{"LOC"}
+	for _, c := range []struct{ text, model, want string }{
+		{"a b c d", "I-PER I-LOC O O", "O I-LOC O I-LOC"},
+		{"e f", "I-PER O", "O O"},
+		{"g h", "I-LOC O", "I-LOC O"},
+	} {
+		model := strings.Fields(c.model)
+		got, err := a.Apply(corpus.IO, []string{"PER", "LOC"}, set, strings.Fields(c.text), dataset.Prediction{Tags: model, Probs: rows(model, set, 0.9)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := strings.Fields(c.want); !slices.Equal(got.Tags, want) {
+			t.Errorf("%q: tags %v, want %v", c.text, got.Tags, want)
+		}
+	}
+	dir := t.TempDir()
+	if err := a.Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, Dir, File))
+	if err != nil || !strings.Contains(string(b), `"model_types":["LOC"]`) {
+		t.Fatalf("%s: %s (%v)", File, b, err)
+	}
+}
+
 // A checkpoint without an overlay directory reads as none; one names its
 // kind and mode, and a kind this build does not know is an error.
 func TestWriteRead(t *testing.T) {
@@ -219,8 +253,23 @@ func TestWriteRead(t *testing.T) {
 	}
 	Register("fixed", func(string) (Overlay, error) { return fixed{}, nil })
 	back, err := Read(dir)
-	if err != nil || back.Mode != Override || back.Kind() != "fixed" {
+	if err != nil || back.Mode != Override || back.Kind() != "fixed" || back.ModelTypes != nil {
 		t.Errorf("read back %+v, %v", back, err)
+	}
+	a.ModelTypes = []string{"LOC", "MISC"}
+	if err := a.Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	if back, err := Read(dir); err != nil || !slices.Equal(back.ModelTypes, a.ModelTypes) {
+		t.Errorf("model types read back %+v, %v", back, err)
+	}
+	// No type at all is a choice too, not every type.
+	a.ModelTypes = []string{}
+	if err := a.Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	if back, err := Read(dir); err != nil || back.ModelTypes == nil || len(back.ModelTypes) != 0 {
+		t.Errorf("no model type read back %+v, %v", back, err)
 	}
 	if _, err := Attach(fixed{}, "both"); err == nil {
 		t.Error("mode both accepted")
