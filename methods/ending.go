@@ -28,10 +28,13 @@ import (
 //	               that chooses a setting per step and seed on dev names it
 //	               select-STEP (the candidate miss rates of autoner's
 //	               variants and of roster's seeds, bestMissRate)
-//	overlay-fill, overlay-override
+//	overlay-fill, overlay-override, overlay-extend
 //	               the final model with the gazetteer overlay in each mode
 //	               (stage distant.overlay), each scored as eval-overlay-MODE
-//	overlay        of the final model and those two, the best on the dev
+//	overlay-typed  with gazetteers, override with the model's entities of
+//	               the types that gain on dev only, scored as
+//	               eval-overlay-typed
+//	overlay        of the final model and those, the best on the dev
 //	               input (the plain model on a tie): the model tested and
 //	               registered, for a method on distant labels (chooseOverlay)
 //
@@ -194,7 +197,8 @@ func bestOnDev(b *spec.Builder, cands ...candidate) *finalModel {
 
 // overlayDoc ends the doc of every method on distant labels.
 const overlayDoc = " With a dev input, the final model is also tried with the gazetteer overlay (the gazetteers' " +
-	"matches combined with its entities at prediction, modes fill, override and extend) and the best of the four on dev " +
+	"matches combined with its entities at prediction, modes fill, override and extend, and with gazetteers override with " +
+	"the model's entities of the types that gain on dev only) and the best of them on dev " +
 	"is tested and registered (node overlay; overlay=false: the model alone)."
 
 // overlayParam declares overlay, which every method on distant labels
@@ -205,7 +209,8 @@ func overlayParam() stages.Param {
 		"the distantly labeled train input, combined with the model's entities at prediction), in mode fill (the "+
 		"model's entities kept, matches that overlap none added) and override (matches kept, the model's entities "+
 		"that overlap none added) and extend (as override, but a wider entity of the model of a match's type keeps the "+
-		"matches it holds: the longer name of which the gazetteer knows a part); of the four, the one the dev input scores best is tested and registered (node "+
+		"matches it holds: the longer name of which the gazetteer knows a part), and with gazetteers override again keeping "+
+		"the model's entities only of the types whose dev F1 they did not lower in override (node overlay-typed); of these and the model alone, the one the dev input scores best is tested and registered (node "+
 		"overlay; the model alone on a tie) (false: the model alone)")
 }
 
