@@ -78,8 +78,11 @@ func TestOverlayEndingOfTheMainJob(t *testing.T) {
 				gaz = append(gaz, in.Node)
 			}
 		}
-		if want := []string{"gazetteer.tsv", "names"}; !slices.Equal(gaz, want) || inputOf(n, "stopwords") != "stopwords.txt" {
-			t.Errorf("overlay-%s reads gazetteers %v and stopwords %q, want the label node's %v", name, gaz, inputOf(n, "stopwords"), want)
+		// The gazetteer, not the names found in the training text: with
+		// the name lists it finds the names of the text it tags, as the
+		// labels of a split do.
+		if want := []string{"gazetteer.tsv"}; !slices.Equal(gaz, want) || inputOf(n, "stopwords") != "stopwords.txt" || inputOf(n, "names") != "names.tsv" {
+			t.Errorf("overlay-%s reads gazetteers %v, stopwords %q and names %q, want the label node's %v", name, gaz, inputOf(n, "stopwords"), inputOf(n, "names"), want)
 		}
 		ev, _ := g.Node("eval-overlay-" + name)
 		if modelOf(t, g, ev.ID) != n.ID || portIn(ev, "baseline").Node != "labels-dev" {
