@@ -33,8 +33,8 @@ func TestMineNames(t *testing.T) {
 		"John said that John F. was late .",                // no surname after the initial
 		"Anna Weber spoke ; Mrs. and JOHN SMITH did not .",
 		"John Fulton County Court said the county court and the county jail were full .", // County and Court are common words
-		"Sam Houston and Mrs. Weber came .", // Houston is a place alone; Weber is found already
-		"Anna lives on Sam Street , a quiet street .", // the text writes street as a word
+		"Sam Houston and Mrs. Weber came .",                                              // Houston is a place alone; Weber is found already
+		"Anna lives on Sam Street , a quiet street .",                                    // the text writes street as a word
 	} {
 		c.Sentences = append(c.Sentences, corpus.Sentence{Tokens: strings.Fields(s)})
 	}
