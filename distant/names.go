@@ -119,10 +119,10 @@ type MinedNames struct {
 // a common first name (Will, May, Mark in English text) starts no name,
 // and a common capitalized word (County, Court) ends one.
 func MineNames(c *corpus.Corpus, lists NameLists, minCommon int) MinedNames {
-	return newNameFinder(lists, CommonWords(c, minCommon)).mine(c)
+	return newTextFinder(lists, c, minCommon).mine(c)
 }
 
-// mine finds the names of c's sentences.
+// mine finds the names of c's sentences; f is c's finder (newTextFinder).
 func (f *nameFinder) mine(c *corpus.Corpus) MinedNames {
 	ambiguous := map[string]bool{}
 	out := MinedNames{Counts: map[string]int{}}
@@ -137,9 +137,8 @@ func (f *nameFinder) mine(c *corpus.Corpus) MinedNames {
 	}
 	out.Ambiguous = slices.Sorted(maps.Keys(ambiguous))
 	seen := map[string]bool{}
-	words := wordSet(CommonWords(c, 1))
 	for _, p := range out.Phrases {
-		if sur := f.surname(strings.Fields(p), words); sur != "" && out.Counts[sur] == 0 && !seen[sur] {
+		if sur := f.surname(strings.Fields(p)); sur != "" && out.Counts[sur] == 0 && !seen[sur] {
 			seen[sur] = true
 			out.Surnames = append(out.Surnames, sur)
 		}
@@ -150,12 +149,11 @@ func (f *nameFinder) mine(c *corpus.Corpus) MinedNames {
 // surname returns the surname of a name's words: its last capitalized
 // word, after any suffixes and initials, when the name has a word before
 // it; "" when there is none or it may be something else alone: a title, a
-// word a gazetteer types otherwise, a word the text (or the training text,
-// for an overlay: the stop words) also writes in lower case. A name
-// found by its first name may be a place (Stewart Avenue, Warren Street):
-// its last word alone would tag every street, so a word the text ever
-// writes as a word (lower), however rarely, is no surname.
-func (f *nameFinder) surname(words []string, lower map[string]bool) string {
+// word a gazetteer types otherwise, a word the text also writes in lower
+// case. A name found by its first name may be a place (Stewart Avenue,
+// Warren Street): its last word alone would tag every street, so a word
+// the text ever writes as a word, however rarely, is no surname.
+func (f *nameFinder) surname(words []string) string {
 	end := len(words)
 	for end > 0 && (nameSuffixes[words[end-1]] || isInitial(words[end-1])) {
 		end--
@@ -164,7 +162,7 @@ func (f *nameFinder) surname(words []string, lower map[string]bool) string {
 		return ""
 	}
 	w := words[end-1]
-	if !isNameWord(w) || f.stop[w] || f.lists.Otherwise[w] || lower[strings.ToLower(w)] {
+	if !isNameWord(w) || f.stop[w] || f.lists.Otherwise[w] || f.lower[strings.ToLower(w)] > 0 {
 		return ""
 	}
 	return w
@@ -174,6 +172,11 @@ func (f *nameFinder) surname(words []string, lower map[string]bool) string {
 // lower-case letter) that occur at least minCommon times in c, sorted:
 // what MineNames takes for common words of the text.
 func CommonWords(c *corpus.Corpus, minCommon int) []string {
+	return commonOf(lowerCounts(c), minCommon)
+}
+
+// lowerCounts counts the words of c that begin with a lower-case letter.
+func lowerCounts(c *corpus.Corpus) map[string]int {
 	lower := map[string]int{}
 	for _, s := range c.Sentences {
 		for _, tok := range s.Tokens {
@@ -182,6 +185,11 @@ func CommonWords(c *corpus.Corpus, minCommon int) []string {
 			}
 		}
 	}
+	return lower
+}
+
+// commonOf returns the words counted at least minCommon times, sorted.
+func commonOf(lower map[string]int, minCommon int) []string {
 	var out []string
 	for w, n := range lower {
 		if n >= minCommon {
@@ -198,6 +206,18 @@ type nameFinder struct {
 	lists  NameLists
 	common map[string]bool // lower-case words common in the text
 	stop   map[string]bool // words that end a name: titles, capitalized common words
+	lower  map[string]int  // the text's lower-case words, counted (a text's finder; surname)
+}
+
+// newTextFinder returns the finder of the names of the text c: its words
+// written in lower case at least minCommon times are its common words,
+// and every word it writes in lower case is no surname. The text's words
+// are counted once for both.
+func newTextFinder(lists NameLists, c *corpus.Corpus, minCommon int) *nameFinder {
+	lower := lowerCounts(c)
+	f := newNameFinder(lists, commonOf(lower, minCommon))
+	f.lower = lower
+	return f
 }
 
 func newNameFinder(lists NameLists, common []string) *nameFinder {

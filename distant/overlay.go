@@ -77,7 +77,6 @@ type GazetteerOverlay struct {
 	scanners sync.Pool
 	opts     []Option    // m's options, for ForText's names
 	names    *nameFinder // nil: the gazetteers' matches alone
-	lists    NameLists
 	// textNames matches the names ForText found in the whole text, in
 	// place of names (which finds them in one sentence).
 	textNames *Matcher
@@ -118,7 +117,7 @@ func newGazetteerOverlay(m *Matcher, s overlaySettings, entries []overlayEntry, 
 // from can. A name and an overlapping gazetteer match resolve as
 // distant.label resolves them: the longer is kept, the match on a tie.
 func (o *GazetteerOverlay) WithNames(lists NameLists, common []string, minCommon int) {
-	o.names, o.lists = newNameFinder(lists, common), lists
+	o.names = newNameFinder(lists, common)
 	o.settings.Names = &overlayNames{First: slices.Sorted(maps.Keys(lists.First)), Titles: slices.Sorted(maps.Keys(lists.Titles)),
 		Common: common, MinCommon: minCommon, Otherwise: slices.Sorted(maps.Keys(lists.Otherwise))}
 }
@@ -145,7 +144,7 @@ func (o *GazetteerOverlay) ForText(sentences [][]string) (overlay.Overlay, error
 	// at the capitalized form of every common training word too cost the
 	// sample's dev split 2.4 PER F1 of the overlay alone (83.7 against
 	// 86.1): a surname that is also a word of the training text.
-	f := newNameFinder(o.lists, CommonWords(text, o.settings.Names.MinCommon))
+	f := newTextFinder(o.names.lists, text, o.settings.Names.MinCommon)
 	for _, w := range o.settings.Names.Common {
 		f.common[w] = true
 	}
