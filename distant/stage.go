@@ -76,12 +76,10 @@ func runStage(c *stages.Context) error {
 	if err != nil {
 		return stages.Permanent(err)
 	}
-	m, gazetteers, err := stageMatcher(c, slices.Concat(c.Inputs("gazetteers"), c.Inputs("mined")),
-		WithTopK(p.Int("top")), WithAbbreviations(p.Bool("abbreviations")))
+	m, gazetteers, err := stageMatcher(c, c.Inputs("mined"), WithTopK(p.Int("top")), WithAbbreviations(p.Bool("abbreviations")))
 	if err != nil {
 		return err
 	}
-	given := len(gazetteers) - countFiles(c.Inputs("mined"))
 	text, err := dataset.ReadInput(c.Input("corpus"), p, "corpus")
 	if err != nil {
 		return err
@@ -105,12 +103,11 @@ func runStage(c *stages.Context) error {
 		"coverage", report.Coverage, "unknown_coverage", report.UnknownCoverage)
 	if p.Bool("entry_sentences") {
 		// After the report: its coverage and scores are the corpus's. The
-		// mined gazetteers come last (runStage reads them so) and give none: a name
-		// the corpus holds, repeated without its context, only taught the
-		// taggers that a lone capitalized word is a person (on the sample,
-		// with the surnames of its names: test PER precision 61.9 against
-		// the labels' 81.8).
-		entries, err := m.EntrySentences(gazetteers[:given], scheme)
+		// mined gazetteers give none: a name the corpus holds, repeated
+		// without its context, only taught the taggers that a lone
+		// capitalized word is a person (on the sample, with the surnames
+		// of its names: test PER precision 61.9 against the labels' 81.8).
+		entries, err := m.EntrySentences(gazetteers, scheme)
 		if err != nil {
 			return stages.Permanent(err)
 		}
@@ -146,21 +143,26 @@ func runStage(c *stages.Context) error {
 	return c.Output("report").WriteFile("report.txt", txt.Bytes())
 }
 
-// stageMatcher compiles the matcher of a labeling stage from the gazetteer
-// artifacts ins, its stopwords and matching params; it returns the
-// gazetteers too, in the order of ins.
-// A malformed gazetteer is a permanent error naming its file and line.
-func stageMatcher(c *stages.Context, ins []*stages.Input, more ...Option) (*Matcher, []*Gazetteer, error) {
+// stageMatcher compiles the matcher of a labeling stage from its input
+// gazetteers and the gazetteer artifacts mined after them (priority 0),
+// its stopwords and matching params; it returns the input gazetteers'
+// gazetteers too. A malformed gazetteer is a permanent error naming its
+// file and line.
+func stageMatcher(c *stages.Context, mined []*stages.Input, more ...Option) (*Matcher, []*Gazetteer, error) {
 	opts, err := stageOptions(c)
 	if err != nil {
 		return nil, nil, err
 	}
 	opts = append(opts, more...)
-	gazetteers, err := readGazetteers(ins, c.Params.Ints("priorities"), c.Params.Strings("types"), opts...)
+	gazetteers, err := readGazetteers(c.Inputs("gazetteers"), c.Params.Ints("priorities"), c.Params.Strings("types"), opts...)
 	if err != nil {
 		return nil, nil, err
 	}
-	m, err := NewMatcher(gazetteers, opts...)
+	found, err := readGazetteers(mined, nil, nil, opts...)
+	if err != nil {
+		return nil, nil, err
+	}
+	m, err := NewMatcher(slices.Concat(gazetteers, found), opts...)
 	if err != nil {
 		return nil, nil, stages.Permanent(err)
 	}
@@ -221,16 +223,6 @@ func readGazetteers(ins []*stages.Input, priorities []int, types []string, opts 
 		}
 	}
 	return gazetteers, nil
-}
-
-// countFiles counts the files of input artifacts: the gazetteers
-// readGazetteers reads from them.
-func countFiles(ins []*stages.Input) int {
-	n := 0
-	for _, in := range ins {
-		n += len(in.Files)
-	}
-	return n
 }
 
 // readInput opens one file of an input artifact for read.

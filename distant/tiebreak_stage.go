@@ -40,7 +40,7 @@ func init() {
 }
 
 func runTieBreakStage(c *stages.Context) error {
-	m, _, err := stageMatcher(c, c.Inputs("gazetteers"), WithAbbreviations(c.Params.Bool("abbreviations")))
+	m, _, err := stageMatcher(c, nil, WithAbbreviations(c.Params.Bool("abbreviations")))
 	if err != nil {
 		return err
 	}
