@@ -31,6 +31,10 @@ type Labeler struct {
 	// shortLabeled counts the occurrences it labeled, by short form.
 	short        *shortForms
 	shortLabeled map[string]int
+	// caps finds the capitalized phrases (nil: off); capsLabeled counts
+	// the occurrences it labeled, by phrase.
+	caps        *capitalizedPhrases
+	capsLabeled map[string]int
 
 	gold       *eval.Scorer
 	goldMarks  int // unknown or ambiguous spans on gold sentences
@@ -82,6 +86,9 @@ func (l *Labeler) match(tokens []string) []Match {
 	if l.short != nil {
 		ms = l.short.add(tokens, ms)
 	}
+	if l.caps != nil {
+		ms = l.caps.add(tokens, ms) // last: between every other match
+	}
 	return ms
 }
 
@@ -99,17 +106,22 @@ func (l *Labeler) Label(tokens []string) ([]string, error) {
 		l.matched++
 	}
 	for _, mt := range ms {
-		if mt.Phrase >= 0 {
-			l.phraseCount[mt.Phrase]++
-		} else {
+		switch mt.Phrase {
+		case phraseCapitalized:
+			l.capsLabeled[strings.Join(tokens[mt.Start:mt.End], " ")]++
+		case -1:
 			l.shortLabeled[strings.Join(tokens[mt.Start:mt.End], " ")]++
+		default:
+			l.phraseCount[mt.Phrase]++
 		}
 		switch mt.Kind {
 		case Typed:
 			l.matches[mt.Type]++
 			l.typedTokens += mt.End - mt.Start
 		case Unknown:
-			l.unknown++
+			if mt.Phrase != phraseCapitalized { // counted in capsLabeled
+				l.unknown++
+			}
 		case Ambiguous:
 			l.ambiguous++
 		}
@@ -229,6 +241,9 @@ func (l *Labeler) Report() Report {
 	if l.short != nil {
 		r.Abbreviations = l.short.report(l.shortLabeled, m.cfg.topK)
 	}
+	if l.caps != nil {
+		r.Capitalized = capitalizedReport(l.capsLabeled, m.cfg.topK)
+	}
 	if l.gold != nil {
 		r.Gold = &GoldReport{
 			Source:       l.goldSource,
@@ -255,6 +270,7 @@ func labelAndScore(m *Matcher, c, gold *corpus.Corpus, scheme corpus.Scheme) (*c
 	// Before labeling: an abbreviation is typed wherever it occurs, also
 	// before its definition.
 	l.short, l.shortLabeled = m.shortFormsOf(c), map[string]int{}
+	l.caps, l.capsLabeled = m.capitalizedOf(c), map[string]int{}
 	sentences, err := corpus.MapSentences(c, func(s corpus.Sentence) (corpus.Sentence, error) {
 		tags, err := l.Label(s.Tokens)
 		return corpus.Sentence{Tokens: s.Tokens, Tags: tags, DocStart: s.DocStart}, err

@@ -28,6 +28,10 @@ import (
 type NameLists struct {
 	First  map[string]bool // first names, as written ("John")
 	Titles map[string]bool // titles and honorifics, as written ("Mr.", "Sen.")
+	// Common are capitalized words that name nothing on their own, as
+	// written: days, months, the pronoun I. Capitalized phrases leave them
+	// out (WithCapitalized); name mining does not read them.
+	Common map[string]bool
 	// Otherwise are the words a typed gazetteer lists alone as another
 	// type than PER (Georgia as LOC), set by DropTypedOtherwise: such a
 	// word starts no name, and a name ending in it does not make it a
@@ -36,11 +40,14 @@ type NameLists struct {
 }
 
 // ReadNameLists reads name lists: one entry a line, "first<TAB>John" or
-// "title<TAB>Sen.", blank lines and lines starting with # ignored. name is
-// the file's name, for errors.
+// "title<TAB>Sen." or "common<TAB>Friday", blank lines and lines starting
+// with # ignored. name is the file's name, for errors.
 func ReadNameLists(r io.Reader, name string, into *NameLists) error {
 	if into.First == nil {
 		into.First, into.Titles = map[string]bool{}, map[string]bool{}
+	}
+	if into.Common == nil {
+		into.Common = map[string]bool{}
 	}
 	sc := bufio.NewScanner(r)
 	for line := 1; sc.Scan(); line++ {
@@ -57,14 +64,27 @@ func ReadNameLists(r io.Reader, name string, into *NameLists) error {
 			into.First[word] = true
 		case kind == "title":
 			into.Titles[word] = true
+		case kind == "common":
+			into.Common[word] = true
 		default:
-			return fmt.Errorf("%s:%d: kind %q: want first or title", name, line, kind)
+			return fmt.Errorf("%s:%d: kind %q: want first, title or common", name, line, kind)
 		}
 	}
 	if err := sc.Err(); err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}
 	return nil
+}
+
+// Nameless returns the words of the lists that name nothing on their own:
+// the titles and the common words.
+func (l NameLists) Nameless() map[string]bool {
+	out := maps.Clone(l.Titles)
+	if out == nil {
+		out = map[string]bool{}
+	}
+	maps.Copy(out, l.Common)
+	return out
 }
 
 // DropTypedOtherwise removes from the first names those that a typed

@@ -26,7 +26,7 @@ func init() {
 		}, dataset.SourceParams("corpus", "sentences to search")...),
 		Inputs: []stages.Port{
 			{Name: "corpus", Kind: "corpus", Doc: "sentences to search"},
-			{Name: "names", Kind: "names", Many: true, Doc: "name lists: KIND<TAB>WORD lines, KIND first or title; every file of every artifact"},
+			{Name: "names", Kind: "names", Many: true, Doc: "name lists: KIND<TAB>WORD lines, KIND first, title or common; every file of every artifact"},
 			{Name: "gazetteers", Kind: "gazetteer", Many: true, Optional: true, Doc: "typed gazetteers: a first name they list as one word of another type (Georgia as LOC) starts no name"},
 		},
 		Outputs: []stages.Port{

@@ -52,6 +52,9 @@ type config struct {
 	// abbreviations: labeling a corpus also types the short forms it
 	// defines (abbreviation.go).
 	abbreviations bool
+	// capitalized: labeling a corpus also tags its capitalized phrases
+	// between matches with the unknown type (capitalized.go); nil: off.
+	capitalized *Capitalized
 }
 
 // Option configures Load, NewMatcher and Label.

@@ -50,6 +50,9 @@ type Report struct {
 	// Abbreviations says what the corpus's own abbreviations added, when
 	// they were used (WithAbbreviations).
 	Abbreviations *AbbreviationReport `json:"abbreviations,omitempty"`
+	// Capitalized counts the capitalized phrases labeled with the unknown
+	// type, when they were (WithCapitalized).
+	Capitalized *CapitalizedReport `json:"capitalized,omitempty"`
 
 	Gold *GoldReport `json:"gold,omitempty"`
 
@@ -189,6 +192,12 @@ func (r Report) WriteText(w io.Writer) error {
 			a.ShortForms, a.Conflicting, a.Labeled)
 		for _, f := range a.Top {
 			p.printf("  %-12s %-12s %4d definitions %6d labeled\n", f.ShortForm, f.Type, f.Definitions, f.Labeled)
+		}
+	}
+	if c := r.Capitalized; c != nil {
+		p.printf("capitalized phrases no gazetteer matched, of unknown type: %d occurrences of %d phrases\n", c.Labeled, c.Distinct)
+		for _, pc := range c.Top {
+			p.printf("  %-30s %6d\n", pc.Phrase, pc.Count)
 		}
 	}
 

@@ -18,7 +18,7 @@ const StageName = "distant.label"
 func init() {
 	stages.Register(stages.Stage{
 		Name:    StageName,
-		Version: 1,
+		Version: 2, // 2: capitalized phrases
 		Doc: "Labels a corpus by matching gazetteer phrases (longest first), writing tags in " +
 			"IO, BIO, IOB1 or BIOES with untyped and ambiguous matches as the unknown type \"?\", " +
 			"and reports coverage, frequent and ambiguous phrases and, given gold data, P/R/F1.",
@@ -28,6 +28,8 @@ func init() {
 			stages.BoolParam("entry_sentences", false, "append every typed gazetteer entry to the labeled corpus as a sentence of its own, so that a tagger trained on it learns the entries the corpus never mentions (for gazetteers of up to a few thousand entries: a large dictionary would outweigh the corpus)"),
 			stages.FloatParam("entry_share", 0.5, "entry_sentences: at most this many entry sentences per sentence of the corpus; a gazetteer with more typed entries contributes an evenly spread subset of them, so that the text, where entities have context, still outweighs isolated phrases (0: every entry)", stages.Range(0, 1000)),
 			abbreviationsParam(),
+			stages.BoolParam("capitalized", false, "also tag with the unknown type \"?\" the runs of capitalized words inside a sentence that no gazetteer matched, less the words at their ends that name nothing (titles and common words of input names, stopwords, initials, a first word the corpus writes in lower case at least min_common times, or at all where it starts the sentence): in English running text most are names a gazetteer misses, and a tagger learns their type from context (unknown_as_entity)"),
+			stages.IntParam("min_common", 2, "capitalized: a phrase's first word whose lower-case form occurs this often in the corpus is a common word and left out (\"County\" beside a match)", stages.AtLeast(1)),
 			stages.IntParam("top", 20, "frequent and ambiguous phrases listed in the report", stages.Range(0, 10000)),
 		}, append(matchParams("label of phrases with tied types: unknown (\"?\") or o"),
 			append(dataset.SourceParams("corpus", "sentences to label"), dataset.SourceParams("gold", "gold sentences")...)...)...),
@@ -37,6 +39,7 @@ func init() {
 			{Name: "mined", Kind: "gazetteer", Many: true, Optional: true, Doc: "gazetteers found in this corpus itself (the person names of " + StageNames + "): they label it as the gazetteers do, but give no entry sentences, since the corpus mentions every one of them already"},
 			{Name: "gold", Kind: "corpus", Optional: true, Doc: "sentences with gold tags to score the distant labels on"},
 			{Name: "stopwords", Kind: "stopwords", Optional: true, Doc: "one word per line; phrases made only of them are not matched"},
+			{Name: "names", Kind: "names", Many: true, Optional: true, Doc: "name lists (KIND<TAB>WORD, as " + StageNames + " reads them): with capitalized, their titles and common words (days, months) are no phrase of their own"},
 		},
 		Outputs: []stages.Port{
 			{Name: "labeled", Kind: "corpus", Doc: "the corpus with distant tags"},
@@ -76,7 +79,17 @@ func runStage(c *stages.Context) error {
 	if err != nil {
 		return stages.Permanent(err)
 	}
-	m, gazetteers, err := stageMatcher(c, c.Inputs("mined"), WithTopK(p.Int("top")), WithAbbreviations(p.Bool("abbreviations")))
+	var caps *Capitalized
+	if p.Bool("capitalized") {
+		lists, err := readNameListInputs(c)
+		if err != nil {
+			return err
+		}
+		caps = &Capitalized{Nameless: lists.Nameless(), MinCommon: p.Int("min_common")}
+	} else if len(c.Inputs("names")) > 0 {
+		return stages.Permanent(fmt.Errorf("input names: only capitalized reads it; set capitalized: true or disconnect it"))
+	}
+	m, gazetteers, err := stageMatcher(c, c.Inputs("mined"), WithTopK(p.Int("top")), WithAbbreviations(p.Bool("abbreviations")), WithCapitalized(caps))
 	if err != nil {
 		return err
 	}

@@ -127,6 +127,7 @@ func distantParams(refine string) []stages.Param {
 		stages.FloatParam("entry_share", 0.5, "entry_sentences: at most this many entry sentences per sentence of the training corpus, an evenly spread subset of the entries where the gazetteers have more (0: every entry); the text, where entities have context, keeps outweighing isolated phrases",
 			stages.Range(0, 1000)),
 		stages.BoolParam("abbreviations", true, "with gazetteers: every labeling node (label, labels-dev, labels-test, tiebreak-labels) also types the abbreviations its corpus defines after a typed match, \"nitroglycerin ( NTG )\": every NTG, as written, takes the long form's type where no typed match covers it (on by default: on BC5CDR it added 0.5-1.2 dev F1 to the final models of roster, bond and autoner, and a text that defines no short form keeps its labels byte for byte; docs/autoner.md)"),
+		stages.BoolParam("capitalized", false, "with gazetteers: the training labels (node label) also tag with the unknown type \"?\" the capitalized phrases inside a sentence that no gazetteer matched, less the titles and common words of the names input (stage "+distant.StageName+"), and the taggers trained on them count those as entities of the type their context gives (unknown_as_entity): English running text names most entities with capitals, and a small gazetteer misses half of them"),
 		overlayParam(),
 	}, refineParams(refine)...)
 }
@@ -142,12 +143,26 @@ func labelingNode(b *spec.Builder, name string) *spec.NodeBuilder {
 // corpus to a node's corpus port: the train input's tags, or distant labels
 // made from the gazetteers (a node label, added here); with param refine,
 // those labels cross-checked by fold taggers (refineLabels).
+//
+// With param capitalized, the taggers trained on them count the labels'
+// unknown-type phrases as entities (unknown_as_entity): they are the
+// capitalized phrases no gazetteer matched, and left out of the loss they
+// would teach nothing.
 func trainingCorpus(b *spec.Builder) func(n *spec.NodeBuilder) {
 	given := givenLabels(b)
+	capitalized := b.Params().Bool("capitalized")
 	if refined := refineLabels(b, given); !refined.Empty() {
+		if capitalized {
+			b.Errorf("params.capitalized", "refine marks the labels it rejects with the unknown type too, which the taggers must leave out of their loss: set refine: off with capitalized phrases")
+		}
 		return func(n *spec.NodeBuilder) { n.Input("corpus", refined) }
 	}
-	return func(n *spec.NodeBuilder) { given(n, "corpus") }
+	return func(n *spec.NodeBuilder) {
+		given(n, "corpus")
+		if capitalized && n.Stage() == tagger.StageTrain {
+			n.Set("unknown_as_entity", true)
+		}
+	}
 }
 
 // givenLabels returns what connects the distant labels, as given or made
@@ -161,6 +176,9 @@ func givenLabels(b *spec.Builder) func(n *spec.NodeBuilder, port string) {
 		if b.Has("names") {
 			b.Errorf("inputs.names", "the person names label the train input beside the gazetteers: connect gazetteers too")
 		}
+		if b.Params().Bool("capitalized") {
+			b.Errorf("params.capitalized", "capitalized phrases are found where the gazetteers leave gaps in the train input: connect gazetteers too")
+		}
 		return func(n *spec.NodeBuilder, port string) { readSplit(b, n, "train", port) }
 	}
 	for _, f := range []string{"train_file", "train_labels"} {
@@ -168,9 +186,12 @@ func givenLabels(b *spec.Builder) func(n *spec.NodeBuilder, port string) {
 			b.Errorf("params."+f, "the gazetteers label the train input, which is one file of raw sentences: connect that file instead")
 		}
 	}
-	label := labelingNode(b, "label").Pass("entry_sentences", "entry_share").
+	label := labelingNode(b, "label").Pass("entry_sentences", "entry_share", "capitalized").
 		Input("corpus", b.In("train")).Input("gazetteers", b.In("gazetteers")).Input("mined", minedNames(b)...).
 		Input("stopwords", b.In("stopwords"))
+	if b.Params().Bool("capitalized") {
+		label.Input("names", b.In("names"))
+	}
 	return func(n *spec.NodeBuilder, port string) { n.Input(port, label.Out("labeled")) }
 }
 

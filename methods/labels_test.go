@@ -105,6 +105,40 @@ func TestAbbreviationsLabelEverySplit(t *testing.T) {
 	}
 }
 
+// capitalized reaches the training labels only (the baselines are what the
+// gazetteers say), with the name lists for their titles and common words;
+// the taggers trained on those labels count the phrases as entities, and
+// the steps that only read them (predict) take no such param.
+func TestCapitalizedLabelsTrainingOnly(t *testing.T) {
+	g, err := expand(t, fixture(t), rosterOnGazetteers, "capitalized=true", "refine=off")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := nodeParams(t, g, "label"); p["capitalized"] != true {
+		t.Errorf("label params %v", p)
+	}
+	label, _ := g.Node("label")
+	if !slices.ContainsFunc(label.Inputs, func(in spec.Input) bool { return in.Port == "names" }) {
+		t.Errorf("label inputs %+v: want the name lists", label.Inputs)
+	}
+	for _, n := range []string{"labels-dev", "labels-test"} {
+		if v, ok := nodeParams(t, g, n)["capitalized"]; ok && v != false {
+			t.Errorf("%s: capitalized %v", n, v)
+		}
+	}
+	for _, n := range []string{"noise[seed=1]", "noise[seed=2]"} {
+		if p := nodeParams(t, g, n); p["unknown_as_entity"] != true {
+			t.Errorf("%s: unknown_as_entity %v", n, p["unknown_as_entity"])
+		}
+	}
+	if _, ok := nodeParams(t, g, "predict[seed=1]")["unknown_as_entity"]; ok {
+		t.Error("predict got unknown_as_entity")
+	}
+	if _, err := expand(t, fixture(t), rosterOnGazetteers, "capitalized=true", "refine=auto"); err == nil || !strings.Contains(err.Error(), "refine: off") {
+		t.Errorf("capitalized with refine: %v", err)
+	}
+}
+
 func TestPartialSeedsRefuseTokenSettings(t *testing.T) {
 	text := strings.Replace(rosterOnGazetteers, "partial: true,", "partial: true, gce: false,", 1)
 	if _, err := expand(t, fixture(t), text); err == nil || !strings.Contains(err.Error(), "partial-label CRFs") {

@@ -26,6 +26,7 @@ type distantFlags struct {
 	namesMinCommon                int
 	top                           int
 	abbreviations                 bool
+	capitalized                   bool
 	reportPath                    string
 }
 
@@ -94,7 +95,8 @@ sentences, such as AutoNER's raw_text.txt, is read with --corpus-format conll.`,
 		fl.StringVar(&f.tokenizer, "tokenizer", "whitespace", "how gazetteer phrases are split: whitespace, or punct (punctuation marks are tokens)")
 		fl.StringVar(&f.stopwords, "stopwords", "", "file of stopwords, one per line: phrases made only of them are not matched")
 		fl.StringArrayVar(&f.names, "names", nil, "name list (first<TAB>Name, title<TAB>Title lines; e.g. examples/data/names/names.tsv): the person names it finds in --corpus label it as PER beside the gazetteers, as stage "+distant.StageNames+" does; repeatable")
-		fl.IntVar(&f.namesMinCommon, "names-min-common", 2, "with --names: a word whose lower-case form occurs this often in the corpus starts no name and ends one")
+		fl.IntVar(&f.namesMinCommon, "names-min-common", 2, "with --names: a word whose lower-case form occurs this often in the corpus starts no name and ends one; with --capitalized, starts no phrase")
+		fl.BoolVar(&f.capitalized, "capitalized", false, `also tag with the unknown type "?" the capitalized phrases inside a sentence that no gazetteer matched, less titles and common words of the --names lists, stopwords, initials and a first word --corpus writes in lower case (--names-min-common times; at all at a sentence start), as stage `+distant.StageName+` does with capitalized: true; with --gold, the report counts how many are exactly a gold entity`)
 		fl.BoolVar(&f.abbreviations, "abbreviations", false, `also type the abbreviations the corpus defines after a typed match ("nitroglycerin ( NTG )"): every NTG of the corpus, as written, takes the long form's type where no typed match covers it`)
 		fl.IntVar(&f.top, "top", 20, "frequent and ambiguous phrases to list")
 		fl.StringVar(&f.reportPath, "report", "", "also write the report as JSON to this file")
@@ -148,13 +150,21 @@ func runDistant(out io.Writer, log *slog.Logger, f distantFlags) error {
 		log.Warn("every sentence has a single token: if the file has one token per line with blank lines between sentences, read it with --corpus-format conll",
 			"path", f.corpus)
 	}
+	lists, err := readNameListFlags(f.names)
+	if err != nil {
+		return err
+	}
 	if len(f.names) > 0 {
-		g, err := minedNames(f, text, gazetteers, opts)
+		lists.DropTypedOtherwise(gazetteers)
+		g, err := distant.MineNames(text, lists, f.namesMinCommon).Gazetteer("person names found in "+f.corpus, opts...)
 		if err != nil {
 			return err
 		}
 		log.Info("found person names", "names", g.Report.Entries, "lists", strings.Join(f.names, ","))
 		gazetteers = append(gazetteers, g)
+	}
+	if f.capitalized {
+		opts = append(opts, distant.WithCapitalized(&distant.Capitalized{Nameless: lists.Nameless(), MinCommon: f.namesMinCommon}))
 	}
 	var gold *corpus.Corpus
 	if f.gold != "" {
@@ -191,23 +201,21 @@ func runDistant(out io.Writer, log *slog.Logger, f distantFlags) error {
 	return nil
 }
 
-// minedNames finds the person names of text with the --names lists, as
-// stage distant.names does, and returns them as a PER gazetteer.
-func minedNames(f distantFlags, text *corpus.Corpus, gazetteers []*distant.Gazetteer, opts []distant.Option) (*distant.Gazetteer, error) {
+// readNameListFlags reads the --names lists.
+func readNameListFlags(paths []string) (distant.NameLists, error) {
 	var lists distant.NameLists
-	for _, path := range f.names {
+	for _, path := range paths {
 		r, err := os.Open(path)
 		if err != nil {
-			return nil, fmt.Errorf("name list: %w", err)
+			return lists, fmt.Errorf("name list: %w", err)
 		}
 		err = distant.ReadNameLists(r, path, &lists)
 		r.Close()
 		if err != nil {
-			return nil, err
+			return lists, err
 		}
 	}
-	lists.DropTypedOtherwise(gazetteers)
-	return distant.MineNames(text, lists, f.namesMinCommon).Gazetteer("person names found in "+f.corpus, opts...)
+	return lists, nil
 }
 
 // readCorpusFlag reads a corpus file in the named or detected format; a

@@ -249,6 +249,9 @@ func (b *Builder) Lookup(name string) *NodeBuilder { return b.byName[name] }
 // Name is the node's name.
 func (n *NodeBuilder) Name() string { return n.spec.Name }
 
+// Stage is the name of the node's stage.
+func (n *NodeBuilder) Stage() string { return n.spec.Stage }
+
 // Set sets a stage parameter to a value the method chose.
 func (n *NodeBuilder) Set(param string, value any) *NodeBuilder {
 	n.spec.Params[param] = value
