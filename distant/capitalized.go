@@ -47,14 +47,34 @@ func (m *Matcher) capitalizedOf(c *corpus.Corpus) *capitalizedPhrases {
 	if cfg == nil {
 		return nil
 	}
-	nameless := map[string]bool{}
-	for w := range cfg.Nameless {
-		nameless[w] = true
+	return newCapitalizedPhrases(cfg.Nameless, m.cfg.stopwords, lowerCounts(c), cfg.MinCommon)
+}
+
+// newCapitalizedPhrases returns a finder that leaves out the words of
+// nameless and stopwords (lower-cased) and knows how often a text writes
+// each word in lower case.
+func newCapitalizedPhrases(nameless, stopwords map[string]bool, lower map[string]int, minCommon int) *capitalizedPhrases {
+	all := maps.Clone(nameless)
+	if all == nil {
+		all = map[string]bool{}
 	}
-	for w := range m.cfg.stopwords {
-		nameless[w] = true // lower-cased: compared after strings.ToLower too
+	maps.Copy(all, stopwords) // lower-cased: nameless1 also looks a word up lower-cased
+	return &capitalizedPhrases{nameless: all, lower: lower, minCommon: minCommon}
+}
+
+// phrases returns the capitalized phrases of a sentence between spans.
+func (cp *capitalizedPhrases) phrases(tokens []string, spans []corpus.Span) []corpus.Span {
+	ms := make([]Match, len(spans))
+	for i, sp := range spans {
+		ms[i] = Match{Start: sp.Start, End: sp.End, Kind: Typed}
 	}
-	return &capitalizedPhrases{nameless: nameless, lower: lowerCounts(c), minCommon: cfg.MinCommon}
+	var out []corpus.Span
+	for _, mt := range cp.add(tokens, ms) {
+		if mt.Phrase == phraseCapitalized {
+			out = append(out, corpus.Span{Start: mt.Start, End: mt.End, Label: corpus.UnknownType})
+		}
+	}
+	return out
 }
 
 // add returns ms with the capitalized phrases of tokens between its matches

@@ -39,6 +39,7 @@ func init() {
 			"the common words of input names_corpus (the training text) telling a first name from a word.",
 		Params: append([]stages.Param{
 			stages.StringParam("mode", string(overlay.Fill), "fill: the tagger's entities are kept and the matches that overlap none added; override: the matches are kept and the tagger's entities that overlap none added; extend: as override, but a wider entity of the tagger of a match's type keeps the matches it holds", stages.OneOf(string(overlay.Fill), string(overlay.Override), string(overlay.Extend))),
+			stages.BoolParam("capitalized", false, "with input names: the tagger's entities are kept only where each is exactly a capitalized phrase of its sentence between the overlay's entities (found as "+StageName+"'s capitalized finds them, with the name lists' titles and common words and the common words of names_corpus and of the text tagged) or holds a word that is not capitalized: for a tagger trained on capitalized phrases, which also tags parts of longer names, days and common words"),
 			stages.IntParam("names_min_common", 2, "with input names: a word whose lower-case form occurs this often in names_corpus is a common word (a first name that is one starts no name, its capitalized form ends one), as min_common of "+StageNames, stages.AtLeast(1)),
 		}, append(append(matchParams("matches of phrases with tied types add no entity; unknown (\"?\") or o as in "+StageName+" (either way they keep shorter matches out)"),
 			dataset.SourceParams("labeled", "distantly labeled sentences to mine the entries from")...),
@@ -118,6 +119,12 @@ func runOverlayStage(c *stages.Context) error {
 	if err != nil {
 		return stages.Permanent(err)
 	}
+	if p.Bool("capitalized") {
+		if len(c.Inputs("names")) == 0 {
+			return stages.Permanent(fmt.Errorf("capitalized needs input names: their titles and common words are no phrase"))
+		}
+		a.Gated = true
+	}
 	if in := c.Input("dev_report"); in != nil {
 		kept, dropped, err := typesThatGain(in)
 		if err != nil {
@@ -136,6 +143,9 @@ func runOverlayStage(c *stages.Context) error {
 	out.SetMeta("overlay", string(mode))
 	if a.ModelTypes != nil {
 		out.SetMeta("model_types", strings.Join(a.ModelTypes, ","))
+	}
+	if a.Gated {
+		out.SetMeta("gated", "capitalized")
 	}
 	if model.SchemaVersion != 0 {
 		out.SetSchemaVersion(model.SchemaVersion)

@@ -303,6 +303,9 @@ func TestOverlayStage(t *testing.T) {
 			t.Errorf("%s: %v", c.name, err)
 		}
 	}
+	if _, err := run("runs/err", map[string]any{"capitalized": true}, map[string][]stages.Artifact{"model": {model}, "gazetteers": {gaz}}); err == nil || !stages.IsPermanent(err) || !strings.Contains(err.Error(), "capitalized needs input names") {
+		t.Errorf("capitalized without names: %v", err)
+	}
 }
 
 // typedOverlay is the overlay of one typed gazetteer, TYPE<TAB>phrase lines.
@@ -392,5 +395,49 @@ func TestOverlayNamesOfTheWholeText(t *testing.T) {
 	// Sentence by sentence, Kennedy alone is no name.
 	if got := ov.Spans(text[1]); got != nil {
 		t.Errorf("sentence 2 alone: %v, want no names", got)
+	}
+}
+
+// TestOverlayAdmitsCapitalizedPhrases: the gate admits a model entity that
+// is exactly a capitalized phrase between the overlay's entities, or holds
+// a word that is not capitalized, and nothing else; the lists it needs are
+// saved with the overlay, and ForText counts the text's lower-case words
+// too.
+func TestOverlayAdmitsCapitalizedPhrases(t *testing.T) {
+	ov := typedOverlay(t, "LOC\tAtlanta\n")
+	lists := NameLists{First: map[string]bool{}, Titles: map[string]bool{"Gov.": true}, Common: map[string]bool{"Monday": true}}
+	ov.WithNames(lists, []string{"county"}, 2)
+	toks := strings.Fields("Gov. Meyner spoke at Morris County Court in Atlanta on Monday to the Sons of Erin and Kegham .")
+	own := ov.Spans(toks) // Meyner after the title, and Atlanta
+	if want := []corpus.Span{{Start: 1, End: 2, Label: "PER"}, {Start: 8, End: 9, Label: "LOC"}}; !reflect.DeepEqual(own, want) {
+		t.Fatalf("overlay spans %v, want %v", own, want)
+	}
+	sp := func(start, end int) corpus.Span { return corpus.Span{Start: start, End: end, Label: "ORG"} }
+	model := []corpus.Span{sp(4, 5), sp(5, 6), sp(10, 11), sp(13, 16), sp(17, 18)} // Morris, County, Monday, Sons of Erin, Kegham
+	whole := []corpus.Span{sp(4, 7), sp(13, 14), sp(15, 16)}                       // Morris County Court, Sons, Erin
+	dir := t.TempDir()
+	if err := ov.Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	loaded, err := LoadOverlay(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, o := range map[string]*GazetteerOverlay{"built": ov, "loaded": loaded.(*GazetteerOverlay)} {
+		if got, want := o.Admit(toks, own, model), []corpus.Span{sp(13, 16), sp(17, 18)}; !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: admitted %v, want %v", name, got, want)
+		}
+		if got := o.Admit(toks, own, whole); !reflect.DeepEqual(got, whole) {
+			t.Errorf("%s: admitted %v of the phrases %v", name, got, whole)
+		}
+	}
+	// A text that writes "sons" in lower case twice: Sons is a common
+	// word there, and no phrase.
+	ft, err := ov.ForText([][]string{toks, strings.Fields("two sons and three sons")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := ft.(*GazetteerOverlay).Admit(toks, own, whole), []corpus.Span{sp(4, 7), sp(15, 16)}; !reflect.DeepEqual(got, want) {
+		t.Errorf("for the text: admitted %v, want %v", got, want)
 	}
 }

@@ -188,24 +188,42 @@ func checkConventions(t *testing.T, s *spec.Spec, g *spec.Graph, given inputs) {
 		models, reports := portNodes(n, "models"), portNodes(n, "reports")
 		// With the labels' score on dev, also the overlay in override
 		// with the model's entities of the types that gain there.
+		// With capitalized phrases and name lists, also override with the
+		// model's entities that are such phrases (overlay-capitalized),
+		// before typed, which then weighs its types.
+		suffixOf := strings.TrimPrefix(n.Name, "overlay")
+		gatedID := ""
+		for _, m := range models {
+			if node(m).Name == "overlay-capitalized"+suffixOf {
+				gatedID = m
+			}
+		}
 		want := 4
 		if given.baseline {
 			want = 5
+		}
+		if gatedID != "" {
+			want++
 		}
 		if len(models) != want {
 			t.Errorf("%s chooses among %v, want the model with the overlay in each mode (and typed, with a baseline) and alone", id, models)
 			return n.Name
 		}
 		plain := node(models[len(models)-1])
-		suffixOf := strings.TrimPrefix(n.Name, "overlay")
 		if given.baseline {
-			typed := node(models[3])
+			typed, typedOn := node(models[len(models)-2]), "eval-overlay-override"+suffixOf
+			if gatedID != "" {
+				typedOn = "eval-overlay-capitalized" + suffixOf
+				if g := node(gatedID); g.ID != models[3] || portIn(g, "model").Node != plain.ID {
+					t.Errorf("%s: overlay-capitalized%s is %s, want candidate 4 on %s's model", id, suffixOf, g.ID, plain.ID)
+				}
+			}
 			var p map[string]any
 			if err := json.Unmarshal(typed.Params, &p); err != nil {
 				t.Fatal(err)
 			}
-			if typed.Name != "overlay-typed"+suffixOf || p["mode"] != "override" || node(portIn(typed, "dev_report").Node).Name != "eval-overlay-override"+suffixOf {
-				t.Errorf("%s: candidate 4 is %s (%v, dev report of %s), want overlay-typed%s on eval-overlay-override%s", id, typed.ID, p, portIn(typed, "dev_report").Node, suffixOf, suffixOf)
+			if typed.Name != "overlay-typed"+suffixOf || p["mode"] != "override" || node(portIn(typed, "dev_report").Node).Name != typedOn {
+				t.Errorf("%s: the candidate before the model is %s (%v, dev report of %s), want overlay-typed%s on %s", id, typed.ID, p, portIn(typed, "dev_report").Node, suffixOf, typedOn)
 			}
 		}
 		for i, mode := range []string{"override", "extend", "fill"} {

@@ -31,8 +31,14 @@ import (
 //	overlay-fill, overlay-override, overlay-extend
 //	               the final model with the gazetteer overlay in each mode
 //	               (stage distant.overlay), each scored as eval-overlay-MODE
-//	overlay-typed  with gazetteers, override with the model's entities of
-//	               the types that gain on dev only, scored as
+//	overlay-capitalized
+//	               with capitalized phrases in the training labels (param
+//	               capitalized) and name lists, override with the model's
+//	               entities that are such phrases only, scored as
+//	               eval-overlay-capitalized
+//	overlay-typed  with gazetteers, override (overlay-capitalized's gate
+//	               where it is built) with the model's entities of the
+//	               types that gain on dev there only, scored as
 //	               eval-overlay-typed
 //	overlay        of the final model and those, the best on the dev
 //	               input (the plain model on a tie): the model tested and
@@ -282,9 +288,23 @@ func chooseOverlay(b *spec.Builder, f finalModel, suffix string) *finalModel {
 	// LOC and MISC ones added recall.
 	// It needs the labels' score on dev beside the model's, which only
 	// gazetteers give (labels-dev).
+	// With capitalized phrases in the training labels, override once more
+	// admitting only the model's entities that are such a phrase of their
+	// sentence (node overlay-capitalized): trained on them, the model also
+	// tags parts of longer names, days and common words. overlay-typed
+	// then chooses its types from it, gated too.
+	if b.Params().Bool("capitalized") && b.Has("gazetteers") && b.Has("names") {
+		gated, dev := overlayNode("overlay-capitalized", overlay.Override)
+		gated.Set("capitalized", true)
+		overrideDev = dev
+		names = append(names, "overlay override, capitalized phrases")
+	}
 	if !labelsBaseline(b, "dev").Empty() {
 		typed, _ := overlayNode("overlay-typed", overlay.Override)
 		typed.Input("dev_report", overrideDev)
+		if b.Params().Bool("capitalized") && b.Has("names") {
+			typed.Set("capitalized", true)
+		}
 		names = append(names, "overlay override, the types that gain on dev")
 	}
 	sel.Input("models", f.step.Out("model")).Input("reports", plain).Set("names", append(names, "model"))

@@ -86,6 +86,14 @@ type TextOverlay interface {
 	ForText(sentences [][]string) (Overlay, error)
 }
 
+// A Gate lets only some of the tagger's entities into a combination
+// (Attached.Gated): Admit returns those of model, a sentence's entities of
+// the tagger, that it admits beside own, the overlay's entities of the
+// sentence (each list ordered and not overlapping).
+type Gate interface {
+	Admit(tokens []string, own, model []corpus.Span) []corpus.Span
+}
+
 // Loader reads an overlay saved in dir by its Save.
 type Loader func(dir string) (Overlay, error)
 
@@ -117,17 +125,20 @@ type manifest struct {
 	// ModelTypes: Attached.ModelTypes (absent: every type; a pointer, so
 	// that an empty list, no type, is written).
 	ModelTypes *[]string `json:"model_types,omitempty"`
+	// Gated: Attached.Gated.
+	Gated bool `json:"gated,omitempty"`
 }
 
 // Version is the combining rules' version; 4 has mode extend beside fill
 // and override (see Combine), 5 the overlays that find entities from the
 // whole text predicted (TextOverlay), 6 the text's names resolved against
 // the gazetteers' matches as within a sentence (the match on a tie), 7 the
-// surnames of the text's names found alone too. Earlier versions combined
+// surnames of the text's names found alone too, 8 the gate (Attached.Gated).
+// Earlier versions combined
 // by rules that were tried during development and are read by today's. A
 // stage that writes overlays versions itself by it, so that new rules
 // rerun it and the evaluations of its output.
-const Version = 7
+const Version = 8
 
 // Attached is an overlay with the mode a tagger combines it in.
 type Attached struct {
@@ -139,6 +150,10 @@ type Attached struct {
 	// split: on the shipped sample the tagger's PER and ORG entities
 	// spoiled more than they found).
 	ModelTypes []string
+	// Gated: the tagger's entities pass the overlay's Gate first (an
+	// overlay that is no Gate cannot be gated): the gazetteer's overlay
+	// admits only those shaped like the names its gaps hold.
+	Gated bool
 }
 
 // Attach pairs an overlay with a mode, checked.
@@ -160,7 +175,7 @@ func (a *Attached) ForText(sentences [][]string) (*Attached, error) {
 	if err != nil {
 		return nil, fmt.Errorf("overlay %s: %w", t.Kind(), err)
 	}
-	return &Attached{Overlay: o, Mode: a.Mode, ModelTypes: a.ModelTypes}, nil
+	return &Attached{Overlay: o, Mode: a.Mode, ModelTypes: a.ModelTypes, Gated: a.Gated}, nil
 }
 
 // Write writes the overlay into the checkpoint directory dir, replacing
@@ -177,7 +192,10 @@ func (a *Attached) Write(dir string) error {
 	if err := a.Save(od); err != nil {
 		return fmt.Errorf("writing overlay %s: %w", a.Kind(), err)
 	}
-	man := manifest{Kind: a.Kind(), Mode: a.Mode, Version: Version}
+	if _, ok := a.Overlay.(Gate); a.Gated && !ok {
+		return fmt.Errorf("writing overlay: a %s overlay has no gate", a.Kind())
+	}
+	man := manifest{Kind: a.Kind(), Mode: a.Mode, Version: Version, Gated: a.Gated}
 	if a.ModelTypes != nil {
 		man.ModelTypes = &a.ModelTypes
 	}
@@ -223,7 +241,10 @@ func Read(dir string) (*Attached, error) {
 	if err != nil {
 		return nil, fmt.Errorf("overlay %s: %w", man.Kind, err)
 	}
-	a := &Attached{Overlay: o, Mode: man.Mode}
+	if _, ok := o.(Gate); man.Gated && !ok {
+		return nil, fmt.Errorf("overlay: %s/%s: gated, but a %s overlay has no gate", Dir, File, man.Kind)
+	}
+	a := &Attached{Overlay: o, Mode: man.Mode, Gated: man.Gated}
 	if man.ModelTypes != nil {
 		a.ModelTypes = append([]string{}, *man.ModelTypes...)
 	}
@@ -311,8 +332,8 @@ const Weight = 0.5
 
 // Apply combines one sentence's prediction by a tagger of the tag set
 // tags (class i is tags[i]) in scheme over types with the overlay's
-// entities of its tokens, the tagger's of a type outside ModelTypes left
-// out first. Overlay entities of a type outside types cannot
+// entities of its tokens, the tagger's of a type outside ModelTypes, and
+// those the overlay's gate does not admit (Gated), left out first. Overlay entities of a type outside types cannot
 // be written and are left out. A sentence whose entities do not change
 // keeps its tags and probabilities as the tagger gave them.
 func (a *Attached) Apply(scheme corpus.Scheme, types, tags []string, tokens []string, p dataset.Prediction) (dataset.Prediction, error) {
@@ -322,7 +343,7 @@ func (a *Attached) Apply(scheme corpus.Scheme, types, tags []string, tokens []st
 			ov = append(ov, sp)
 		}
 	}
-	if len(ov) == 0 && a.ModelTypes == nil {
+	if len(ov) == 0 && a.ModelTypes == nil && !a.Gated {
 		return p, nil
 	}
 	model, err := scheme.Spans(p.Tags)
@@ -332,6 +353,9 @@ func (a *Attached) Apply(scheme corpus.Scheme, types, tags []string, tokens []st
 	kept := model
 	if a.ModelTypes != nil {
 		kept = slices.DeleteFunc(slices.Clone(model), func(sp corpus.Span) bool { return !slices.Contains(a.ModelTypes, sp.Label) })
+	}
+	if g, ok := a.Overlay.(Gate); ok && a.Gated {
+		kept = g.Admit(tokens, ov, kept)
 	}
 	spans := Combine(kept, ov, a.Mode)
 	if slices.Equal(spans, model) {

@@ -336,3 +336,57 @@ func TestForText(t *testing.T) {
 		t.Errorf("a plain overlay for a text: %+v, %v", b, err)
 	}
 }
+
+// gated is fixed with a gate that admits one-token model entities only.
+type gated struct{ fixed }
+
+func (g gated) Kind() string { return "gated" }
+
+func (gated) Admit(tokens []string, own, model []corpus.Span) []corpus.Span {
+	return slices.DeleteFunc(slices.Clone(model), func(sp corpus.Span) bool { return sp.End-sp.Start != 1 })
+}
+
+// A gated overlay lets only the model's entities its gate admits into the
+// combination, also where the overlay itself finds nothing; the gate is
+// saved with the overlay, and an overlay without a gate cannot be gated.
+func TestApplyGated(t *testing.T) {
+	set := tagSet("BI", "PER", "LOC")
+	a, err := Attach(gated{fixed{"a b c d": {sp("LOC", 3, 4)}}}, Override)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Gated = true
+	for _, c := range []struct{ text, model, want string }{
+		{"a b c d", "B-PER I-PER B-PER O", "O O B-PER B-LOC"},
+		{"e f g", "B-LOC I-LOC O", "O O O"}, // no overlay entity: the gate still applies
+		{"h i", "B-PER O", "B-PER O"},
+	} {
+		model := strings.Fields(c.model)
+		got, err := a.Apply(corpus.BIO, []string{"PER", "LOC"}, set, strings.Fields(c.text), dataset.Prediction{Tags: model, Probs: rows(model, set, 0.9)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := strings.Fields(c.want); !slices.Equal(got.Tags, want) {
+			t.Errorf("%q: tags %v, want %v", c.text, got.Tags, want)
+		}
+	}
+	dir := t.TempDir()
+	if err := a.Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, Dir, File)); err != nil || !strings.Contains(string(b), `"gated":true`) {
+		t.Fatalf("%s: %s (%v)", File, b, err)
+	}
+	Register("gated", func(string) (Overlay, error) { return gated{}, nil })
+	if back, err := Read(dir); err != nil || !back.Gated {
+		t.Errorf("read back %+v, %v", back, err)
+	}
+	plain, err := Attach(fixed{}, Override)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain.Gated = true
+	if err := plain.Write(t.TempDir()); err == nil || !strings.Contains(err.Error(), "no gate") {
+		t.Errorf("a gated overlay without a gate: %v", err)
+	}
+}
