@@ -14,12 +14,15 @@ import (
 )
 
 // overlayNodes are the nodes the overlay ending adds after a final model.
-var overlayNodes = []string{"overlay-override", "overlay-extend", "overlay-fill", "overlay-typed", "eval-overlay-override", "eval-overlay-extend", "eval-overlay-fill", "eval-overlay-typed", "overlay", "eval-overlay"}
+var overlayNodes = []string{"overlay-override", "overlay-extend", "overlay-fill", "overlay-capitalized", "overlay-typed", "eval-overlay-override", "eval-overlay-extend", "eval-overlay-fill", "eval-overlay-capitalized", "eval-overlay-typed", "overlay", "eval-overlay"}
 
 // The main job ends by choosing on dev among its final model (select's)
-// and that model with the gazetteer overlay in each mode and in override
-// with the model's entities of the types that gain on dev (overlay-typed,
-// reading eval-overlay-override's report), the model alone last so that
+// and that model with the gazetteer overlay in each mode, in override
+// with the model's entities that are capitalized phrases of their sentence
+// (overlay-capitalized: the sample's labels hold such phrases) and in
+// that override with the model's entities of the types that gain on dev
+// (overlay-typed, reading eval-overlay-capitalized's report, gated too),
+// the model alone last so that
 // it wins a tie; test and register read the choice. Every
 // other node is the one the spec made before, so that a rerun finds the
 // trained models in the cache and runs only the new nodes.
@@ -46,26 +49,26 @@ func TestOverlayEndingOfTheMainJob(t *testing.T) {
 		t.Fatalf("no %s node overlay in %v", eval.StageSelect, ids(g))
 	}
 	models, reports := portNodes(sel, "models"), portNodes(sel, "reports")
-	if want := []string{"overlay-override", "overlay-extend", "overlay-fill", "overlay-typed", "select"}; !slices.Equal(models, want) {
+	if want := []string{"overlay-override", "overlay-extend", "overlay-fill", "overlay-capitalized", "overlay-typed", "select"}; !slices.Equal(models, want) {
 		t.Errorf("overlay chooses among %v, want %v", models, want)
 	}
-	if want := []string{"eval-overlay-override", "eval-overlay-extend", "eval-overlay-fill", "eval-overlay-typed", "eval-select"}; !slices.Equal(reports, want) {
+	if want := []string{"eval-overlay-override", "eval-overlay-extend", "eval-overlay-fill", "eval-overlay-capitalized", "eval-overlay-typed", "eval-select"}; !slices.Equal(reports, want) {
 		t.Errorf("overlay reads the reports %v, want %v", reports, want)
 	}
-	if p := nodeParams(t, g, "overlay"); strings.Join(toStrings(p["names"]), "|") != "overlay override|overlay extend|overlay fill|overlay override, the types that gain on dev|model" {
+	if p := nodeParams(t, g, "overlay"); strings.Join(toStrings(p["names"]), "|") != "overlay override|overlay extend|overlay fill|overlay override, capitalized phrases|overlay override, the types that gain on dev|model" {
 		t.Errorf("overlay names %v", p["names"])
 	}
-	for _, name := range []string{"override", "extend", "fill", "typed"} {
-		mode := name
-		if name == "typed" {
+	for _, name := range []string{"override", "extend", "fill", "capitalized", "typed"} {
+		mode, gated := name, name == "capitalized" || name == "typed"
+		if gated {
 			mode = "override"
-			if n, _ := g.Node("overlay-typed"); portIn(n, "dev_report").Node != "eval-overlay-override" {
-				t.Errorf("overlay-typed reads dev_report %+v", portIn(n, "dev_report"))
-			}
+		}
+		if n, _ := g.Node("overlay-typed"); name == "typed" && portIn(n, "dev_report").Node != "eval-overlay-capitalized" {
+			t.Errorf("overlay-typed reads dev_report %+v", portIn(n, "dev_report"))
 		}
 		n, _ := g.Node("overlay-" + name)
 		p := nodeParams(t, g, n.ID)
-		if n.Stage != distant.StageOverlay || p["mode"] != mode || p["case"] != "exact" || modelOf(t, g, n.ID) != "select" {
+		if n.Stage != distant.StageOverlay || p["mode"] != mode || p["case"] != "exact" || modelOf(t, g, n.ID) != "select" || (p["capitalized"] == true) != gated {
 			t.Errorf("overlay-%s: %s, params %v, model of %s", name, n.Stage, p, modelOf(t, g, n.ID))
 		}
 		var gaz []string
