@@ -27,7 +27,8 @@ import (
 // at the start a word whose lower-case form the text writes often (the
 // "Only" of a sentence start, the "County" left over beside a match). The
 // first word of a sentence is capitalized by rule, so there it must never
-// be written in lower case in the text to count.
+// be written in lower case in the text to count. A headline, most of its
+// words in capitals, has no phrases.
 
 // phraseCapitalized marks a capitalized phrase's Match (Phrase field); a
 // short form's is -1.
@@ -81,6 +82,9 @@ func (cp *capitalizedPhrases) phrases(tokens []string, spans []corpus.Span) []co
 // as unknown-type matches (Phrase phraseCapitalized), sorted by start. ms
 // is not modified.
 func (cp *capitalizedPhrases) add(tokens []string, ms []Match) []Match {
+	if isHeadline(tokens) {
+		return ms
+	}
 	covered := make([]bool, len(tokens))
 	for _, mt := range ms {
 		for i := mt.Start; i < mt.End; i++ {
@@ -146,6 +150,31 @@ func (cp *capitalizedPhrases) leadingNameless(w string, sentenceStart bool) bool
 		return n > 0
 	}
 	return n >= cp.minCommon
+}
+
+// isHeadline tells whether most of a sentence's words are written in
+// capitals ("SOCCER - JAPAN GET LUCKY WIN", "KANSAS CITY 59 72"): there a
+// capital says nothing of a name.
+func isHeadline(tokens []string) bool {
+	words, upper := 0, 0
+	for _, t := range tokens {
+		letters := 0
+		allUpper := true
+		for _, r := range t {
+			if unicode.IsLetter(r) {
+				letters++
+				allUpper = allUpper && unicode.IsUpper(r)
+			}
+		}
+		if letters == 0 {
+			continue
+		}
+		words++
+		if letters >= 2 && allUpper {
+			upper++
+		}
+	}
+	return upper >= 2 && 2*upper > words
 }
 
 // isCapitalized tells whether a token begins with an upper-case letter.

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/nerflow/nerflow/corpus"
+	"github.com/nerflow/nerflow/stages"
 )
 
 // TestLabelCapitalized checks each rule of capitalized phrases on a small
@@ -94,5 +95,68 @@ func TestReadNameListsCommon(t *testing.T) {
 	}
 	if lists.First["Friday"] || lists.Titles["Friday"] {
 		t.Error("a common word read as a first name or title")
+	}
+}
+
+func TestIsHeadline(t *testing.T) {
+	for s, want := range map[string]bool{
+		"SOCCER - JAPAN GET LUCKY WIN , CHINA IN SURPRISE DEFEAT .": true,
+		"NOVYE ATAGI , Russia 1996-08-22":                           true,
+		"KANSAS CITY 59 72 .450 18":                                 true,
+		"NATO and the UN met in Brussels .":                         false, // two acronyms among seven words
+		"Mr. Pfaff saw Emory University":                            false,
+		"A B C":                                                     false, // one letter each: initials, not capitals
+	} {
+		if got := isHeadline(strings.Fields(s)); got != want {
+			t.Errorf("isHeadline(%q) = %v, want %v", s, got, want)
+		}
+	}
+}
+
+// TestCapitalizedStage adds the phrases to labels given as they are: the
+// given entities stay, phrases fill the gaps (none in a headline), the
+// name lists' titles and the stopwords are left out, and the tags come
+// out in the stage's scheme.
+func TestCapitalizedStage(t *testing.T) {
+	ctx, st, imp := stageStore(t)
+	labeled := imp("train.conll", "Mr. O\nPfaff O\nvisited O\nAtlanta B-LOC\nwith O\nMay O\nStein O\n\nJAPAN B-LOC\nGET O\nLUCKY O\nWIN O\n", "corpus")
+	lists := imp("names.tsv", "title\tMr.\n", "names")
+	stop := imp("stop.txt", "May\n", "stopwords")
+	s, ok := stages.Lookup(StageCapitalized)
+	if !ok {
+		t.Fatal("stage not registered")
+	}
+	params, err := s.ResolveParams(map[string]any{"scheme": "io"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	outs, err := stages.Exec(ctx, s, stages.Env{Store: st, Params: params, OutputPrefix: "runs/1/capitalized",
+		Inputs: map[string][]stages.Artifact{"corpus": {labeled}, "names": {lists}, "stopwords": {stop}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := stages.NewInput(ctx, st, outs["labeled"]).ReadFile("labeled.conll")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := corpus.Read(strings.NewReader(string(got)), "labeled.conll", corpus.FormatCoNLL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := [][]string{{"O", "I-?", "O", "I-LOC", "O", "O", "I-?"}, {"I-LOC", "O", "O", "O"}}
+	if tags := tagsOf(out); !reflect.DeepEqual(tags, want) {
+		t.Errorf("tags %v, want %v", tags, want)
+	}
+	var rep CapitalizedReport
+	if err := stages.NewInput(ctx, st, outs["report"]).ReadJSON("report.json", &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Labeled != 2 || rep.Distinct != 2 {
+		t.Errorf("report %+v", rep)
+	}
+	bad := imp("bad.conll", "Pfaff O\nvisited\n", "corpus")
+	if _, err := stages.Exec(ctx, s, stages.Env{Store: st, Params: params, OutputPrefix: "runs/2/capitalized",
+		Inputs: map[string][]stages.Artifact{"corpus": {bad}}}); err == nil {
+		t.Error("a malformed corpus: no error")
 	}
 }

@@ -191,20 +191,29 @@ func stageOptions(c *stages.Context) ([]Option, error) {
 		return nil, stages.Permanent(err)
 	}
 	if in := c.Input("stopwords"); in != nil {
-		var words []string
-		for _, f := range in.Files {
-			err := readInput(in, f.Name, func(r io.Reader) error {
-				w, err := readLines(r)
-				words = append(words, w...)
-				return err
-			})
-			if err != nil {
-				return nil, err
-			}
+		words, err := readStopwordsInput(in)
+		if err != nil {
+			return nil, err
 		}
 		opts = append(opts, WithStopwords(words))
 	}
 	return opts, nil
+}
+
+// readStopwordsInput reads every file of a stopwords input, a word a line.
+func readStopwordsInput(in *stages.Input) ([]string, error) {
+	var words []string
+	for _, f := range in.Files {
+		err := readInput(in, f.Name, func(r io.Reader) error {
+			w, err := readLines(r)
+			words = append(words, w...)
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return words, nil
 }
 
 // readGazetteers reads every file of every artifact ins, the i-th

@@ -127,7 +127,7 @@ func distantParams(refine string) []stages.Param {
 		stages.FloatParam("entry_share", 0.5, "entry_sentences: at most this many entry sentences per sentence of the training corpus, an evenly spread subset of the entries where the gazetteers have more (0: every entry); the text, where entities have context, keeps outweighing isolated phrases",
 			stages.Range(0, 1000)),
 		stages.BoolParam("abbreviations", true, "with gazetteers: every labeling node (label, labels-dev, labels-test, tiebreak-labels) also types the abbreviations its corpus defines after a typed match, \"nitroglycerin ( NTG )\": every NTG, as written, takes the long form's type where no typed match covers it (on by default: on BC5CDR it added 0.5-1.2 dev F1 to the final models of roster, bond and autoner, and a text that defines no short form keeps its labels byte for byte; docs/autoner.md)"),
-		stages.BoolParam("capitalized", false, "with gazetteers: the training labels (node label) also tag with the unknown type \"?\" the capitalized phrases inside a sentence that no gazetteer matched, less the titles and common words of the names input (stage "+distant.StageName+"), and the taggers trained on them count those as entities of the type their context gives (unknown_as_entity): English running text names most entities with capitals, and a small gazetteer misses half of them"),
+		stages.BoolParam("capitalized", false, "the training labels (node label, or with labels given as files node capitalized, stage "+distant.StageCapitalized+") also tag with the unknown type \"?\" the capitalized phrases inside a sentence between their entities, less the titles and common words of the names input, and the taggers trained on them count those as entities of the type their context gives (unknown_as_entity): English running text names most entities with capitals, and a small gazetteer misses half of them"),
 		overlayParam(),
 	}, refineParams(refine)...)
 }
@@ -170,14 +170,20 @@ func trainingCorpus(b *spec.Builder) func(n *spec.NodeBuilder) {
 // with its file params, or the label node's output.
 func givenLabels(b *spec.Builder) func(n *spec.NodeBuilder, port string) {
 	if !b.Has("gazetteers") {
+		if b.Params().Bool("capitalized") {
+			// The labels as given, with the capitalized phrases of
+			// their gaps (node capitalized); the name lists and the
+			// stopwords then only say which capitalized words name
+			// nothing.
+			caps := readSplit(b, b.Node("capitalized", distant.StageCapitalized), "train", "corpus").Pass("scheme").
+				Input("names", b.In("names")).Input("stopwords", b.In("stopwords"))
+			return func(n *spec.NodeBuilder, port string) { n.Input(port, caps.Out("labeled")) }
+		}
 		if b.Has("stopwords") {
-			b.Errorf("inputs.stopwords", "stopwords only matter with gazetteers")
+			b.Errorf("inputs.stopwords", "stopwords only matter with gazetteers or capitalized")
 		}
 		if b.Has("names") {
 			b.Errorf("inputs.names", "the person names label the train input beside the gazetteers: connect gazetteers too")
-		}
-		if b.Params().Bool("capitalized") {
-			b.Errorf("params.capitalized", "capitalized phrases are found where the gazetteers leave gaps in the train input: connect gazetteers too")
 		}
 		return func(n *spec.NodeBuilder, port string) { readSplit(b, n, "train", port) }
 	}

@@ -139,6 +139,37 @@ func TestCapitalizedLabelsTrainingOnly(t *testing.T) {
 	}
 }
 
+// With labels given as they are, capitalized adds node capitalized, which
+// the taggers read in place of the train input, counting its phrases as
+// entities; the name lists and stopwords then serve it alone.
+func TestCapitalizedGivenLabels(t *testing.T) {
+	g, err := expand(t, fixture(t), `
+method: roster
+params: {seeds: [1, 2], partial: true, miss_rate: 0, refine: off, capitalized: true}
+inputs:
+  train: ../../data/test.conll
+  names: [../../data/gaz/loc.txt]
+  dev: ../../data/test.conll
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, ok := g.Node("capitalized")
+	if !ok || n.Stage != distant.StageCapitalized {
+		t.Fatalf("no %s node capitalized in %v", distant.StageCapitalized, ids(g))
+	}
+	noise, _ := g.Node("noise[seed=1]")
+	if i := slices.IndexFunc(noise.Inputs, func(in spec.Input) bool { return in.Port == "corpus" }); i < 0 || noise.Inputs[i].Node != "capitalized" {
+		t.Errorf("noise reads %+v, want capitalized's labels", noise.Inputs)
+	}
+	if p := nodeParams(t, g, "noise[seed=1]"); p["unknown_as_entity"] != true {
+		t.Errorf("noise params %v", p)
+	}
+	if _, err := expand(t, fixture(t), "method: roster\nparams: {refine: off}\ninputs:\n  train: ../../data/test.conll\n  names: [../../data/gaz/loc.txt]\n"); err == nil || !strings.Contains(err.Error(), "connect gazetteers too") {
+		t.Errorf("names without gazetteers or capitalized: %v", err)
+	}
+}
+
 func TestPartialSeedsRefuseTokenSettings(t *testing.T) {
 	text := strings.Replace(rosterOnGazetteers, "partial: true,", "partial: true, gce: false,", 1)
 	if _, err := expand(t, fixture(t), text); err == nil || !strings.Contains(err.Error(), "partial-label CRFs") {

@@ -1,0 +1,121 @@
+package distant
+
+import (
+	"bytes"
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/nerflow/nerflow/corpus"
+	"github.com/nerflow/nerflow/dataset"
+	"github.com/nerflow/nerflow/stages"
+)
+
+// StageCapitalized adds capitalized phrases to labels given as they are
+// (CoNLL-2003's distant labels, a team's own matcher's output), as
+// distant.label's param capitalized adds them to the labels it makes.
+const StageCapitalized = "distant.capitalized"
+
+func init() {
+	stages.Register(stages.Stage{
+		Name:    StageCapitalized,
+		Version: 1,
+		Doc: "Adds to a labeled corpus the capitalized phrases between and apart from its entities as entities of unknown type \"?\" " +
+			"(runs of capitalized words inside a sentence, less titles and common words of the name lists, stopwords, initials, " +
+			"name suffixes and a first word the corpus writes in lower case; none in a headline, most of its words in capitals), " +
+			"as " + StageName + "'s capitalized does for the labels it makes: for labels given as they are.",
+		Params: append([]stages.Param{
+			stages.StringParam("scheme", "bio", "tag scheme of the output", stages.OneOf("io", "bio", "iob1", "bioes")),
+			stages.IntParam("min_common", 2, "a phrase's first word whose lower-case form occurs this often in the corpus is a common word and left out", stages.AtLeast(1)),
+			stages.IntParam("top", 20, "most frequent phrases listed in the report", stages.Range(0, 10000)),
+		}, dataset.SourceParams("corpus", "labeled sentences")...),
+		Inputs: []stages.Port{
+			{Name: "corpus", Kind: "corpus", Doc: "sentences with their (distant) tags, in any scheme"},
+			{Name: "names", Kind: "names", Many: true, Optional: true, Doc: "name lists (KIND<TAB>WORD, as " + StageNames + " reads them): their titles and common words (days, months) are no phrase of their own"},
+			{Name: "stopwords", Kind: "stopwords", Optional: true, Doc: "one word per line: no phrase begins or ends with one"},
+		},
+		Outputs: []stages.Port{
+			{Name: "labeled", Kind: "corpus", Doc: "labeled.conll: the corpus with its tags and the phrases"},
+			{Name: "report", Kind: "report", Doc: "report.json and report.txt: the phrases added"},
+		},
+		Run: runCapitalizedStage,
+	})
+}
+
+func runCapitalizedStage(c *stages.Context) error {
+	p := c.Params
+	scheme, err := corpus.ParseScheme(p.String("scheme"))
+	if err != nil {
+		return stages.Permanent(err)
+	}
+	lists, err := readNameListInputs(c)
+	if err != nil {
+		return err
+	}
+	var stop []string
+	if in := c.Input("stopwords"); in != nil {
+		if stop, err = readStopwordsInput(in); err != nil {
+			return err
+		}
+	}
+	text, err := dataset.ReadInput(c.Input("corpus"), p, "corpus")
+	if err != nil {
+		return err
+	}
+	cp := newCapitalizedPhrases(lists.Nameless(), newConfig([]Option{WithStopwords(stop)}).stopwords, lowerCounts(text), p.Int("min_common"))
+	labeled, counts, err := addCapitalized(text, cp, scheme)
+	if err != nil {
+		return stages.Permanent(fmt.Errorf("input corpus: %w", err))
+	}
+	rep := capitalizedReport(counts, p.Int("top"))
+	c.Log.Info("capitalized phrases added", "sentences", len(text.Sentences), "phrases", rep.Labeled, "distinct", rep.Distinct)
+
+	out := c.Output("labeled")
+	dataset.Describe(out, corpus.FormatCoNLL, scheme)
+	var buf bytes.Buffer
+	if err := corpus.Write(&buf, labeled, corpus.FormatCoNLL); err != nil {
+		return stages.Permanent(fmt.Errorf("writing the labeled corpus: %w", err))
+	}
+	if err := out.WriteFile("labeled.conll", buf.Bytes()); err != nil {
+		return err
+	}
+	var txt bytes.Buffer
+	fmt.Fprintf(&txt, "capitalized phrases added as entities of unknown type: %d occurrences of %d phrases in %d sentences\n", rep.Labeled, rep.Distinct, len(text.Sentences))
+	for _, pc := range rep.Top {
+		fmt.Fprintf(&txt, "  %-30s %6d\n", pc.Phrase, pc.Count)
+	}
+	if err := c.Output("report").WriteJSON("report.json", rep); err != nil {
+		return err
+	}
+	return c.Output("report").WriteFile("report.txt", txt.Bytes())
+}
+
+// addCapitalized returns c with the capitalized phrases between its
+// entities added as unknown-type entities, its tags written in scheme,
+// and the phrases counted.
+func addCapitalized(c *corpus.Corpus, cp *capitalizedPhrases, scheme corpus.Scheme) (*corpus.Corpus, map[string]int, error) {
+	counts := map[string]int{}
+	out := &corpus.Corpus{Sentences: make([]corpus.Sentence, len(c.Sentences))}
+	for i, s := range c.Sentences {
+		if len(s.Tags) != len(s.Tokens) {
+			return nil, nil, fmt.Errorf("sentence %d: %d tokens but %d tags", i+1, len(s.Tokens), len(s.Tags))
+		}
+		spans, err := corpus.AnyScheme.Spans(s.Tags)
+		if err != nil {
+			return nil, nil, fmt.Errorf("sentence %d: %w", i+1, err)
+		}
+		phrases := cp.phrases(s.Tokens, spans)
+		for _, ph := range phrases {
+			counts[strings.Join(s.Tokens[ph.Start:ph.End], " ")]++
+		}
+		all := append(spans, phrases...)
+		slices.SortFunc(all, func(a, b corpus.Span) int { return cmp.Compare(a.Start, b.Start) })
+		tags, err := scheme.Tags(all, len(s.Tokens), corpus.MergeAdjacent())
+		if err != nil {
+			return nil, nil, fmt.Errorf("sentence %d: %w", i+1, err)
+		}
+		out.Sentences[i] = corpus.Sentence{Tokens: s.Tokens, Tags: tags, DocStart: s.DocStart}
+	}
+	return out, counts, nil
+}
