@@ -99,14 +99,7 @@ func TestOverlayIsTheLabelsTypedMatches(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		dir := t.TempDir()
-		if err := ov.Save(dir); err != nil {
-			t.Fatal(err)
-		}
-		back, err := LoadOverlay(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
+		back := reloaded(t, ov)
 		m := matcher(t, gs, opts...)
 		for i, s := range overlaySentences {
 			toks := strings.Fields(s)
@@ -308,6 +301,20 @@ func TestOverlayStage(t *testing.T) {
 	}
 }
 
+// reloaded saves ov and loads it back, as a checkpoint's reader does.
+func reloaded(t *testing.T, ov *GazetteerOverlay) overlay.Overlay {
+	t.Helper()
+	dir := t.TempDir()
+	if err := ov.Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	back, err := LoadOverlay(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return back
+}
+
 // typedOverlay is the overlay of one typed gazetteer, TYPE<TAB>phrase lines.
 func typedOverlay(t *testing.T, lines string) *GazetteerOverlay {
 	t.Helper()
@@ -343,14 +350,7 @@ func TestOverlayFindsNamesInEachSentence(t *testing.T) {
 		// Will is a common word of the training text; County ends a name.
 		{"Will Jones saw John Fulton County", []corpus.Span{{Start: 3, End: 5, Label: "PER"}}},
 	}
-	dir := t.TempDir()
-	if err := ov.Save(dir); err != nil {
-		t.Fatal(err)
-	}
-	loaded, err := LoadOverlay(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	loaded := reloaded(t, ov)
 	for _, c := range cases {
 		toks := strings.Fields(c.sentence)
 		for name, o := range map[string]overlay.Overlay{"built": ov, "loaded": loaded} {
@@ -415,15 +415,7 @@ func TestOverlayAdmitsCapitalizedPhrases(t *testing.T) {
 	sp := func(start, end int) corpus.Span { return corpus.Span{Start: start, End: end, Label: "ORG"} }
 	model := []corpus.Span{sp(4, 5), sp(5, 6), sp(10, 11), sp(13, 16), sp(17, 18)} // Morris, County, Monday, Sons of Erin, Kegham
 	whole := []corpus.Span{sp(4, 7), sp(13, 14), sp(15, 16)}                       // Morris County Court, Sons, Erin
-	dir := t.TempDir()
-	if err := ov.Save(dir); err != nil {
-		t.Fatal(err)
-	}
-	loaded, err := LoadOverlay(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for name, o := range map[string]*GazetteerOverlay{"built": ov, "loaded": loaded.(*GazetteerOverlay)} {
+	for name, o := range map[string]*GazetteerOverlay{"built": ov, "loaded": reloaded(t, ov).(*GazetteerOverlay)} {
 		if got, want := o.Admit(toks, own, model), []corpus.Span{sp(13, 16), sp(17, 18)}; !reflect.DeepEqual(got, want) {
 			t.Errorf("%s: admitted %v, want %v", name, got, want)
 		}

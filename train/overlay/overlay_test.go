@@ -206,20 +206,11 @@ func TestApplyModelTypes(t *testing.T) {
 		t.Fatal(err)
 	}
 	a.ModelTypes = []string{"LOC"}
-	for _, c := range []struct{ text, model, want string }{
+	checkApply(t, a, corpus.IO, set, []applyCase{
 		{"a b c d", "I-PER I-LOC O O", "O I-LOC O I-LOC"},
 		{"e f", "I-PER O", "O O"},
 		{"g h", "I-LOC O", "I-LOC O"},
-	} {
-		model := strings.Fields(c.model)
-		got, err := a.Apply(corpus.IO, []string{"PER", "LOC"}, set, strings.Fields(c.text), dataset.Prediction{Tags: model, Probs: rows(model, set, 0.9)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if want := strings.Fields(c.want); !slices.Equal(got.Tags, want) {
-			t.Errorf("%q: tags %v, want %v", c.text, got.Tags, want)
-		}
-	}
+	})
 	dir := t.TempDir()
 	if err := a.Write(dir); err != nil {
 		t.Fatal(err)
@@ -227,6 +218,26 @@ func TestApplyModelTypes(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join(dir, Dir, File))
 	if err != nil || !strings.Contains(string(b), `"model_types":["LOC"]`) {
 		t.Fatalf("%s: %s (%v)", File, b, err)
+	}
+}
+
+// applyCase is a sentence, the model's tags of it and the tags Apply
+// should return.
+type applyCase struct{ text, model, want string }
+
+// checkApply applies a to each case's model tags (PER and LOC in set,
+// the model 0.9 sure of each) and checks the combined tags.
+func checkApply(t *testing.T, a *Attached, scheme corpus.Scheme, set []string, cases []applyCase) {
+	t.Helper()
+	for _, c := range cases {
+		model := strings.Fields(c.model)
+		got, err := a.Apply(scheme, []string{"PER", "LOC"}, set, strings.Fields(c.text), dataset.Prediction{Tags: model, Probs: rows(model, set, 0.9)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := strings.Fields(c.want); !slices.Equal(got.Tags, want) {
+			t.Errorf("%q: tags %v, want %v", c.text, got.Tags, want)
+		}
 	}
 }
 
@@ -356,20 +367,11 @@ func TestApplyGated(t *testing.T) {
 		t.Fatal(err)
 	}
 	a.Gated = true
-	for _, c := range []struct{ text, model, want string }{
+	checkApply(t, a, corpus.BIO, set, []applyCase{
 		{"a b c d", "B-PER I-PER B-PER O", "O O B-PER B-LOC"},
 		{"e f g", "B-LOC I-LOC O", "O O O"}, // no overlay entity: the gate still applies
 		{"h i", "B-PER O", "B-PER O"},
-	} {
-		model := strings.Fields(c.model)
-		got, err := a.Apply(corpus.BIO, []string{"PER", "LOC"}, set, strings.Fields(c.text), dataset.Prediction{Tags: model, Probs: rows(model, set, 0.9)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if want := strings.Fields(c.want); !slices.Equal(got.Tags, want) {
-			t.Errorf("%q: tags %v, want %v", c.text, got.Tags, want)
-		}
-	}
+	})
 	dir := t.TempDir()
 	if err := a.Write(dir); err != nil {
 		t.Fatal(err)
