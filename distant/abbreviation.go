@@ -180,7 +180,7 @@ func longFormFits(short string, long []string) bool {
 }
 
 // add returns ms with the occurrences of the short forms in tokens as typed
-// matches (Phrase -1): where no match covers them, or where an untyped or
+// matches (Phrase phraseShortForm): where no match covers them, or where an untyped or
 // ambiguous match covers exactly them. A typed match always wins: the
 // gazetteer's word is taken over the corpus's abbreviation. ms is not
 // modified.
@@ -205,7 +205,7 @@ func (sf *shortForms) add(tokens []string, ms []Match) []Match {
 			if out == nil {
 				out = slices.Clone(ms)
 			}
-			short := Match{Start: i, End: i + n, Kind: Typed, Type: t, Phrase: -1}
+			short := Match{Start: i, End: i + n, Kind: Typed, Type: t, Phrase: phraseShortForm}
 			if j >= 0 {
 				out[j] = short // out is ms with matches appended: ms[j] is out[j]
 			} else {

@@ -30,14 +30,21 @@ import (
 // be written in lower case in the text to count. A headline, most of its
 // words in capitals, has no phrases.
 
-// phraseCapitalized marks a capitalized phrase's Match (Phrase field); a
-// short form's is -1.
-const phraseCapitalized = -2
+// The Phrase of a Match that no phrase of the matcher made: a short form
+// the corpus defines (abbreviation.go), a capitalized phrase.
+const (
+	phraseShortForm   = -1
+	phraseCapitalized = -2
+)
 
 // capitalizedPhrases finds the capitalized phrases of a corpus's sentences.
 type capitalizedPhrases struct {
-	nameless  map[string]bool // titles, common capitalized words, stopwords
-	lower     map[string]int  // lower-case occurrences of each word in the corpus
+	nameless map[string]bool // titles, common capitalized words, stopwords
+	lower    map[string]int  // lower-case occurrences of each word in the corpus
+	// common are lower-case words known to be common apart from lower
+	// (the training text's, for an overlay): counted minCommon times at
+	// least. It may be nil.
+	common    map[string]bool
 	minCommon int
 }
 
@@ -48,19 +55,19 @@ func (m *Matcher) capitalizedOf(c *corpus.Corpus) *capitalizedPhrases {
 	if cfg == nil {
 		return nil
 	}
-	return newCapitalizedPhrases(cfg.Nameless, m.cfg.stopwords, lowerCounts(c), cfg.MinCommon)
+	return &capitalizedPhrases{nameless: namelessWords(cfg.Nameless, m.cfg.stopwords), lower: lowerCounts(c), minCommon: cfg.MinCommon}
 }
 
-// newCapitalizedPhrases returns a finder that leaves out the words of
-// nameless and stopwords (lower-cased) and knows how often a text writes
-// each word in lower case.
-func newCapitalizedPhrases(nameless, stopwords map[string]bool, lower map[string]int, minCommon int) *capitalizedPhrases {
+// namelessWords returns the words that begin or end no phrase: those of
+// nameless and the stopwords (lower-cased: isNameless also looks a word up
+// lower-cased).
+func namelessWords(nameless, stopwords map[string]bool) map[string]bool {
 	all := maps.Clone(nameless)
 	if all == nil {
 		all = map[string]bool{}
 	}
-	maps.Copy(all, stopwords) // lower-cased: isNameless also looks a word up lower-cased
-	return &capitalizedPhrases{nameless: all, lower: lower, minCommon: minCommon}
+	maps.Copy(all, stopwords)
+	return all
 }
 
 // phrases returns the capitalized phrases of a sentence between spans.
@@ -142,10 +149,11 @@ func (cp *capitalizedPhrases) isNameless(w string) bool {
 // isNameless says, or a word the text writes in lower case often enough (at the
 // start of a sentence, at all).
 func (cp *capitalizedPhrases) isNamelessLead(w string, sentenceStart bool) bool {
-	if cp.isNameless(w) {
+	lw := strings.ToLower(w)
+	if cp.isNameless(w) || cp.common[lw] {
 		return true
 	}
-	n := cp.lower[strings.ToLower(w)]
+	n := cp.lower[lw]
 	if sentenceStart {
 		return n > 0
 	}
@@ -210,6 +218,15 @@ type CapitalizedReport struct {
 	Labeled  int           `json:"labeled"`  // occurrences
 	Distinct int           `json:"distinct"` // distinct phrases
 	Top      []PhraseCount `json:"top"`
+}
+
+// writeText writes the report under a headline saying what the phrases
+// are, with the most frequent.
+func (c *CapitalizedReport) writeText(p *printer, what string) {
+	p.printf("%s: %d occurrences of %d phrases\n", what, c.Labeled, c.Distinct)
+	for _, pc := range c.Top {
+		p.printf("  %-30s %6d\n", pc.Phrase, pc.Count)
+	}
 }
 
 // capitalizedReport sums the counted phrases into a report of the top k.

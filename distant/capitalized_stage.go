@@ -63,7 +63,7 @@ func runCapitalizedStage(c *stages.Context) error {
 	if err != nil {
 		return err
 	}
-	cp := newCapitalizedPhrases(lists.Nameless(), newConfig([]Option{WithStopwords(stop)}).stopwords, lowerCounts(text), p.Int("min_common"))
+	cp := &capitalizedPhrases{nameless: namelessWords(lists.Nameless(), stopwordSet(stop)), lower: lowerCounts(text), minCommon: p.Int("min_common")}
 	labeled, counts, err := addCapitalized(text, cp, scheme)
 	if err != nil {
 		return stages.Permanent(fmt.Errorf("input corpus: %w", err))
@@ -81,10 +81,8 @@ func runCapitalizedStage(c *stages.Context) error {
 		return err
 	}
 	var txt bytes.Buffer
-	fmt.Fprintf(&txt, "capitalized phrases added as entities of unknown type: %d occurrences of %d phrases in %d sentences\n", rep.Labeled, rep.Distinct, len(text.Sentences))
-	for _, pc := range rep.Top {
-		fmt.Fprintf(&txt, "  %-30s %6d\n", pc.Phrase, pc.Count)
-	}
+	pr := &printer{w: &txt}
+	rep.writeText(pr, fmt.Sprintf("capitalized phrases added as entities of unknown type to %d sentences", len(text.Sentences)))
 	if err := c.Output("report").WriteJSON("report.json", rep); err != nil {
 		return err
 	}

@@ -109,7 +109,7 @@ func (l *Labeler) Label(tokens []string) ([]string, error) {
 		switch mt.Phrase {
 		case phraseCapitalized:
 			l.capsLabeled[strings.Join(tokens[mt.Start:mt.End], " ")]++
-		case -1:
+		case phraseShortForm:
 			l.shortLabeled[strings.Join(tokens[mt.Start:mt.End], " ")]++
 		default:
 			l.phraseCount[mt.Phrase]++

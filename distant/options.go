@@ -83,14 +83,18 @@ func WithUnicodeForm(f UnicodeForm) Option { return func(c *config) { c.form = f
 // WithStopwords sets words that alone never make an entity: a phrase made
 // only of stopwords is not matched. Comparison ignores case.
 func WithStopwords(words []string) Option {
-	return func(c *config) {
-		c.stopwords = make(map[string]bool, len(words))
-		for _, w := range words {
-			if w = strings.TrimSpace(w); w != "" {
-				c.stopwords[strings.ToLower(w)] = true
-			}
+	return func(c *config) { c.stopwords = stopwordSet(words) }
+}
+
+// stopwordSet returns the stopwords lower-cased, blanks left out.
+func stopwordSet(words []string) map[string]bool {
+	set := make(map[string]bool, len(words))
+	for _, w := range words {
+		if w = strings.TrimSpace(w); w != "" {
+			set[strings.ToLower(w)] = true
 		}
 	}
+	return set
 }
 
 // WithAmbiguous sets how matches of phrases with tied types are labeled

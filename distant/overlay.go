@@ -127,20 +127,9 @@ func (o *GazetteerOverlay) WithNames(lists NameLists, common []string, minCommon
 	o.names = newNameFinder(lists, common)
 	o.settings.Names = &overlayNames{First: slices.Sorted(maps.Keys(lists.First)), Titles: slices.Sorted(maps.Keys(lists.Titles)),
 		Common: common, MinCommon: minCommon, Otherwise: slices.Sorted(maps.Keys(lists.Otherwise)), Nameless: slices.Sorted(maps.Keys(lists.Common))}
-	o.caps = newCapitalizedPhrases(lists.Nameless(), o.m.cfg.stopwords, commonCounts(nil, common, minCommon), minCommon)
-}
-
-// commonCounts returns a text's lower-case counts with every word of common
-// (the training text's common words) counted at least minCommon times.
-func commonCounts(text map[string]int, common []string, minCommon int) map[string]int {
-	out := maps.Clone(text)
-	if out == nil {
-		out = make(map[string]int, len(common))
-	}
-	for _, w := range common {
-		out[w] = max(out[w], minCommon)
-	}
-	return out
+	// The name finder's set of the training text's common words serves
+	// the phrases too.
+	o.caps = &capitalizedPhrases{nameless: namelessWords(lists.Nameless(), o.m.cfg.stopwords), common: o.names.common, minCommon: minCommon}
 }
 
 // Admit keeps of a sentence's model entities (ordered, not overlapping)
@@ -155,7 +144,7 @@ func commonCounts(text map[string]int, common []string, minCommon int) map[strin
 // those and 3 of the right ones.
 // Without name lists every entity is admitted.
 func (o *GazetteerOverlay) Admit(tokens []string, own, model []corpus.Span) []corpus.Span {
-	if o.caps == nil {
+	if o.caps == nil || len(model) == 0 {
 		return model
 	}
 	phrases := o.caps.phrases(tokens, own)
@@ -197,8 +186,10 @@ func (o *GazetteerOverlay) ForText(sentences [][]string) (overlay.Overlay, error
 	}
 	mined := f.mine(text)
 	// The text's lower-case words, as the labels' phrases count their
-	// corpus's, with the training text's common words.
-	caps := &capitalizedPhrases{nameless: o.caps.nameless, lower: commonCounts(f.lower, o.settings.Names.Common, o.settings.Names.MinCommon), minCommon: o.settings.Names.MinCommon}
+	// corpus's, beside the common words of the text and the training
+	// text, which the name finder has gathered already: no map is copied
+	// for a request.
+	caps := &capitalizedPhrases{nameless: o.caps.nameless, lower: f.lower, common: f.common, minCommon: o.caps.minCommon}
 	if len(mined.Phrases) == 0 {
 		t := newGazetteerOverlay(o.m, o.settings, o.entries, o.opts)
 		t.names, t.caps = o.names, caps

@@ -195,10 +195,7 @@ func (r Report) WriteText(w io.Writer) error {
 		}
 	}
 	if c := r.Capitalized; c != nil {
-		p.printf("capitalized phrases no gazetteer matched, of unknown type: %d occurrences of %d phrases\n", c.Labeled, c.Distinct)
-		for _, pc := range c.Top {
-			p.printf("  %-30s %6d\n", pc.Phrase, pc.Count)
-		}
+		c.writeText(p, "capitalized phrases no gazetteer matched, of unknown type")
 	}
 
 	phrases := func(title string, list []PhraseCount) {

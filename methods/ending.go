@@ -282,27 +282,28 @@ func chooseOverlay(b *spec.Builder, f finalModel, suffix string) *finalModel {
 		}
 		names = append(names, "overlay "+string(mode))
 	}
-	// Override again, the model's entities kept only for the types whose
-	// dev F1 they did not lower there (node overlay-typed): on the shipped sample
-	// its PER and ORG entities spoiled more than they found, while its
-	// LOC and MISC ones added recall.
-	// It needs the labels' score on dev beside the model's, which only
-	// gazetteers give (labels-dev).
 	// With capitalized phrases in the training labels, override once more
 	// admitting only the model's entities that are such a phrase of their
 	// sentence (node overlay-capitalized): trained on them, the model also
-	// tags parts of longer names, days and common words. overlay-typed
-	// then chooses its types from it, gated too.
-	if b.Params().Bool("capitalized") && b.Has("gazetteers") && b.Has("names") {
-		gated, dev := overlayNode("overlay-capitalized", overlay.Override)
-		gated.Set("capitalized", true)
+	// tags parts of longer names, days and common words. The gate reads the
+	// name lists, which the overlay holds with gazetteers only.
+	gated := b.Params().Bool("capitalized") && b.Has("gazetteers") && b.Has("names")
+	if gated {
+		n, dev := overlayNode("overlay-capitalized", overlay.Override)
+		n.Set("capitalized", true)
 		overrideDev = dev
 		names = append(names, "overlay override, capitalized phrases")
 	}
+	// Override again (gated where overlay-capitalized is), the model's
+	// entities kept only for the types whose dev F1 they did not lower
+	// there (node overlay-typed): on the shipped sample its PER entities
+	// spoiled more than they found, while its other ones added recall. It
+	// needs the labels' score on dev beside the model's, which only
+	// gazetteers give (labels-dev).
 	if !labelsBaseline(b, "dev").Empty() {
 		typed, _ := overlayNode("overlay-typed", overlay.Override)
 		typed.Input("dev_report", overrideDev)
-		if b.Params().Bool("capitalized") && b.Has("names") {
+		if gated {
 			typed.Set("capitalized", true)
 		}
 		names = append(names, "overlay override, the types that gain on dev")
