@@ -21,20 +21,26 @@ import (
 // gives (AutoNER's untyped phrases, mined from the text itself instead of a
 // second dictionary).
 //
-// A phrase is a run of capitalized tokens that no match covers or touches,
-// less the words at its ends that name nothing: a title ("Mr.", "Sen."), a
-// word the name lists call common (days, months, "I"), a stopword, an initial, and
+// A phrase is a run of capitalized tokens that no title, common word or
+// stopword breaks, less the words at its ends that name nothing: a title
+// ("Mr.", "Sen."), a word the name lists call common (days, months, "I"), a
+// stopword, an initial, and
 // at the start a word whose lower-case form the text writes often (the
 // "Only" of a sentence start, the "County" left over beside a match). The
 // first word of a sentence is capitalized by rule, so there it must never
-// be written in lower case in the text to count. A headline, most of its
-// words in capitals, has no phrases.
+// be written in lower case in the text to count, nor less a final -s (a
+// headline's verb: "Defends Ike"). A headline, most of its
+// words in capitals, has no phrases. A run that holds matches beside such
+// words is a longer name the gazetteer knows a part of: the phrase then
+// replaces the matches it holds.
 
 // The Phrase of a Match that no phrase of the matcher made: a short form
-// the corpus defines (abbreviation.go), a capitalized phrase.
+// the corpus defines (abbreviation.go), a capitalized phrase, a longer
+// name that holds matches.
 const (
 	phraseShortForm   = -1
 	phraseCapitalized = -2
+	phraseLonger      = -3
 )
 
 // capitalizedPhrases finds the capitalized phrases of a corpus's sentences.
@@ -46,6 +52,8 @@ type capitalizedPhrases struct {
 	// least. It may be nil.
 	common    map[string]bool
 	minCommon int
+	// heads type a phrase by its last word (NameLists.Heads); may be nil.
+	heads map[string]string
 }
 
 // capitalizedOf returns the capitalized phrase finder of c where the
@@ -55,7 +63,7 @@ func (m *Matcher) capitalizedOf(c *corpus.Corpus) *capitalizedPhrases {
 	if cfg == nil {
 		return nil
 	}
-	return &capitalizedPhrases{nameless: namelessWords(cfg.Nameless, m.cfg.stopwords), lower: lowerCounts(c), minCommon: cfg.MinCommon}
+	return &capitalizedPhrases{nameless: namelessWords(cfg.Nameless, m.cfg.stopwords), lower: lowerCounts(c), minCommon: cfg.MinCommon, heads: cfg.Heads}
 }
 
 // namelessWords returns the words that begin or end no phrase: those of
@@ -70,70 +78,109 @@ func namelessWords(nameless, stopwords map[string]bool) map[string]bool {
 	return all
 }
 
-// phrases returns the capitalized phrases of a sentence between spans.
-func (cp *capitalizedPhrases) phrases(tokens []string, spans []corpus.Span) []corpus.Span {
+// phrases returns the capitalized phrases of a sentence beside spans, and
+// spans less those a longer name among the phrases holds (see add).
+func (cp *capitalizedPhrases) phrases(tokens []string, spans []corpus.Span) (phrases, kept []corpus.Span) {
 	ms := make([]Match, len(spans))
 	for i, sp := range spans {
-		ms[i] = Match{Start: sp.Start, End: sp.End, Kind: Typed}
+		ms[i] = Match{Start: sp.Start, End: sp.End, Kind: Typed, Type: sp.Label}
 	}
-	var out []corpus.Span
 	for _, mt := range cp.add(tokens, ms) {
-		if mt.Phrase == phraseCapitalized {
-			out = append(out, corpus.Span{Start: mt.Start, End: mt.End, Label: corpus.UnknownType})
+		switch mt.Phrase {
+		case phraseCapitalized, phraseLonger:
+			label := corpus.UnknownType
+			if mt.Kind == Typed {
+				label = mt.Type
+			}
+			phrases = append(phrases, corpus.Span{Start: mt.Start, End: mt.End, Label: label})
+		default:
+			kept = append(kept, spans[slices.IndexFunc(spans, func(sp corpus.Span) bool { return sp.Start == mt.Start && sp.End == mt.End })])
 		}
 	}
-	return out
+	return phrases, kept
 }
 
-// add returns ms with the capitalized phrases of tokens between its matches
-// as unknown-type matches (Phrase phraseCapitalized), sorted by start. ms
-// is not modified.
+// add returns ms with the capitalized phrases of tokens as unknown-type
+// matches (Phrase phraseCapitalized, or phraseLonger for a longer name that
+// holds matches, which it replaces), sorted by start. ms is not modified.
 func (cp *capitalizedPhrases) add(tokens []string, ms []Match) []Match {
 	if isHeadline(tokens) {
 		return ms
 	}
 	covered := make([]bool, len(tokens))
+	person := make([]bool, len(tokens)) // the first token of a person's name
 	for _, mt := range ms {
 		for i := mt.Start; i < mt.End; i++ {
 			covered[i] = true
 		}
+		person[mt.Start] = mt.Kind == Typed && mt.Type == personType
+	}
+	// A run is of matched and capitalized words; a title, a common word or
+	// a stopword that no match holds ends it ("U.S. Treasury Secretary
+	// Robert Rubin" is two names, not one).
+	inRun := func(i int) bool {
+		return covered[i] || (isCapitalized(tokens[i]) && !cp.nameless[tokens[i]] && !cp.nameless[strings.ToLower(tokens[i])])
 	}
 	first := slices.IndexFunc(tokens, hasLetterOrDigit)
-	var out []Match
+	var phrases []Match
 	for i := 0; i < len(tokens); {
-		if covered[i] || !isCapitalized(tokens[i]) {
+		if !inRun(i) {
 			i++
 			continue
 		}
 		j := i
-		for j < len(tokens) && !covered[j] && isCapitalized(tokens[j]) {
+		for j < len(tokens) && inRun(j) {
 			j++
 		}
-		if (i > 0 && covered[i-1]) || (j < len(tokens) && covered[j]) {
-			// Touching a match, the run is more likely the rest of a
-			// longer name ("American Screw Co." beside the match American)
-			// than a name of its own.
-			i = j
-			continue
-		}
+		// The words at the run's ends that name nothing are left out, a
+		// match's never.
 		start, end := i, j
-		for start < end && cp.isNamelessLead(tokens[start], start == first) {
+		for start < end && !covered[start] && cp.isNamelessLead(tokens[start], start == first) {
 			start++
 		}
-		for end > start && cp.isNameless(tokens[end-1]) {
+		for end > start && !covered[end-1] && cp.isNameless(tokens[end-1]) {
 			end--
 		}
-		if start < end {
-			if out == nil {
-				out = slices.Clone(ms)
+		// Capitalized words before a person's name are a role the name
+		// lists do not know ("Controller Arthur Levitt", "US Sens. James
+		// O. Eastland"), not a part of the name.
+		if k := slices.Index(covered[start:end], true); k > 0 && person[start+k] {
+			start += k
+		}
+		matched, unmatched := false, false
+		for k := start; k < end; k++ {
+			if covered[k] {
+				matched = true
+			} else if !cp.isNameless(tokens[k]) {
+				unmatched = true
 			}
-			out = append(out, Match{Start: start, End: end, Kind: Unknown, Phrase: phraseCapitalized})
+		}
+		if unmatched {
+			// A match with capitalized words beside it is most often a part
+			// of a longer name the gazetteer does not know ("Republican"
+			// of "Republican State Committee", "American" of "American
+			// Screw Co."): the whole is the entity, of a type the match
+			// need not give.
+			ph := Match{Start: start, End: end, Kind: Unknown, Phrase: phraseCapitalized}
+			if matched {
+				ph.Phrase = phraseLonger
+			}
+			// The last word of a name of two words or more often says its
+			// type ("Committee", "County"); alone it names nothing.
+			if typ := cp.heads[tokens[end-1]]; typ != "" && end-start >= 2 {
+				ph.Kind, ph.Type = Typed, typ
+			}
+			phrases = append(phrases, ph)
 		}
 		i = j
 	}
-	if out == nil {
+	if phrases == nil {
 		return ms
 	}
+	out := slices.DeleteFunc(slices.Clone(ms), func(mt Match) bool {
+		return slices.ContainsFunc(phrases, func(p Match) bool { return p.Start <= mt.Start && mt.End <= p.End })
+	})
+	out = append(out, phrases...)
 	slices.SortFunc(out, func(a, b Match) int { return cmp.Compare(a.Start, b.Start) })
 	return out
 }
@@ -155,7 +202,9 @@ func (cp *capitalizedPhrases) isNamelessLead(w string, sentenceStart bool) bool 
 	}
 	n := cp.lower[lw]
 	if sentenceStart {
-		return n > 0
+		// A headline's verb ("Defends Ike", "Sees Jones") is a word the
+		// text writes in lower case less its -s.
+		return n > 0 || (len(lw) > 3 && strings.HasSuffix(lw, "s") && cp.lower[lw[:len(lw)-1]] > 0)
 	}
 	return n >= cp.minCommon
 }
@@ -206,6 +255,9 @@ type Capitalized struct {
 	// MinCommon: a phrase's first word whose lower-case form occurs this
 	// often in the text is a common word and is left out of it.
 	MinCommon int
+	// Heads type the phrases of two words or more that end in one
+	// (NameLists.Heads); the others are of unknown type.
+	Heads map[string]string
 }
 
 // WithCapitalized makes labeling a corpus also tag its capitalized phrases
@@ -215,23 +267,37 @@ func WithCapitalized(c *Capitalized) Option { return func(cfg *config) { cfg.cap
 
 // CapitalizedReport counts the capitalized phrases the labels hold.
 type CapitalizedReport struct {
-	Labeled  int           `json:"labeled"`  // occurrences
-	Distinct int           `json:"distinct"` // distinct phrases
-	Top      []PhraseCount `json:"top"`
+	Labeled  int `json:"labeled"`  // occurrences
+	Distinct int `json:"distinct"` // distinct phrases
+	Longer   int `json:"longer"`   // occurrences that are longer names holding matches
+	// Typed counts the occurrences a head word typed, by type.
+	Typed map[string]int `json:"typed,omitempty"`
+	Top   []PhraseCount  `json:"top"`
 }
 
 // writeText writes the report under a headline saying what the phrases
 // are, with the most frequent.
 func (c *CapitalizedReport) writeText(p *printer, what string) {
-	p.printf("%s: %d occurrences of %d phrases\n", what, c.Labeled, c.Distinct)
+	p.printf("%s: %d occurrences of %d phrases (%d longer names holding matches)\n", what, c.Labeled, c.Distinct, c.Longer)
+	if len(c.Typed) > 0 {
+		p.printf("  typed by their last word:")
+		for _, t := range slices.Sorted(maps.Keys(c.Typed)) {
+			p.printf(" %s %d", t, c.Typed[t])
+		}
+		p.printf("\n")
+	}
 	for _, pc := range c.Top {
 		p.printf("  %-30s %6d\n", pc.Phrase, pc.Count)
 	}
 }
 
-// capitalizedReport sums the counted phrases into a report of the top k.
-func capitalizedReport(counts map[string]int, k int) *CapitalizedReport {
-	r := &CapitalizedReport{Distinct: len(counts)}
+// capitalizedReport sums the counted phrases, longer of them longer names
+// and typed of them typed by a head word, into a report of the top k.
+func capitalizedReport(counts map[string]int, longer int, typed map[string]int, k int) *CapitalizedReport {
+	r := &CapitalizedReport{Distinct: len(counts), Longer: longer}
+	if len(typed) > 0 {
+		r.Typed = typed
+	}
 	phrases := slices.Collect(maps.Keys(counts))
 	for _, n := range counts {
 		r.Labeled += n

@@ -20,11 +20,12 @@ const StageCapitalized = "distant.capitalized"
 func init() {
 	stages.Register(stages.Stage{
 		Name:    StageCapitalized,
-		Version: 1,
-		Doc: "Adds to a labeled corpus the capitalized phrases between and apart from its entities as entities of unknown type \"?\" " +
-			"(runs of capitalized words inside a sentence, less titles and common words of the name lists, stopwords, initials, " +
-			"name suffixes and a first word the corpus writes in lower case; none in a headline, most of its words in capitals), " +
-			"as " + StageName + "'s capitalized does for the labels it makes: for labels given as they are.",
+		Version: 2, // 2: longer names holding the given entities
+		Doc: "Adds to a labeled corpus the capitalized phrases between and around its entities as entities of unknown type \"?\" " +
+			"(runs of capitalized words inside a sentence that no title, common word of the name lists or stopword breaks, less those " +
+			"words, initials, name suffixes and a first word the corpus writes in lower case at their ends; none in a headline, most " +
+			"of its words in capitals; a run that holds entities beside such words is a longer name in their place, less the words " +
+			"before a person's name), as " + StageName + "'s capitalized does for the labels it makes: for labels given as they are.",
 		Params: append([]stages.Param{
 			stages.StringParam("scheme", "bio", "tag scheme of the output", stages.OneOf("io", "bio", "iob1", "bioes")),
 			stages.IntParam("min_common", 2, "a phrase's first word whose lower-case form occurs this often in the corpus is a common word and left out", stages.AtLeast(1)),
@@ -63,12 +64,12 @@ func runCapitalizedStage(c *stages.Context) error {
 	if err != nil {
 		return err
 	}
-	cp := &capitalizedPhrases{nameless: namelessWords(lists.Nameless(), stopwordSet(stop)), lower: lowerCounts(text), minCommon: p.Int("min_common")}
-	labeled, counts, err := addCapitalized(text, cp, scheme)
+	cp := &capitalizedPhrases{nameless: namelessWords(lists.Nameless(), stopwordSet(stop)), lower: lowerCounts(text), minCommon: p.Int("min_common"), heads: lists.Heads}
+	labeled, counts, longer, typed, err := addCapitalized(text, cp, scheme)
 	if err != nil {
 		return stages.Permanent(fmt.Errorf("input corpus: %w", err))
 	}
-	rep := capitalizedReport(counts, p.Int("top"))
+	rep := capitalizedReport(counts, longer, typed, p.Int("top"))
 	c.Log.Info("capitalized phrases added", "sentences", len(text.Sentences), "phrases", rep.Labeled, "distinct", rep.Distinct)
 
 	out := c.Output("labeled")
@@ -90,30 +91,38 @@ func runCapitalizedStage(c *stages.Context) error {
 }
 
 // addCapitalized returns c with the capitalized phrases between its
-// entities added as unknown-type entities, its tags written in scheme,
-// and the phrases counted.
-func addCapitalized(c *corpus.Corpus, cp *capitalizedPhrases, scheme corpus.Scheme) (*corpus.Corpus, map[string]int, error) {
-	counts := map[string]int{}
+// entities added as unknown-type entities (a longer name in place of the
+// entities it holds; typed where a head word ends it), its tags written in
+// scheme, the phrases counted, how many of them are longer names, and how
+// many a head word typed, by type.
+func addCapitalized(c *corpus.Corpus, cp *capitalizedPhrases, scheme corpus.Scheme) (labeled *corpus.Corpus, counts map[string]int, longer int, typed map[string]int, err error) {
+	counts, typed = map[string]int{}, map[string]int{}
 	out := &corpus.Corpus{Sentences: make([]corpus.Sentence, len(c.Sentences))}
 	for i, s := range c.Sentences {
 		if len(s.Tags) != len(s.Tokens) {
-			return nil, nil, fmt.Errorf("sentence %d: %d tokens but %d tags", i+1, len(s.Tokens), len(s.Tags))
+			return nil, nil, 0, nil, fmt.Errorf("sentence %d: %d tokens but %d tags", i+1, len(s.Tokens), len(s.Tags))
 		}
 		spans, err := corpus.AnyScheme.Spans(s.Tags)
 		if err != nil {
-			return nil, nil, fmt.Errorf("sentence %d: %w", i+1, err)
+			return nil, nil, 0, nil, fmt.Errorf("sentence %d: %w", i+1, err)
 		}
-		phrases := cp.phrases(s.Tokens, spans)
+		phrases, kept := cp.phrases(s.Tokens, spans)
 		for _, ph := range phrases {
 			counts[strings.Join(s.Tokens[ph.Start:ph.End], " ")]++
+			if slices.ContainsFunc(spans, func(sp corpus.Span) bool { return ph.Start <= sp.Start && sp.End <= ph.End }) {
+				longer++
+			}
+			if ph.Label != corpus.UnknownType {
+				typed[ph.Label]++
+			}
 		}
-		all := append(spans, phrases...)
+		all := append(kept, phrases...)
 		slices.SortFunc(all, func(a, b corpus.Span) int { return cmp.Compare(a.Start, b.Start) })
 		tags, err := scheme.Tags(all, len(s.Tokens), corpus.MergeAdjacent())
 		if err != nil {
-			return nil, nil, fmt.Errorf("sentence %d: %w", i+1, err)
+			return nil, nil, 0, nil, fmt.Errorf("sentence %d: %w", i+1, err)
 		}
 		out.Sentences[i] = corpus.Sentence{Tokens: s.Tokens, Tags: tags, DocStart: s.DocStart}
 	}
-	return out, counts, nil
+	return out, counts, longer, typed, nil
 }

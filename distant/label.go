@@ -32,9 +32,12 @@ type Labeler struct {
 	short        *shortForms
 	shortLabeled map[string]int
 	// caps finds the capitalized phrases (nil: off); capsLabeled counts
-	// the occurrences it labeled, by phrase.
+	// the occurrences it labeled, by phrase, capsLonger those that are
+	// longer names holding matches.
 	caps        *capitalizedPhrases
 	capsLabeled map[string]int
+	capsLonger  int
+	capsTyped   map[string]int
 
 	gold       *eval.Scorer
 	goldMarks  int // unknown or ambiguous spans on gold sentences
@@ -107,8 +110,16 @@ func (l *Labeler) Label(tokens []string) ([]string, error) {
 	}
 	for _, mt := range ms {
 		switch mt.Phrase {
-		case phraseCapitalized:
+		case phraseCapitalized, phraseLonger:
 			l.capsLabeled[strings.Join(tokens[mt.Start:mt.End], " ")]++
+			if mt.Phrase == phraseLonger {
+				l.capsLonger++
+			}
+			if mt.Kind == Typed {
+				l.capsTyped[mt.Type]++
+				l.typedTokens += mt.End - mt.Start
+				continue // not a gazetteer's match
+			}
 		case phraseShortForm:
 			l.shortLabeled[strings.Join(tokens[mt.Start:mt.End], " ")]++
 		default:
@@ -119,7 +130,7 @@ func (l *Labeler) Label(tokens []string) ([]string, error) {
 			l.matches[mt.Type]++
 			l.typedTokens += mt.End - mt.Start
 		case Unknown:
-			if mt.Phrase != phraseCapitalized { // counted in capsLabeled
+			if mt.Phrase != phraseCapitalized && mt.Phrase != phraseLonger { // counted in capsLabeled
 				l.unknown++
 			}
 		case Ambiguous:
@@ -242,7 +253,7 @@ func (l *Labeler) Report() Report {
 		r.Abbreviations = l.short.report(l.shortLabeled, m.cfg.topK)
 	}
 	if l.caps != nil {
-		r.Capitalized = capitalizedReport(l.capsLabeled, m.cfg.topK)
+		r.Capitalized = capitalizedReport(l.capsLabeled, l.capsLonger, l.capsTyped, m.cfg.topK)
 	}
 	if l.gold != nil {
 		r.Gold = &GoldReport{
@@ -270,7 +281,7 @@ func labelAndScore(m *Matcher, c, gold *corpus.Corpus, scheme corpus.Scheme) (*c
 	// Before labeling: an abbreviation is typed wherever it occurs, also
 	// before its definition.
 	l.short, l.shortLabeled = m.shortFormsOf(c), map[string]int{}
-	l.caps, l.capsLabeled = m.capitalizedOf(c), map[string]int{}
+	l.caps, l.capsLabeled, l.capsTyped = m.capitalizedOf(c), map[string]int{}, map[string]int{}
 	sentences, err := corpus.MapSentences(c, func(s corpus.Sentence) (corpus.Sentence, error) {
 		tags, err := l.Label(s.Tokens)
 		return corpus.Sentence{Tokens: s.Tokens, Tags: tags, DocStart: s.DocStart}, err

@@ -14,6 +14,9 @@ import (
 	"github.com/nerflow/nerflow/corpus"
 )
 
+// personType is the type of the person names the name lists find.
+const personType = "PER"
+
 // A typed gazetteer names the people it knows; most people in a text are
 // not in it. Person names have a shape that lists of common first names
 // and of titles recognize without knowing the person: a known first name
@@ -32,6 +35,11 @@ type NameLists struct {
 	// written: days, months, the pronoun I. Capitalized phrases leave them
 	// out (WithCapitalized); name mining does not read them.
 	Common map[string]bool
+	// Heads are the words that end names of one type, with the type, as
+	// written ("Committee": ORG, "County": LOC): a capitalized phrase of
+	// two words or more ending in one is an entity of that type
+	// (WithCapitalized); name mining does not read them.
+	Heads map[string]string
 	// Otherwise are the words a typed gazetteer lists alone as another
 	// type than PER (Georgia as LOC), set by DropTypedOtherwise: such a
 	// word starts no name, and a name ending in it does not make it a
@@ -39,15 +47,19 @@ type NameLists struct {
 	Otherwise map[string]bool
 }
 
-// ReadNameLists reads name lists: one entry a line, "first<TAB>John" or
-// "title<TAB>Sen." or "common<TAB>Friday", blank lines and lines starting
-// with # ignored. name is the file's name, for errors.
+// ReadNameLists reads name lists: one entry a line, "first<TAB>John",
+// "title<TAB>Sen.", "common<TAB>Friday" or "head:ORG<TAB>Committee" (a
+// word that ends names of type ORG), blank lines and lines starting with #
+// ignored. name is the file's name, for errors.
 func ReadNameLists(r io.Reader, name string, into *NameLists) error {
 	if into.First == nil {
 		into.First, into.Titles = map[string]bool{}, map[string]bool{}
 	}
 	if into.Common == nil {
 		into.Common = map[string]bool{}
+	}
+	if into.Heads == nil {
+		into.Heads = map[string]string{}
 	}
 	sc := bufio.NewScanner(r)
 	for line := 1; sc.Scan(); line++ {
@@ -66,8 +78,17 @@ func ReadNameLists(r io.Reader, name string, into *NameLists) error {
 			into.Titles[word] = true
 		case kind == "common":
 			into.Common[word] = true
+		case strings.HasPrefix(kind, "head:"):
+			typ := strings.TrimPrefix(kind, "head:")
+			if typ == "" || typ == corpus.UnknownType || strings.ContainsAny(typ, " -") {
+				return fmt.Errorf("%s:%d: kind %q: want head:TYPE, TYPE an entity type (ORG)", name, line, kind)
+			}
+			if prev, dup := into.Heads[word]; dup && prev != typ {
+				return fmt.Errorf("%s:%d: head word %q of type %s was given type %s before", name, line, word, typ, prev)
+			}
+			into.Heads[word] = typ
 		default:
-			return fmt.Errorf("%s:%d: kind %q: want first, title or common", name, line, kind)
+			return fmt.Errorf("%s:%d: kind %q: want first, title, common or head:TYPE", name, line, kind)
 		}
 	}
 	if err := sc.Err(); err != nil {
@@ -95,7 +116,7 @@ func (l *NameLists) DropTypedOtherwise(gazetteers []*Gazetteer) []string {
 	var dropped []string
 	for _, g := range gazetteers {
 		for _, e := range g.Entries {
-			if len(e.Tokens) != 1 || e.Type == "" || e.Type == "PER" {
+			if len(e.Tokens) != 1 || e.Type == "" || e.Type == personType {
 				continue
 			}
 			if l.Otherwise == nil {
@@ -265,7 +286,7 @@ func (f *nameFinder) find(toks []string, ambiguous map[string]bool) []corpus.Spa
 		switch {
 		case f.lists.Titles[tok]:
 			if end := nameRun(toks, i+1, f.stop); end > i+1 {
-				out = append(out, corpus.Span{Start: i + 1, End: end, Label: "PER"})
+				out = append(out, corpus.Span{Start: i + 1, End: end, Label: personType})
 				i = end - 1
 			}
 		case f.lists.First[tok]:
@@ -276,7 +297,7 @@ func (f *nameFinder) find(toks []string, ambiguous map[string]bool) []corpus.Spa
 				continue
 			}
 			if end := nameRun(toks, i+1, f.stop); end > i+1 {
-				out = append(out, corpus.Span{Start: i, End: end, Label: "PER"})
+				out = append(out, corpus.Span{Start: i, End: end, Label: personType})
 				i = end - 1
 			}
 		}

@@ -60,9 +60,12 @@ func TestMineNames(t *testing.T) {
 
 func TestReadNameListsErrors(t *testing.T) {
 	for in, want := range map[string]string{
-		"first\tJohn\nsurname\tSmith\n": `names.tsv:2: kind "surname"`,
-		"first John\n":                  "names.tsv:1: want KIND<TAB>WORD",
-		"title\tVice President\n":       "names.tsv:1: want KIND<TAB>WORD",
+		"first\tJohn\nsurname\tSmith\n":    `names.tsv:2: kind "surname"`,
+		"first John\n":                     "names.tsv:1: want KIND<TAB>WORD",
+		"title\tVice President\n":          "names.tsv:1: want KIND<TAB>WORD",
+		"head:\tClub\n":                    `names.tsv:1: kind "head:": want head:TYPE`,
+		"head:?\tClub\n":                   `names.tsv:1: kind "head:?": want head:TYPE`,
+		"head:ORG\tClub\nhead:LOC\tClub\n": `names.tsv:2: head word "Club" of type LOC was given type ORG before`,
 	} {
 		var lists NameLists
 		if err := ReadNameLists(strings.NewReader(in), "names.tsv", &lists); err == nil || !strings.Contains(err.Error(), want) {

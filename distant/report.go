@@ -195,7 +195,7 @@ func (r Report) WriteText(w io.Writer) error {
 		}
 	}
 	if c := r.Capitalized; c != nil {
-		c.writeText(p, "capitalized phrases no gazetteer matched, of unknown type")
+		c.writeText(p, "capitalized phrases no gazetteer matched (of unknown type unless a head word types them)")
 	}
 
 	phrases := func(title string, list []PhraseCount) {

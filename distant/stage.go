@@ -18,7 +18,7 @@ const StageName = "distant.label"
 func init() {
 	stages.Register(stages.Stage{
 		Name:    StageName,
-		Version: 2, // 2: capitalized phrases
+		Version: 3, // 2: capitalized phrases, 3: longer names holding matches
 		Doc: "Labels a corpus by matching gazetteer phrases (longest first), writing tags in " +
 			"IO, BIO, IOB1 or BIOES with untyped and ambiguous matches as the unknown type \"?\", " +
 			"and reports coverage, frequent and ambiguous phrases and, given gold data, P/R/F1.",
@@ -28,7 +28,7 @@ func init() {
 			stages.BoolParam("entry_sentences", false, "append every typed gazetteer entry to the labeled corpus as a sentence of its own, so that a tagger trained on it learns the entries the corpus never mentions (for gazetteers of up to a few thousand entries: a large dictionary would outweigh the corpus)"),
 			stages.FloatParam("entry_share", 0.5, "entry_sentences: at most this many entry sentences per sentence of the corpus; a gazetteer with more typed entries contributes an evenly spread subset of them, so that the text, where entities have context, still outweighs isolated phrases (0: every entry)", stages.Range(0, 1000)),
 			abbreviationsParam(),
-			stages.BoolParam("capitalized", false, "also tag with the unknown type \"?\" the runs of capitalized words inside a sentence that no gazetteer matched, less the words at their ends that name nothing (titles and common words of input names, stopwords, initials, a first word the corpus writes in lower case at least min_common times, or at all where it starts the sentence): in English running text most are names a gazetteer misses, and a tagger learns their type from context (unknown_as_entity)"),
+			stages.BoolParam("capitalized", false, "also tag with the unknown type \"?\" the runs of capitalized words inside a sentence that no gazetteer matched, less the words at their ends that name nothing (titles and common words of input names, stopwords, initials, a first word the corpus writes in lower case at least min_common times, or at all where it starts the sentence): in English running text most are names a gazetteer misses, and a tagger learns their type from context (unknown_as_entity); a run that holds matches beside such words is a longer name the gazetteer knows a part of (\"Republican State Committee\"), tagged \"?\" in their place"),
 			stages.IntParam("min_common", 2, "capitalized: a phrase's first word whose lower-case form occurs this often in the corpus is a common word and left out (\"County\" beside a match)", stages.AtLeast(1)),
 			stages.IntParam("top", 20, "frequent and ambiguous phrases listed in the report", stages.Range(0, 10000)),
 		}, append(matchParams("label of phrases with tied types: unknown (\"?\") or o"),
@@ -85,7 +85,7 @@ func runStage(c *stages.Context) error {
 		if err != nil {
 			return err
 		}
-		caps = &Capitalized{Nameless: lists.Nameless(), MinCommon: p.Int("min_common")}
+		caps = &Capitalized{Nameless: lists.Nameless(), MinCommon: p.Int("min_common"), Heads: lists.Heads}
 	} else if len(c.Inputs("names")) > 0 {
 		return stages.Permanent(fmt.Errorf("input names: only capitalized reads it; set capitalized: true or disconnect it"))
 	}

@@ -164,7 +164,7 @@ func runDistant(out io.Writer, log *slog.Logger, f distantFlags) error {
 		gazetteers = append(gazetteers, g)
 	}
 	if f.capitalized {
-		opts = append(opts, distant.WithCapitalized(&distant.Capitalized{Nameless: lists.Nameless(), MinCommon: f.namesMinCommon}))
+		opts = append(opts, distant.WithCapitalized(&distant.Capitalized{Nameless: lists.Nameless(), MinCommon: f.namesMinCommon, Heads: lists.Heads}))
 	}
 	var gold *corpus.Corpus
 	if f.gold != "" {

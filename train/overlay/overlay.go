@@ -89,9 +89,11 @@ type TextOverlay interface {
 // A Gate lets only some of the tagger's entities into a combination
 // (Attached.Gated): Admit returns those of model, a sentence's entities of
 // the tagger, that it admits beside own, the overlay's entities of the
-// sentence (each list ordered and not overlapping).
+// sentence (each list ordered and not overlapping), and own less those an
+// admitted entity is known to replace (the longer name of which own holds
+// a part).
 type Gate interface {
-	Admit(tokens []string, own, model []corpus.Span) []corpus.Span
+	Admit(tokens []string, own, model []corpus.Span) (admitted, kept []corpus.Span)
 }
 
 // Loader reads an overlay saved in dir by its Save.
@@ -133,12 +135,13 @@ type manifest struct {
 // and override (see Combine), 5 the overlays that find entities from the
 // whole text predicted (TextOverlay), 6 the text's names resolved against
 // the gazetteers' matches as within a sentence (the match on a tie), 7 the
-// surnames of the text's names found alone too, 8 the gate (Attached.Gated).
+// surnames of the text's names found alone too, 8 the gate (Attached.Gated),
+// 9 the gate's longer names in place of the overlay's entities they hold.
 // Earlier versions combined
 // by rules that were tried during development and are read by today's. A
 // stage that writes overlays versions itself by it, so that new rules
 // rerun it and the evaluations of its output.
-const Version = 8
+const Version = 9
 
 // Attached is an overlay with the mode a tagger combines it in.
 type Attached struct {
@@ -355,7 +358,7 @@ func (a *Attached) Apply(scheme corpus.Scheme, types, tags []string, tokens []st
 		kept = slices.DeleteFunc(slices.Clone(model), func(sp corpus.Span) bool { return !slices.Contains(a.ModelTypes, sp.Label) })
 	}
 	if g, ok := a.Overlay.(Gate); ok && a.Gated {
-		kept = g.Admit(tokens, ov, kept)
+		kept, ov = g.Admit(tokens, ov, kept)
 	}
 	spans := Combine(kept, ov, a.Mode)
 	if slices.Equal(spans, model) {

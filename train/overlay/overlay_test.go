@@ -348,21 +348,35 @@ func TestForText(t *testing.T) {
 	}
 }
 
-// gated is fixed with a gate that admits one-token model entities only.
+// gated is fixed with a gate that admits one-token model entities, and
+// entities of three tokens or more that hold an overlay entity, which they
+// replace (the longer name).
 type gated struct{ fixed }
 
 func (g gated) Kind() string { return "gated" }
 
-func (gated) Admit(tokens []string, own, model []corpus.Span) []corpus.Span {
-	return slices.DeleteFunc(slices.Clone(model), func(sp corpus.Span) bool { return sp.End-sp.Start != 1 })
+func (gated) Admit(tokens []string, own, model []corpus.Span) (admitted, kept []corpus.Span) {
+	kept = own
+	for _, e := range model {
+		holds := func(sp corpus.Span) bool { return e.Start <= sp.Start && sp.End <= e.End }
+		switch {
+		case e.End-e.Start == 1:
+			admitted = append(admitted, e)
+		case e.End-e.Start >= 3 && slices.ContainsFunc(own, holds):
+			admitted = append(admitted, e)
+			kept = slices.DeleteFunc(slices.Clone(kept), holds)
+		}
+	}
+	return admitted, kept
 }
 
 // A gated overlay lets only the model's entities its gate admits into the
-// combination, also where the overlay itself finds nothing; the gate is
+// combination, also where the overlay itself finds nothing, and drops the
+// overlay's entities the gate says an admitted one replaces; the gate is
 // saved with the overlay, and an overlay without a gate cannot be gated.
 func TestApplyGated(t *testing.T) {
 	set := tagSet("BI", "PER", "LOC")
-	a, err := Attach(gated{fixed{"a b c d": {sp("LOC", 3, 4)}}}, Override)
+	a, err := Attach(gated{fixed{"a b c d": {sp("LOC", 3, 4)}, "j k l m": {sp("LOC", 1, 2)}}}, Override)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -371,6 +385,8 @@ func TestApplyGated(t *testing.T) {
 		{"a b c d", "B-PER I-PER B-PER O", "O O B-PER B-LOC"},
 		{"e f g", "B-LOC I-LOC O", "O O O"}, // no overlay entity: the gate still applies
 		{"h i", "B-PER O", "B-PER O"},
+		{"j k l m", "B-PER I-PER I-PER O", "B-PER I-PER I-PER O"}, // the longer name holding the match k
+		{"j k l m", "O B-PER I-PER O", "O B-LOC O O"},             // two tokens: not admitted, the match stays
 	})
 	dir := t.TempDir()
 	if err := a.Write(dir); err != nil {
