@@ -38,7 +38,8 @@ type NameLists struct {
 	// Heads are the words that end names of one type, with the type, as
 	// written ("Committee": ORG, "County": LOC): a capitalized phrase of
 	// two words or more ending in one is an entity of that type
-	// (WithCapitalized); name mining does not read them.
+	// (WithCapitalized), and in name mining one of another type than PER
+	// ends a person's name ("Morris County" is none).
 	Heads map[string]string
 	// Otherwise are the words a typed gazetteer lists alone as another
 	// type than PER (Georgia as LOC), set by DropTypedOtherwise: such a
@@ -268,7 +269,14 @@ func newNameFinder(lists NameLists, common []string) *nameFinder {
 	}
 	// A capitalized word whose lower-case form is common in the text is a
 	// word of a title or an organization (County, Court, Hospital), not of
-	// a name; titles end a name too.
+	// a name; titles end a name too, and so does a head word of another
+	// type than PER, which a small text may never write in lower case
+	// ("Morris County" is no person).
+	for w, typ := range lists.Heads {
+		if typ != personType {
+			f.stop[w] = true
+		}
+	}
 	for _, w := range common {
 		f.common[w] = true
 		r, size := utf8.DecodeRuneInString(w)

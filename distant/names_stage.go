@@ -16,7 +16,7 @@ const StageNames = "distant.names"
 func init() {
 	stages.Register(stages.Stage{
 		Name:    StageNames,
-		Version: 2, // 2: surnames of the names found (MinedNames.Surnames)
+		Version: 3, // 2: surnames of the names found (MinedNames.Surnames), 3: head words end names
 		Doc: "Finds person names in a corpus from lists of first names and titles (a known first name, or a title, " +
 			"followed by capitalized words and initials), with the surnames of those of two words or more (Barnett of " +
 			"Ross Barnett, found alone elsewhere), and writes them as a PER gazetteer for " + StageName + ".",

@@ -139,3 +139,20 @@ func stageStore(t *testing.T) (context.Context, storage.Store, func(name, conten
 		return a
 	}
 }
+
+// A head word of another type than PER ends a name: a first name before
+// it names a place, not a person, in mining and in a saved overlay alike.
+func TestNamesEndAtHeadWords(t *testing.T) {
+	lists := NameLists{First: map[string]bool{"Morris": true}, Titles: map[string]bool{}, Heads: map[string]string{"County": "LOC"}}
+	c := sentences("Morris County voted and Morris Smith spoke")
+	if got := MineNames(c, lists, 2).Phrases; !reflect.DeepEqual(got, []string{"Morris Smith"}) {
+		t.Errorf("names %q, want Morris Smith alone", got)
+	}
+	ov := typedOverlay(t, "LOC\tAtlanta\n")
+	ov.WithNames(lists, nil, 2)
+	for name, o := range map[string]*GazetteerOverlay{"built": ov, "loaded": reloaded(t, ov).(*GazetteerOverlay)} {
+		if got := o.Spans(strings.Fields("Morris County voted")); len(got) != 0 {
+			t.Errorf("%s: %v in Morris County voted", name, got)
+		}
+	}
+}

@@ -59,6 +59,8 @@ type overlayNames struct {
 	// Nameless: NameLists.Common, the capitalized words that name nothing
 	// (days, months), which capitalized phrases leave out (Admit).
 	Nameless []string `json:"nameless,omitempty"`
+	// Heads: NameLists.Heads, which end a person's name where not PER.
+	Heads map[string]string `json:"heads,omitempty"`
 }
 
 // overlayEntry is one line of overlayEntriesFile: a gazetteer entry as
@@ -126,7 +128,7 @@ func newGazetteerOverlay(m *Matcher, s overlaySettings, entries []overlayEntry, 
 func (o *GazetteerOverlay) WithNames(lists NameLists, common []string, minCommon int) {
 	o.names = newNameFinder(lists, common)
 	o.settings.Names = &overlayNames{First: slices.Sorted(maps.Keys(lists.First)), Titles: slices.Sorted(maps.Keys(lists.Titles)),
-		Common: common, MinCommon: minCommon, Otherwise: slices.Sorted(maps.Keys(lists.Otherwise)), Nameless: slices.Sorted(maps.Keys(lists.Common))}
+		Common: common, MinCommon: minCommon, Otherwise: slices.Sorted(maps.Keys(lists.Otherwise)), Nameless: slices.Sorted(maps.Keys(lists.Common)), Heads: lists.Heads}
 	// The name finder's set of the training text's common words serves
 	// the phrases too.
 	o.caps = &capitalizedPhrases{nameless: namelessWords(lists.Nameless(), o.m.cfg.stopwords), common: o.names.common, minCommon: minCommon}
@@ -362,7 +364,7 @@ func LoadOverlay(dir string) (overlay.Overlay, error) {
 	}
 	o := newGazetteerOverlay(m, s, entries, opts)
 	if n := s.Names; n != nil {
-		lists := NameLists{First: wordSet(n.First), Titles: wordSet(n.Titles), Otherwise: wordSet(n.Otherwise), Common: wordSet(n.Nameless)}
+		lists := NameLists{First: wordSet(n.First), Titles: wordSet(n.Titles), Otherwise: wordSet(n.Otherwise), Common: wordSet(n.Nameless), Heads: n.Heads}
 		o.WithNames(lists, n.Common, max(n.MinCommon, 1))
 	}
 	return o, nil

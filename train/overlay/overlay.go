@@ -136,12 +136,13 @@ type manifest struct {
 // whole text predicted (TextOverlay), 6 the text's names resolved against
 // the gazetteers' matches as within a sentence (the match on a tie), 7 the
 // surnames of the text's names found alone too, 8 the gate (Attached.Gated),
-// 9 the gate's longer names in place of the overlay's entities they hold.
+// 9 the gate's longer names in place of the overlay's entities they hold,
+// 10 the name lists' head words ending the names the overlay finds.
 // Earlier versions combined
 // by rules that were tried during development and are read by today's. A
 // stage that writes overlays versions itself by it, so that new rules
 // rerun it and the evaluations of its output.
-const Version = 9
+const Version = 10
 
 // Attached is an overlay with the mode a tagger combines it in.
 type Attached struct {
