@@ -78,34 +78,50 @@ func namelessWords(nameless, stopwords map[string]bool) map[string]bool {
 	return all
 }
 
-// phrases returns the capitalized phrases of a sentence beside spans, and
-// spans less those a longer name among the phrases holds (see add).
-func (cp *capitalizedPhrases) phrases(tokens []string, spans []corpus.Span) (phrases, kept []corpus.Span) {
+// phrases returns the capitalized phrases of a sentence beside its
+// entities spans (see find), and spans less those a longer name among the
+// phrases holds.
+func (cp *capitalizedPhrases) phrases(tokens []string, spans []corpus.Span) (found []Match, kept []corpus.Span) {
 	ms := make([]Match, len(spans))
 	for i, sp := range spans {
 		ms[i] = Match{Start: sp.Start, End: sp.End, Kind: Typed, Type: sp.Label}
 	}
-	for _, mt := range cp.add(tokens, ms) {
-		switch mt.Phrase {
-		case phraseCapitalized, phraseLonger:
-			label := corpus.UnknownType
-			if mt.Kind == Typed {
-				label = mt.Type
-			}
-			phrases = append(phrases, corpus.Span{Start: mt.Start, End: mt.End, Label: label})
-		default:
-			kept = append(kept, spans[slices.IndexFunc(spans, func(sp corpus.Span) bool { return sp.Start == mt.Start && sp.End == mt.End })])
-		}
-	}
-	return phrases, kept
+	found = cp.find(tokens, ms)
+	return found, slices.DeleteFunc(slices.Clone(spans), func(sp corpus.Span) bool { return heldBy(found, sp.Start, sp.End) })
 }
 
-// add returns ms with the capitalized phrases of tokens as unknown-type
-// matches (Phrase phraseCapitalized, or phraseLonger for a longer name that
-// holds matches, which it replaces), sorted by start. ms is not modified.
+// span returns a phrase as a span: of its head word's type, or unknown.
+func (mt Match) span() corpus.Span {
+	if mt.Kind == Typed {
+		return corpus.Span{Start: mt.Start, End: mt.End, Label: mt.Type}
+	}
+	return corpus.Span{Start: mt.Start, End: mt.End, Label: corpus.UnknownType}
+}
+
+// heldBy tells whether one of phrases holds the tokens start to end.
+func heldBy(phrases []Match, start, end int) bool {
+	return slices.ContainsFunc(phrases, func(p Match) bool { return p.Start <= start && end <= p.End })
+}
+
+// add returns ms with the capitalized phrases of tokens (find) in place of
+// the matches a longer name holds, sorted by start. ms is not modified.
 func (cp *capitalizedPhrases) add(tokens []string, ms []Match) []Match {
-	if isHeadline(tokens) {
+	phrases := cp.find(tokens, ms)
+	if phrases == nil {
 		return ms
+	}
+	out := slices.DeleteFunc(slices.Clone(ms), func(mt Match) bool { return heldBy(phrases, mt.Start, mt.End) })
+	out = append(out, phrases...)
+	slices.SortFunc(out, func(a, b Match) int { return cmp.Compare(a.Start, b.Start) })
+	return out
+}
+
+// find returns the capitalized phrases of tokens beside the matches ms, in
+// order: unknown-type matches (Phrase phraseCapitalized, or phraseLonger
+// for a longer name that holds matches), typed where a head word ends one.
+func (cp *capitalizedPhrases) find(tokens []string, ms []Match) []Match {
+	if isHeadline(tokens) {
+		return nil
 	}
 	covered := make([]bool, len(tokens))
 	person := make([]bool, len(tokens)) // the first token of a person's name
@@ -174,15 +190,7 @@ func (cp *capitalizedPhrases) add(tokens []string, ms []Match) []Match {
 		}
 		i = j
 	}
-	if phrases == nil {
-		return ms
-	}
-	out := slices.DeleteFunc(slices.Clone(ms), func(mt Match) bool {
-		return slices.ContainsFunc(phrases, func(p Match) bool { return p.Start <= mt.Start && mt.End <= p.End })
-	})
-	out = append(out, phrases...)
-	slices.SortFunc(out, func(a, b Match) int { return cmp.Compare(a.Start, b.Start) })
-	return out
+	return phrases
 }
 
 // isNameless tells whether a word names nothing wherever it stands in a

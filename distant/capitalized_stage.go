@@ -106,17 +106,17 @@ func addCapitalized(c *corpus.Corpus, cp *capitalizedPhrases, scheme corpus.Sche
 		if err != nil {
 			return nil, nil, 0, nil, fmt.Errorf("sentence %d: %w", i+1, err)
 		}
-		phrases, kept := cp.phrases(s.Tokens, spans)
-		for _, ph := range phrases {
+		found, all := cp.phrases(s.Tokens, spans)
+		for _, ph := range found {
 			counts[strings.Join(s.Tokens[ph.Start:ph.End], " ")]++
-			if slices.ContainsFunc(spans, func(sp corpus.Span) bool { return ph.Start <= sp.Start && sp.End <= ph.End }) {
+			if ph.Phrase == phraseLonger {
 				longer++
 			}
-			if ph.Label != corpus.UnknownType {
-				typed[ph.Label]++
+			if ph.Kind == Typed {
+				typed[ph.Type]++
 			}
+			all = append(all, ph.span())
 		}
-		all := append(kept, phrases...)
 		slices.SortFunc(all, func(a, b corpus.Span) int { return cmp.Compare(a.Start, b.Start) })
 		tags, err := scheme.Tags(all, len(s.Tokens), corpus.MergeAdjacent())
 		if err != nil {

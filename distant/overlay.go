@@ -152,17 +152,20 @@ func (o *GazetteerOverlay) Admit(tokens []string, own, model []corpus.Span) (adm
 		return model, own
 	}
 	phrases, _ := o.caps.phrases(tokens, own)
-	kept = own
+	var longer []Match // the longer names the model found exactly
 	for _, e := range model {
-		exact := slices.ContainsFunc(phrases, func(p corpus.Span) bool { return p.Start == e.Start && p.End == e.End })
-		if exact || slices.ContainsFunc(tokens[e.Start:e.End], func(t string) bool { return !isCapitalized(t) }) {
+		k := slices.IndexFunc(phrases, func(p Match) bool { return p.Start == e.Start && p.End == e.End })
+		if k >= 0 || slices.ContainsFunc(tokens[e.Start:e.End], func(t string) bool { return !isCapitalized(t) }) {
 			admitted = append(admitted, e)
 		}
-		if exact {
-			kept = slices.DeleteFunc(slices.Clone(kept), func(sp corpus.Span) bool { return e.Start <= sp.Start && sp.End <= e.End })
+		if k >= 0 && phrases[k].Phrase == phraseLonger {
+			longer = append(longer, phrases[k])
 		}
 	}
-	return admitted, kept
+	if longer == nil {
+		return admitted, own
+	}
+	return admitted, slices.DeleteFunc(slices.Clone(own), func(sp corpus.Span) bool { return heldBy(longer, sp.Start, sp.End) })
 }
 
 // ForText returns, for an overlay with name lists, the overlay for the
