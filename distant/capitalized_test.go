@@ -179,14 +179,7 @@ func TestCapitalizedStage(t *testing.T) {
 	labeled := imp("train.conll", "Mr. O\nPfaff O\nvisited O\nAtlanta B-LOC\nwith O\nMay O\nStein O\n\nJAPAN B-LOC\nGET O\nLUCKY O\nWIN O\n\nthey O\nsaw O\nthe O\nAtlanta B-LOC\nHeights O\nClub O\n", "corpus")
 	lists := imp("names.tsv", "title\tMr.\nhead:ORG\tClub\n", "names")
 	stop := imp("stop.txt", "May\n", "stopwords")
-	s, ok := stages.Lookup(StageCapitalized)
-	if !ok {
-		t.Fatal("stage not registered")
-	}
-	params, err := s.ResolveParams(map[string]any{"scheme": "io"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, params := resolvedStage(t, StageCapitalized, map[string]any{"scheme": "io"})
 	outs, err := stages.Exec(ctx, s, stages.Env{Store: st, Params: params, OutputPrefix: "runs/1/capitalized",
 		Inputs: map[string][]stages.Artifact{"corpus": {labeled}, "names": {lists}, "stopwords": {stop}}})
 	if err != nil {

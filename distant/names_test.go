@@ -83,14 +83,7 @@ func TestNamesStage(t *testing.T) {
 	text := imp("raw.txt", "Georgia Tech beat Anna Weber 's team .\nMr. Smith and Georgia Brown met .\n", "corpus")
 	lists := imp("names.tsv", "first\tAnna\nfirst\tGeorgia\ntitle\tMr.\n", "names")
 	gaz := imp("gaz.tsv", "LOC\tGeorgia\n", "gazetteer")
-	s, ok := stages.Lookup(StageNames)
-	if !ok {
-		t.Fatal("stage not registered")
-	}
-	params, err := s.ResolveParams(map[string]any{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, params := resolvedStage(t, StageNames, map[string]any{})
 	run := func(inputs map[string][]stages.Artifact) (map[string]stages.Artifact, error) {
 		return stages.Exec(ctx, s, stages.Env{Store: st, Params: params, OutputPrefix: "runs/1/names", Inputs: inputs})
 	}
@@ -116,6 +109,21 @@ func TestNamesStage(t *testing.T) {
 	if _, err := run(map[string][]stages.Artifact{"corpus": {text}, "names": {bad}}); err == nil || !stages.IsPermanent(err) || !strings.Contains(err.Error(), "bad.tsv:2") {
 		t.Errorf("a malformed list: %v", err)
 	}
+}
+
+// resolvedStage returns the registered stage name and raw resolved as its
+// params, failing the test where either is missing or invalid.
+func resolvedStage(t *testing.T, name string, raw map[string]any) (*stages.Stage, stages.Params) {
+	t.Helper()
+	s, ok := stages.Lookup(name)
+	if !ok {
+		t.Fatalf("stage %s not registered", name)
+	}
+	params, err := s.ResolveParams(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, params
 }
 
 // stageStore returns a file store for a stage test and a function that

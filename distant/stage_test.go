@@ -91,11 +91,7 @@ func TestStageMinedGivesNoEntrySentences(t *testing.T) {
 	text := imp("raw.txt", "Barnett flew to Paris .\n", "corpus")
 	places := imp("places.tsv", "LOC\tParis\nLOC\tBerlin\n", "gazetteer")
 	names := imp("names.tsv", "PER\tBarnett\n", "gazetteer")
-	s, _ := stages.Lookup(StageName)
-	params, err := s.ResolveParams(map[string]any{"scheme": "io", "entry_sentences": true, "entry_share": 0})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, params := resolvedStage(t, StageName, map[string]any{"scheme": "io", "entry_sentences": true, "entry_share": 0})
 	label := func(inputs map[string][]stages.Artifact) []string {
 		t.Helper()
 		inputs["corpus"] = []stages.Artifact{text}

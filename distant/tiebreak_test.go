@@ -183,14 +183,7 @@ func TestTieBreakStage(t *testing.T) {
 	core := imp("core.txt", "Chemical\tlithium carbonate\nDisease\theart failure\n", "gazetteer")
 	full := imp("full.txt", "carbonate toxicity\nthe\n", "gazetteer") // "the" is a stopword
 	stop := imp("stop.txt", "the\n", "stopwords")
-	s, ok := stages.Lookup(StageTieBreak)
-	if !ok {
-		t.Fatal("stage not registered")
-	}
-	params, err := s.ResolveParams(map[string]any{"corpus_format": "conll"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, params := resolvedStage(t, StageTieBreak, map[string]any{"corpus_format": "conll"})
 	outs, err := stages.Exec(ctx, s, stages.Env{
 		Store: st, Params: params, OutputPrefix: "runs/1/tiebreak",
 		Inputs: map[string][]stages.Artifact{"corpus": {text}, "gazetteers": {core, full}, "stopwords": {stop}},
