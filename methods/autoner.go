@@ -30,9 +30,13 @@ const (
 // carries distant tags already (as CoNLL-2003's does) stands in for the
 // gazetteers: its tagged phrases are the phrases, none of unknown type.
 // Every variant is scored on the dev and test sets given, beside the
-// gazetteers' own labels of those sets, and registered as NAME-VARIANT.
+// gazetteers' own labels of those sets, and registered as NAME-VARIANT;
+// of the variants' final models, the dev input keeps one per seed as the
+// run's, registered as NAME (select: which variant suits a corpus is what
+// its dev split says).
 //
 //	label ------------> fuzzy, tiebreak (x seeds x miss rates) -> eval-V -> select-V -> test-V -> register-V
+//	                                                     overlay-V (each variant's final) -> select -> test -> register
 //	tiebreak-labels (the Tie-or-Break labels of the train input and their report)
 //	vectors (with a vectors input) --^
 //
@@ -57,7 +61,9 @@ func init() {
 			"tiebreak: a tie/break classifier between adjacent tokens, unknown gaps left out, and a type classifier " +
 			"over the spans between breaks with a None class), each at the miss rates listed (by default AutoNER's 0 and 0.5, " +
 			"the dev input keeping the better per variant and seed, node select-VARIANT), each tagger scored on the dev and " +
-			"test sets beside the gazetteers' own labels of them and registered as NAME-VARIANT. Without gazetteers " +
+			"test sets beside the gazetteers' own labels of them and registered as NAME-VARIANT; with a dev input and both " +
+			"variants, of their final models the one the dev input scores best (per seed, Tie-or-Break on a tie) is the " +
+			"run's (node select), tested and registered as NAME. Without gazetteers " +
 			"the train input's distant tags are the phrases (no tiebreak-labels node)." + overlayDoc,
 		Params: append([]stages.Param{
 			stages.StringListParam("variants", []string{variantFuzzy, variantTieBreak}, "the taggers trained, one each (and per seed)",
@@ -103,6 +109,7 @@ func buildAutoNER(b *spec.Builder) error {
 		return nil
 	}
 	fan := func(n *spec.NodeBuilder) *spec.NodeBuilder { return fanSeeds(n, seeds, false) }
+	finals := make([]finalModel, 0, len(variants))
 	for _, v := range variants {
 		t := fanSeeds(b.Node(v, tagger.StageTrain), seeds, true).Pass("scheme", "epochs", "min_steps", "word_dropout").Input("embeddings", vec)
 		switch v {
@@ -116,7 +123,8 @@ func buildAutoNER(b *spec.Builder) error {
 		// The method's miss_rate lists candidates: one is the tagger's
 		// own, several fan it out (either replaces the list that
 		// partialOnLabels passed).
-		end(b, finalModel{step: bestMissRate(b, t, rates, seeds), fan: fan, name: fmt.Sprintf("%s-%s", b.Name(), v)}, "-"+v)
+		finals = append(finals, end(b, finalModel{step: bestMissRate(b, t, rates, seeds), fan: fan, name: fmt.Sprintf("%s-%s", b.Name(), v)}, "-"+v))
 	}
+	bestVariant(b, variants, finals, fan)
 	return nil
 }

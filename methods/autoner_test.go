@@ -206,3 +206,62 @@ func TestAutoNERErrors(t *testing.T) {
 		t.Errorf("the default rates without a dev input: fuzzy[seed=1] miss_rate %v, want AutoNER's 0", p["miss_rate"])
 	}
 }
+
+// With a dev input and both variants, the run ends with one tagger per
+// seed: node select keeps the variant's final model (its overlay choice)
+// that the dev input scores best, Tie-or-Break on a tie, and that one is
+// tested and registered under the spec's name, beside each variant's own.
+// One variant, or no dev input, ends with the variant's model alone.
+func TestAutoNERKeepsTheBestVariantOnDev(t *testing.T) {
+	g, err := expand(t, fixture(t), autonerSpec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, seed := range []string{"1", "2"} {
+		at := "[seed=" + seed + "]"
+		sel, ok := g.Node("select" + at)
+		if !ok {
+			t.Fatalf("no select%s in %v", at, ids(g))
+		}
+		if got, want := portNodes(sel, "models"), []string{"overlay-fuzzy" + at, "overlay-tiebreak" + at}; !slices.Equal(got, want) {
+			t.Errorf("select%s chooses among %v, want %v", at, got, want)
+		}
+		if got, want := portNodes(sel, "reports"), []string{"eval-overlay-fuzzy" + at, "eval-overlay-tiebreak" + at}; !slices.Equal(got, want) {
+			t.Errorf("select%s weighs %v, want %v", at, got, want)
+		}
+		if names := nodeParams(t, g, sel.ID)["names"]; fmt.Sprint(names) != "[fuzzy tiebreak]" {
+			t.Errorf("select%s names %v", at, names)
+		}
+		for _, id := range []string{"eval-select" + at, "test" + at, "register" + at} {
+			n, ok := g.Node(id)
+			if !ok || portIn(n, "model").Node != sel.ID {
+				t.Errorf("%s %+v, want it to read the model of %s", id, n, sel.ID)
+			}
+		}
+		if test, _ := g.Node("test" + at); portIn(test, "baseline").Node != "labels-test" {
+			t.Errorf("test%s scores without the labels of the test split beside it", at)
+		}
+		if name := nodeParams(t, g, "register"+at)["name"]; name != "a" {
+			t.Errorf("register%s registers as %v, want the spec's name", at, name)
+		}
+		for _, v := range []string{"fuzzy", "tiebreak"} {
+			if _, ok := g.Node("register-" + v + at); !ok {
+				t.Errorf("no register-%s%s: each variant stays registered", v, at)
+			}
+		}
+	}
+	for what, text := range map[string]string{
+		"one variant":  strings.Replace(autonerSpec, "seeds: [1, 2],", "seeds: [1, 2], variants: [tiebreak],", 1),
+		"no dev input": strings.NewReplacer("dev_file: test.conll,", "", "  dev: ../../data\n", "").Replace(autonerSpec),
+	} {
+		g, err := expand(t, fixture(t), text)
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		for _, id := range []string{"select[seed=1]", "register[seed=1]"} {
+			if _, ok := g.Node(id); ok {
+				t.Errorf("%s: node %s, want the variants' models alone", what, id)
+			}
+		}
+	}
+}

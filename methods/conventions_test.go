@@ -140,10 +140,20 @@ func checkConventions(t *testing.T, s *spec.Spec, g *spec.Graph, given inputs) {
 			}
 		}
 	}
+	registered := func(id string) bool {
+		return slices.ContainsFunc(readers[id], func(r *spec.Node) bool { return r.Stage == registry.StageName })
+	}
+	// A method with one final model per variant may end with the best of
+	// them on dev (node select): its candidates stay final, each tested and
+	// registered under its variant.
+	amongFinals := func(n *spec.Node) bool {
+		models := portNodes(n, "models")
+		return n.Stage == eval.StageSelect && n.Name == "select" && len(models) > 1 && !slices.ContainsFunc(models, func(m string) bool { return !registered(m) })
+	}
 	finals := map[string]bool{} // by spec node name
 	for id := range trained {
 		if !slices.ContainsFunc(readers[id], func(r *spec.Node) bool {
-			return r.Stage != tagger.StageEvaluate && r.Stage != registry.StageName || choosing[r.ID]
+			return r.Stage != tagger.StageEvaluate && r.Stage != registry.StageName && !amongFinals(r) || choosing[r.ID]
 		}) {
 			finals[node(id).Name] = true
 		}
@@ -160,7 +170,7 @@ func checkConventions(t *testing.T, s *spec.Spec, g *spec.Graph, given inputs) {
 	// A variant's choice on dev (select-VARIANT) ends under the
 	// variant's name.
 	suffix := func(step string) string {
-		if suffixed {
+		if suffixed && step != "" {
 			return "-" + strings.TrimPrefix(step, "select-")
 		}
 		return ""
@@ -178,6 +188,16 @@ func checkConventions(t *testing.T, s *spec.Spec, g *spec.Graph, given inputs) {
 	// choice of overlay[-STEP] started from.
 	stepOf := func(id string) string {
 		n := node(id)
+		if amongFinals(n) {
+			// The best variant: its candidates are the variants' final
+			// models, each scored on dev, and it is named after no step.
+			for i, r := range portNodes(n, "reports") {
+				if m := portNodes(n, "models"); i >= len(m) || node(r).Name != "eval-"+node(m[i]).Name {
+					t.Errorf("%s: report %d is %s, want the dev score of candidate %d", id, i+1, r, i+1)
+				}
+			}
+			return ""
+		}
 		if !given.overlay {
 			return n.Name
 		}

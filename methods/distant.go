@@ -19,9 +19,11 @@ const (
 )
 
 // Distant is the ablation of RoSTER's noise-robust training on distant
-// labels: one tagger per variant (and seed), each scored and registered.
+// labels: one tagger per variant (and seed), each scored and registered,
+// and of those the one the dev input scores best registered as the run's.
 //
 //	[label (with gazetteers)] -> ce, gce, gce-removal (x seeds) -> eval-V, test-V -> register-V
+//	                                          (each variant's final) -> select -> test -> register
 //	vectors (with a vectors input) --^
 func init() {
 	spec.RegisterMethod(spec.Method{
@@ -29,7 +31,8 @@ func init() {
 		Doc: "Trains taggers with RoSTER's token head on distant labels (given, or made from gazetteers) with " +
 			"cross entropy, generalized cross entropy, and GCE with noisy-label removal, O tokens partly " +
 			"dropped from the loss, or a partial-label CRF (variant partial); scores each on the dev and test sets given, beside the " +
-			"distant labels of those sets, and registers it as NAME-VARIANT." + overlayDoc,
+			"distant labels of those sets, and registers it as NAME-VARIANT; with a dev input and several variants, the one the " +
+			"dev input scores best (per seed, a later variant on a tie) is the run's (node select), tested and registered as NAME." + overlayDoc,
 		Params: append([]stages.Param{
 			stages.StringListParam("variants", []string{variantCE, variantGCE, variantGCERemove}, "the losses compared, one tagger each",
 				stages.OneOf(variantCE, variantGCE, variantGCERemove, variantPartial)),
@@ -65,7 +68,9 @@ func buildDistant(b *spec.Builder) error {
 	vec := vectors(b)
 	corpus := trainingCorpus(b)
 	fan := func(n *spec.NodeBuilder) *spec.NodeBuilder { return fanSeeds(n, seeds, false) }
-	for _, v := range slices.Compact(slices.Clone(variants)) {
+	variants = slices.Compact(slices.Clone(variants))
+	finals := make([]finalModel, 0, len(variants))
+	for _, v := range variants {
 		t := fanSeeds(b.Node(v, tagger.StageTrain), seeds, true).
 			Set("head", tagger.TokenHead).Pass("scheme", "epochs", "min_steps", "word_dropout").Input("embeddings", vec)
 		if v != variantPartial {
@@ -83,7 +88,8 @@ func buildDistant(b *spec.Builder) error {
 		}
 		corpus(t)
 		readSplit(b, t, "dev", "dev")
-		finishVariant(b, finalModel{step: t, fan: fan, name: fmt.Sprintf("%s-%s", b.Name(), v)})
+		finals = append(finals, finishVariant(b, finalModel{step: t, fan: fan, name: fmt.Sprintf("%s-%s", b.Name(), v)}))
 	}
+	bestVariant(b, variants, finals, fan)
 	return nil
 }

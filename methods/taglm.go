@@ -18,9 +18,11 @@ import (
 // BiLSTM-CRF tagger. One tagger per variant, which says where the states
 // go: layer1 (after the first BiLSTM layer, the paper's choice), input
 // (with the word representation) or none (the supervised-only baseline on
-// the same labeled sentences); each scored and registered as NAME-VARIANT.
+// the same labeled sentences); each scored and registered as NAME-VARIANT,
+// and of several the one the dev input scores best as NAME.
 //
 //	[split (labeled < 1)] -> lm (augment.lm: labeled text + unlabeled) -> tagger-V -> eval-tagger-V, test-tagger-V -> register-tagger-V
+//	                                                                      tagger-V (each) -> select -> test -> register
 //	vectors (with a vectors input) ------------------------------------------^
 func init() {
 	lmc, lmr := lm.DefaultConfig(), lm.DefaultTrainConfig()
@@ -29,7 +31,9 @@ func init() {
 		Doc: "TagLM: language models pretrained on unlabeled text, frozen, their states concatenated with the output of " +
 			"the first layer of a 2-layer BiLSTM-CRF tagger; ablations without them (the supervised-only baseline) and " +
 			"with them at the input. With labeled < 1 the train input is first split (subset.split): that fraction of " +
-			"its sentences stays labeled, a disjoint fraction becomes the unlabeled text (VSL's 10%/50%).",
+			"its sentences stays labeled, a disjoint fraction becomes the unlabeled text (VSL's 10%/50%). Each variant's tagger " +
+			"is registered as NAME-VARIANT; with a dev input and several variants, the one the dev input scores best (a later " +
+			"variant on a tie) is the run's (node select), tested and registered as NAME.",
 		Params: append([]stages.Param{
 			stages.StringListParam("variants", []string{tagger.LMLayer1}, "where the language models' states join the tagger, one tagger each: layer1, input, none (no language model)",
 				stages.OneOf(tagger.LMPlacements()...)),
@@ -107,6 +111,7 @@ func buildTagLM(b *spec.Builder) error {
 	}
 
 	vec := vectors(b)
+	finals := make([]finalModel, 0, len(variants))
 	for _, v := range variants {
 		t := b.Node("tagger-"+v, tagger.StageTrain).Queue("gpu").
 			Set("head", tagger.CRFHead).Set("loss", tagger.LossCRF).Set("lm_placement", v).
@@ -117,7 +122,8 @@ func buildTagLM(b *spec.Builder) error {
 		if v != tagger.LMNone {
 			t.Input("lm", models)
 		}
-		finishVariant(b, finalModel{step: t, name: fmt.Sprintf("%s-%s", b.Name(), v)})
+		finals = append(finals, finishVariant(b, finalModel{step: t, name: fmt.Sprintf("%s-%s", b.Name(), v)}))
 	}
+	bestVariant(b, variants, finals, nil)
 	return nil
 }
