@@ -66,7 +66,7 @@ func init() {
 			"run's (node select), tested and registered as NAME. Without gazetteers " +
 			"the train input's distant tags are the phrases (no tiebreak-labels node)." + overlayDoc,
 		Params: append([]stages.Param{
-			stages.StringListParam("variants", []string{variantFuzzy, variantTieBreak}, "the taggers trained, one each (and per seed)",
+			stages.StringListParam("variants", []string{variantFuzzy, variantTieBreak}, "the taggers trained, one each (and per seed), each registered as NAME-VARIANT; with a dev input and several, the one dev scores best is the run's (node select, registered as NAME)",
 				stages.OneOf(variantFuzzy, variantTieBreak)),
 			stages.IntListParam("seeds", []int{1}, "seeds; several train one tagger per seed and variant (fan-out), each scored and registered", stages.AtLeast(0)),
 			tagger.SchemeParam("bio", "tag scheme of the labels and the taggers"),

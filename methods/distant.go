@@ -34,7 +34,7 @@ func init() {
 			"distant labels of those sets, and registers it as NAME-VARIANT; with a dev input and several variants, the one the " +
 			"dev input scores best (per seed, a later variant on a tie) is the run's (node select), tested and registered as NAME." + overlayDoc,
 		Params: append([]stages.Param{
-			stages.StringListParam("variants", []string{variantCE, variantGCE, variantGCERemove}, "the losses compared, one tagger each",
+			stages.StringListParam("variants", []string{variantCE, variantGCE, variantGCERemove}, "the losses compared, one tagger each (and per seed), each registered as NAME-VARIANT; with a dev input and several, the one dev scores best is the run's (node select, registered as NAME)",
 				stages.OneOf(variantCE, variantGCE, variantGCERemove, variantPartial)),
 			stages.IntListParam("seeds", []int{1}, "seeds; several train one tagger per seed and variant (fan-out), each scored and registered", stages.AtLeast(0)),
 			tagger.SchemeParam("io", "tag scheme of the labels and the taggers"),

@@ -35,7 +35,7 @@ func init() {
 			"is registered as NAME-VARIANT; with a dev input and several variants, the one the dev input scores best (a later " +
 			"variant on a tie) is the run's (node select), tested and registered as NAME.",
 		Params: append([]stages.Param{
-			stages.StringListParam("variants", []string{tagger.LMLayer1}, "where the language models' states join the tagger, one tagger each: layer1, input, none (no language model)",
+			stages.StringListParam("variants", []string{tagger.LMLayer1}, "where the language models' states join the tagger, one tagger each: layer1, input, none (no language model); with a dev input and several, the one dev scores best is the run's (node select, registered as NAME)",
 				stages.OneOf(tagger.LMPlacements()...)),
 			stages.FloatParam("labeled", 1, "fraction of the train input's sentences kept labeled (below 1: split by subset.split)", stages.Range(0, 1)),
 			stages.FloatParam("unlabeled", 0.5, "with labeled < 1: fraction of the train input's sentences, disjoint from the labeled ones, given to the language models as text", stages.Range(0, 1)),
