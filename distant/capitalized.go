@@ -79,15 +79,14 @@ func namelessWords(nameless, stopwords map[string]bool) map[string]bool {
 }
 
 // phrases returns the capitalized phrases of a sentence beside its
-// entities spans (see find), and spans less those a longer name among the
-// phrases holds.
-func (cp *capitalizedPhrases) phrases(tokens []string, spans []corpus.Span) (found []Match, kept []corpus.Span) {
+// entities spans (see find). A longer name among them holds some of spans,
+// which a caller that keeps it drops (heldBy).
+func (cp *capitalizedPhrases) phrases(tokens []string, spans []corpus.Span) []Match {
 	ms := make([]Match, len(spans))
 	for i, sp := range spans {
 		ms[i] = Match{Start: sp.Start, End: sp.End, Kind: Typed, Type: sp.Label}
 	}
-	found = cp.find(tokens, ms)
-	return found, slices.DeleteFunc(slices.Clone(spans), func(sp corpus.Span) bool { return heldBy(found, sp.Start, sp.End) })
+	return cp.find(tokens, ms)
 }
 
 // span returns a phrase as a span: of its head word's type, or unknown.

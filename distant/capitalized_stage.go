@@ -106,7 +106,8 @@ func addCapitalized(c *corpus.Corpus, cp *capitalizedPhrases, scheme corpus.Sche
 		if err != nil {
 			return nil, nil, 0, nil, fmt.Errorf("sentence %d: %w", i+1, err)
 		}
-		found, all := cp.phrases(s.Tokens, spans)
+		found := cp.phrases(s.Tokens, spans)
+		all := slices.DeleteFunc(slices.Clone(spans), func(sp corpus.Span) bool { return heldBy(found, sp.Start, sp.End) })
 		for _, ph := range found {
 			counts[strings.Join(s.Tokens[ph.Start:ph.End], " ")]++
 			if ph.Phrase == phraseLonger {

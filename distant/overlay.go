@@ -151,7 +151,7 @@ func (o *GazetteerOverlay) Admit(tokens []string, own, model []corpus.Span) (adm
 	if o.caps == nil || len(model) == 0 {
 		return model, own
 	}
-	phrases, _ := o.caps.phrases(tokens, own)
+	phrases := o.caps.phrases(tokens, own)
 	var longer []Match // the longer names the model found exactly
 	for _, e := range model {
 		k := slices.IndexFunc(phrases, func(p Match) bool { return p.Start == e.Start && p.End == e.End })
