@@ -20,7 +20,7 @@ const StageCapitalized = "distant.capitalized"
 func init() {
 	stages.Register(stages.Stage{
 		Name:    StageCapitalized,
-		Version: 2, // 2: longer names holding the given entities
+		Version: 3, // 2: longer names holding the given entities, 3: none where the entities are not capitalized
 		Doc: "Adds to a labeled corpus the capitalized phrases between and around its entities as entities of unknown type \"?\" " +
 			"(runs of capitalized words inside a sentence that no title, common word of the name lists or stopword breaks, less those " +
 			"words, initials, name suffixes and a first word the corpus writes in lower case at their ends; none in a headline, most " +
@@ -28,6 +28,7 @@ func init() {
 			"before a person's name), as " + StageName + "'s capitalized does for the labels it makes: for labels given as they are.",
 		Params: append([]stages.Param{
 			stages.StringParam("scheme", "bio", "tag scheme of the output", stages.OneOf("io", "bio", "iob1", "bioes")),
+			minCapitalShareParam(),
 			stages.IntParam("min_common", 2, "a phrase's first word whose lower-case form occurs this often in the corpus is a common word and left out", stages.AtLeast(1)),
 			stages.IntParam("top", 20, "most frequent phrases listed in the report", stages.Range(0, 10000)),
 		}, dataset.SourceParams("corpus", "labeled sentences")...),
@@ -64,13 +65,26 @@ func runCapitalizedStage(c *stages.Context) error {
 	if err != nil {
 		return err
 	}
-	cp := &capitalizedPhrases{nameless: namelessWords(lists.Nameless(), stopwordSet(stop)), lower: lowerCounts(text), minCommon: p.Int("min_common"), heads: lists.Heads}
+	share, err := labelsShare(text)
+	if err != nil {
+		return stages.Permanent(fmt.Errorf("input corpus: %w", err))
+	}
+	min := p.Float("min_capital_share")
+	var cp *capitalizedPhrases
+	if share.reaches(min) {
+		cp = &capitalizedPhrases{nameless: namelessWords(lists.Nameless(), stopwordSet(stop)), lower: lowerCounts(text), minCommon: p.Int("min_common"), heads: lists.Heads}
+	}
 	labeled, counts, longer, typed, err := addCapitalized(text, cp, scheme)
 	if err != nil {
 		return stages.Permanent(fmt.Errorf("input corpus: %w", err))
 	}
-	rep := capitalizedReport(counts, longer, typed, p.Int("top"))
-	c.Log.Info("capitalized phrases added", "sentences", len(text.Sentences), "phrases", rep.Labeled, "distinct", rep.Distinct)
+	rep := capitalizedReport(counts, longer, typed, p.Int("top")).withShare(share, min)
+	if rep.Added {
+		c.Log.Info("capitalized phrases added", "sentences", len(text.Sentences), "phrases", rep.Labeled, "distinct", rep.Distinct)
+	} else {
+		c.Log.Info("no capitalized phrases: the corpus does not write its entities capitalized",
+			"capital", share.Capital, "entities", share.Entities, "min_capital_share", min)
+	}
 
 	out := c.Output("labeled")
 	dataset.Describe(out, corpus.FormatCoNLL, scheme)
@@ -90,11 +104,29 @@ func runCapitalizedStage(c *stages.Context) error {
 	return c.Output("report").WriteFile("report.txt", txt.Bytes())
 }
 
+// labelsShare counts how many of the entities c's tags hold begin with a
+// capital letter (capitalShare).
+func labelsShare(c *corpus.Corpus) (capitalShare, error) {
+	var share capitalShare
+	for i, s := range c.Sentences {
+		if len(s.Tags) != len(s.Tokens) {
+			return share, fmt.Errorf("sentence %d: %d tokens but %d tags", i+1, len(s.Tokens), len(s.Tags))
+		}
+		spans, err := corpus.AnyScheme.Spans(s.Tags)
+		if err != nil {
+			return share, fmt.Errorf("sentence %d: %w", i+1, err)
+		}
+		share.add(s.Tokens, spans)
+	}
+	return share, nil
+}
+
 // addCapitalized returns c with the capitalized phrases between its
 // entities added as unknown-type entities (a longer name in place of the
 // entities it holds; typed where a head word ends it), its tags written in
 // scheme, the phrases counted, how many of them are longer names, and how
-// many a head word typed, by type.
+// many a head word typed, by type. With cp nil it adds none: the tags are
+// only written in scheme.
 func addCapitalized(c *corpus.Corpus, cp *capitalizedPhrases, scheme corpus.Scheme) (labeled *corpus.Corpus, counts map[string]int, longer int, typed map[string]int, err error) {
 	counts, typed = map[string]int{}, map[string]int{}
 	out := &corpus.Corpus{Sentences: make([]corpus.Sentence, len(c.Sentences))}
@@ -106,7 +138,10 @@ func addCapitalized(c *corpus.Corpus, cp *capitalizedPhrases, scheme corpus.Sche
 		if err != nil {
 			return nil, nil, 0, nil, fmt.Errorf("sentence %d: %w", i+1, err)
 		}
-		found := cp.phrases(s.Tokens, spans)
+		var found []Match
+		if cp != nil {
+			found = cp.phrases(s.Tokens, spans)
+		}
 		all := slices.DeleteFunc(slices.Clone(spans), func(sp corpus.Span) bool { return heldBy(found, sp.Start, sp.End) })
 		for _, ph := range found {
 			counts[strings.Join(s.Tokens[ph.Start:ph.End], " ")]++

@@ -141,6 +141,49 @@ func TestCapitalizedScoredAsO(t *testing.T) {
 	}
 }
 
+// TestCapitalizedNeedsCapitalizedEntities leaves the phrases out of a text
+// whose typed matches, beside a sentence's first word, mostly begin in
+// lower case (chemicals and diseases), and says so in the report; a
+// sentence's first word is capitalized by rule and counts for neither.
+func TestCapitalizedNeedsCapitalizedEntities(t *testing.T) {
+	c := sentences(
+		"Aspirin induced hepatitis in rats given naloxone at Boston .",
+		"the naloxone group and the Control group in Boston",
+		"hepatitis followed Aspirin .",
+	)
+	gs := readNamed(t, "chem.tsv", "CHEM\taspirin\nCHEM\tnaloxone\nCHEM\tAspirin\nDISEASE\thepatitis\n")
+	caps := &Capitalized{MinCommon: 2, MinShare: DefaultMinCapitalShare}
+	labeled, r, err := Run(c, gs, nil, corpus.BIO, WithCapitalized(caps))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Counted: hepatitis, naloxone (sentence 1), naloxone (2), Aspirin (3): 1 of 4.
+	cr := r.Capitalized
+	if cr == nil || cr.Added || cr.Entities != 4 || cr.Capital != 1 || cr.MinShare != DefaultMinCapitalShare || cr.Labeled != 0 {
+		t.Fatalf("report %+v, want no phrases, 1 capital of 4 entities", cr)
+	}
+	if got := strings.Join(labeled.Sentences[1].Tags, " "); got != "O B-CHEM O O O O O O O" {
+		t.Errorf("sentence 2: %s, want its match alone", got)
+	}
+	var txt strings.Builder
+	if err := r.WriteText(&txt); err != nil || !strings.Contains(txt.String(), "no capitalized phrases: 1 of the labels' 4 typed entities") {
+		t.Errorf("report text %q (%v)", txt.String(), err)
+	}
+
+	// At a share of 0.25 the same text is taken to capitalize its names.
+	caps.MinShare = 0.25
+	labeled, r, err = Run(c, gs, nil, corpus.BIO, WithCapitalized(caps))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cr := r.Capitalized; !cr.Added || cr.Labeled != 3 {
+		t.Errorf("report %+v, want Boston, Control and Boston added", cr)
+	}
+	if got := strings.Join(labeled.Sentences[1].Tags, " "); got != "O B-CHEM O O O B-? O O B-?" {
+		t.Errorf("sentence 2: %s", got)
+	}
+}
+
 func TestReadNameListsCommon(t *testing.T) {
 	var lists NameLists
 	if err := ReadNameLists(strings.NewReader("first\tJohn\ntitle\tMr.\ncommon\tFriday\n"), "names.tsv", &lists); err != nil {
@@ -202,8 +245,34 @@ func TestCapitalizedStage(t *testing.T) {
 	if err := stages.NewInput(ctx, st, outs["report"]).ReadJSON("report.json", &rep); err != nil {
 		t.Fatal(err)
 	}
-	if rep.Labeled != 3 || rep.Distinct != 3 || rep.Longer != 1 || rep.Typed["ORG"] != 1 {
+	if rep.Labeled != 3 || rep.Distinct != 3 || rep.Longer != 1 || rep.Typed["ORG"] != 1 || !rep.Added || rep.Entities != 2 || rep.Capital != 2 {
 		t.Errorf("report %+v", rep)
+	}
+
+	// Labels whose entities are written in lower case keep their tags
+	// alone, in the stage's scheme.
+	lower := imp("lower.conll", "rats O\ngiven O\nnaloxone B-CHEM\nin O\nBoston O\n\nthe O\nhepatitis B-DISEASE\ngroup O\n", "corpus")
+	outs, err = stages.Exec(ctx, s, stages.Env{Store: st, Params: params, OutputPrefix: "runs/3/capitalized",
+		Inputs: map[string][]stages.Artifact{"corpus": {lower}, "names": {lists}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err = stages.NewInput(ctx, st, outs["labeled"]).ReadFile("labeled.conll")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err = corpus.Read(strings.NewReader(string(got)), "labeled.conll", corpus.FormatCoNLL); err != nil {
+		t.Fatal(err)
+	}
+	if want := [][]string{{"O", "O", "I-CHEM", "O", "O"}, {"O", "I-DISEASE", "O"}}; !reflect.DeepEqual(tagsOf(out), want) {
+		t.Errorf("lower-case entities: tags %v, want %v", tagsOf(out), want)
+	}
+	rep = CapitalizedReport{}
+	if err := stages.NewInput(ctx, st, outs["report"]).ReadJSON("report.json", &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Added || rep.Entities != 2 || rep.Capital != 0 || rep.Labeled != 0 {
+		t.Errorf("lower-case entities: report %+v", rep)
 	}
 	bad := imp("bad.conll", "Pfaff O\nvisited\n", "corpus")
 	if _, err := stages.Exec(ctx, s, stages.Env{Store: st, Params: params, OutputPrefix: "runs/2/capitalized",

@@ -35,6 +35,7 @@ type Labeler struct {
 	// the occurrences it labeled, by phrase, capsLonger those that are
 	// longer names holding matches.
 	caps        *capitalizedPhrases
+	capsShare   capitalShare
 	capsLabeled map[string]int
 	capsLonger  int
 	capsTyped   map[string]int
@@ -252,8 +253,8 @@ func (l *Labeler) Report() Report {
 	if l.short != nil {
 		r.Abbreviations = l.short.report(l.shortLabeled, m.cfg.topK)
 	}
-	if l.caps != nil {
-		r.Capitalized = capitalizedReport(l.capsLabeled, l.capsLonger, l.capsTyped, m.cfg.topK)
+	if cfg := m.cfg.capitalized; cfg != nil {
+		r.Capitalized = capitalizedReport(l.capsLabeled, l.capsLonger, l.capsTyped, m.cfg.topK).withShare(l.capsShare, cfg.MinShare)
 	}
 	if l.gold != nil {
 		r.Gold = &GoldReport{
@@ -281,7 +282,8 @@ func labelAndScore(m *Matcher, c, gold *corpus.Corpus, scheme corpus.Scheme) (*c
 	// Before labeling: an abbreviation is typed wherever it occurs, also
 	// before its definition.
 	l.short, l.shortLabeled = m.shortFormsOf(c), map[string]int{}
-	l.caps, l.capsLabeled, l.capsTyped = m.capitalizedOf(c), map[string]int{}, map[string]int{}
+	l.caps, l.capsShare = m.capitalizedOf(c)
+	l.capsLabeled, l.capsTyped = map[string]int{}, map[string]int{}
 	sentences, err := corpus.MapSentences(c, func(s corpus.Sentence) (corpus.Sentence, error) {
 		tags, err := l.Label(s.Tokens)
 		return corpus.Sentence{Tokens: s.Tokens, Tags: tags, DocStart: s.DocStart}, err

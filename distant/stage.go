@@ -18,7 +18,7 @@ const StageName = "distant.label"
 func init() {
 	stages.Register(stages.Stage{
 		Name:    StageName,
-		Version: 3, // 2: capitalized phrases, 3: longer names holding matches
+		Version: 4, // 2: capitalized phrases, 3: longer names holding matches, 4: none where the entities are not capitalized
 		Doc: "Labels a corpus by matching gazetteer phrases (longest first), writing tags in " +
 			"IO, BIO, IOB1 or BIOES with untyped and ambiguous matches as the unknown type \"?\", " +
 			"and reports coverage, frequent and ambiguous phrases and, given gold data, P/R/F1.",
@@ -29,6 +29,7 @@ func init() {
 			stages.FloatParam("entry_share", 0.5, "entry_sentences: at most this many entry sentences per sentence of the corpus; a gazetteer with more typed entries contributes an evenly spread subset of them, so that the text, where entities have context, still outweighs isolated phrases (0: every entry)", stages.Range(0, 1000)),
 			abbreviationsParam(),
 			stages.BoolParam("capitalized", false, "also tag with the unknown type \"?\" the runs of capitalized words inside a sentence that no gazetteer matched, less the words at their ends that name nothing (titles and common words of input names, stopwords, initials, a first word the corpus writes in lower case at least min_common times, or at all where it starts the sentence): in English running text most are names a gazetteer misses, and a tagger learns their type from context (unknown_as_entity); a run that holds matches beside such words is a longer name the gazetteer knows a part of (\"Republican State Committee\"), tagged \"?\" in their place; a phrase of two words or more that ends in a head word of input names (head:ORG Committee) has the head's type"),
+			minCapitalShareParam(),
 			stages.IntParam("min_common", 2, "capitalized: a phrase's first word whose lower-case form occurs this often in the corpus is a common word and left out (\"County\" beside a match)", stages.AtLeast(1)),
 			stages.IntParam("top", 20, "frequent and ambiguous phrases listed in the report", stages.Range(0, 10000)),
 		}, append(matchParams("label of phrases with tied types: unknown (\"?\") or o"),
@@ -85,7 +86,7 @@ func runStage(c *stages.Context) error {
 		if err != nil {
 			return err
 		}
-		caps = &Capitalized{Nameless: lists.Nameless(), MinCommon: p.Int("min_common"), Heads: lists.Heads}
+		caps = &Capitalized{Nameless: lists.Nameless(), MinCommon: p.Int("min_common"), Heads: lists.Heads, MinShare: p.Float("min_capital_share")}
 	} else if len(c.Inputs("names")) > 0 {
 		return stages.Permanent(fmt.Errorf("input names: only capitalized reads it; set capitalized: true or disconnect it"))
 	}
@@ -114,6 +115,10 @@ func runStage(c *stages.Context) error {
 	}
 	c.Log.Info("distant labels", "sentences", report.Sentences, "tokens", report.Tokens,
 		"coverage", report.Coverage, "unknown_coverage", report.UnknownCoverage)
+	if cr := report.Capitalized; cr != nil && !cr.Added {
+		c.Log.Info("no capitalized phrases: the corpus does not write its entities capitalized",
+			"capital", cr.Capital, "entities", cr.Entities, "min_capital_share", cr.MinShare)
+	}
 	if p.Bool("entry_sentences") {
 		// After the report: its coverage and scores are the corpus's. The
 		// mined gazetteers give none: a name the corpus holds, repeated
@@ -281,4 +286,12 @@ func ParseOptions(caseMode, unicodeForm, untyped, ambiguous, tokenizer string) (
 		return nil, err
 	}
 	return []Option{WithCase(cm), WithUnicodeForm(uf), WithUntyped(ut), WithAmbiguous(am), WithTokenizer(tk)}, nil
+}
+
+// minCapitalShareParam declares the share of a corpus's typed entities that
+// must begin with a capital letter for its capitalized phrases to be added
+// (Capitalized.MinShare).
+func minCapitalShareParam() stages.Param {
+	return stages.FloatParam("min_capital_share", DefaultMinCapitalShare, "capitalized: the phrases are added only where at least this share of the corpus's typed entities, beside a sentence's first word, begin with a capital letter (the report says how many do): a text that writes its entities in lower case, as BC5CDR's chemicals and diseases, capitalizes sentence starts, abbreviations and other names, not the ones it misses (0: always)",
+		stages.Range(0, 1))
 }

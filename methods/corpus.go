@@ -127,9 +127,30 @@ func distantParams(refine string) []stages.Param {
 		stages.FloatParam("entry_share", 0.5, "entry_sentences: at most this many entry sentences per sentence of the training corpus, an evenly spread subset of the entries where the gazetteers have more (0: every entry); the text, where entities have context, keeps outweighing isolated phrases",
 			stages.Range(0, 1000)),
 		stages.BoolParam("abbreviations", true, "with gazetteers: every labeling node (label, labels-dev, labels-test, tiebreak-labels) also types the abbreviations its corpus defines after a typed match, \"nitroglycerin ( NTG )\": every NTG, as written, takes the long form's type where no typed match covers it (on by default: on BC5CDR it added 0.5-1.2 dev F1 to the final models of roster, bond and autoner, and a text that defines no short form keeps its labels byte for byte; docs/autoner.md)"),
-		stages.BoolParam("capitalized", false, "the training labels (node label, or with labels given as files node capitalized, stage "+distant.StageCapitalized+") also tag with the unknown type \"?\" the capitalized phrases inside a sentence between their entities, less the titles and common words of the names input (a run that holds entities is a longer name in their place; a phrase that ends in a head word of the names input, head:ORG Committee, has its type), and the taggers trained on them count those as entities of the type their context gives (unknown_as_entity): English running text names most entities with capitals, and a small gazetteer misses half of them"),
+		stages.StringParam("capitalized", capitalizedAuto, "the training labels (node label, or with labels given as files node capitalized, stage "+distant.StageCapitalized+") also tag with the unknown type \"?\" the capitalized phrases inside a sentence between their entities, less the titles and common words of the names input (a run that holds entities is a longer name in their place; a phrase that ends in a head word of the names input, head:ORG Committee, has its type), and the taggers trained on them count those as entities of the type their context gives (unknown_as_entity): English running text names most entities with capitals, and a small gazetteer misses half of them. A corpus whose typed entities mostly begin in lower case gets no phrases (the labeling node's min_capital_share; its report says). auto: on where the names input is connected (it tells a title, a day or a month from a name) and refine is not set, off otherwise; true, false: as set. With the phrases, refine is off unless set (its rejections would share their unknown type): on both held-out stand-ins the phrases gained more than refine (docs/roster.md)", stages.OneOf(capitalizedAuto, "true", "false")),
 		overlayParam(),
 	}, refineParams(refine)...)
+}
+
+// capitalizedAuto is param capitalized's default: the phrases where the
+// name lists are connected and refine is not set (capitalizedOn).
+const capitalizedAuto = "auto"
+
+// capitalizedOn tells whether the training labels hold capitalized phrases
+// (param capitalized). auto asks for the names input, without which titles,
+// days and months would begin phrases, and yields to refine where that is
+// set: refine marks the labels it rejects with the unknown type, which the
+// taggers then leave out of their loss, while they learn the phrases' as
+// entities. A corpus that does not write its entities capitalized still
+// gets no phrases, decided at run time on its labels (min_capital_share).
+func capitalizedOn(b *spec.Builder) bool {
+	switch b.Params().String("capitalized") {
+	case "true":
+		return true
+	case capitalizedAuto:
+		return b.Has("names") && !b.IsSet("refine")
+	}
+	return false
 }
 
 // labelingNode adds a labeling node (stage distant.label) with the params
@@ -150,7 +171,7 @@ func labelingNode(b *spec.Builder, name string) *spec.NodeBuilder {
 // would teach nothing.
 func trainingCorpus(b *spec.Builder) func(n *spec.NodeBuilder) {
 	given := givenLabels(b)
-	capitalized := b.Params().Bool("capitalized")
+	capitalized := capitalizedOn(b)
 	if refined := refineLabels(b, given); !refined.Empty() {
 		if capitalized {
 			b.Errorf("params.capitalized", "refine marks the labels it rejects with the unknown type too, which the taggers must leave out of their loss: set refine: off with capitalized phrases")
@@ -170,7 +191,7 @@ func trainingCorpus(b *spec.Builder) func(n *spec.NodeBuilder) {
 // with its file params, or the label node's output.
 func givenLabels(b *spec.Builder) func(n *spec.NodeBuilder, port string) {
 	if !b.Has("gazetteers") {
-		if b.Params().Bool("capitalized") {
+		if capitalizedOn(b) {
 			// The labels as given, with the capitalized phrases of
 			// their gaps (node capitalized); the name lists and the
 			// stopwords then only say which capitalized words name
@@ -192,11 +213,11 @@ func givenLabels(b *spec.Builder) func(n *spec.NodeBuilder, port string) {
 			b.Errorf("params."+f, "the gazetteers label the train input, which is one file of raw sentences: connect that file instead")
 		}
 	}
-	label := labelingNode(b, "label").Pass("entry_sentences", "entry_share", "capitalized").
+	label := labelingNode(b, "label").Pass("entry_sentences", "entry_share").
 		Input("corpus", b.In("train")).Input("gazetteers", b.In("gazetteers")).Input("mined", minedNames(b)...).
 		Input("stopwords", b.In("stopwords"))
-	if b.Params().Bool("capitalized") {
-		label.Input("names", b.In("names"))
+	if capitalizedOn(b) {
+		label.Set("capitalized", true).Input("names", b.In("names"))
 	}
 	return func(n *spec.NodeBuilder, port string) { n.Input(port, label.Out("labeled")) }
 }

@@ -319,7 +319,7 @@ func chooseOverlay(b *spec.Builder, f finalModel, suffix string) *finalModel {
 	// sentence (node overlay-capitalized): trained on them, the model also
 	// tags parts of longer names, days and common words. The gate reads the
 	// name lists, which the overlay holds with gazetteers only.
-	gated := b.Params().Bool("capitalized") && b.Has("gazetteers") && b.Has("names")
+	gated := capitalizedOn(b) && b.Has("gazetteers") && b.Has("names")
 	if gated {
 		n, dev := overlayNode("overlay-capitalized", overlay.Override)
 		n.Set("capitalized", true)

@@ -139,6 +139,46 @@ func TestCapitalizedLabelsTrainingOnly(t *testing.T) {
 	}
 }
 
+// capitalized: auto, the default, adds the phrases where the name lists
+// are connected and refine is not set, and then leaves refine (auto by
+// default) off; refine set, or no name lists, and it is off.
+func TestCapitalizedAuto(t *testing.T) {
+	noNames := strings.Replace(rosterOnGazetteers, "  names: [../../data/gaz/loc.txt]\n", "", 1)
+	for _, c := range []struct {
+		name, text string
+		set        []string
+		phrases    bool
+	}{
+		{"names", rosterOnGazetteers, nil, true},
+		{"names, capitalized=true", rosterOnGazetteers, []string{"capitalized=true"}, true},
+		{"names, refine set", rosterOnGazetteers, []string{"refine=auto"}, false},
+		{"names, capitalized=false", rosterOnGazetteers, []string{"capitalized=false"}, false},
+		{"no names", noNames, nil, false},
+	} {
+		g, err := expand(t, fixture(t), c.text, c.set...)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		label, _ := g.Node("label")
+		names := slices.ContainsFunc(label.Inputs, func(in spec.Input) bool { return in.Port == "names" })
+		if got := nodeParams(t, g, "label")["capitalized"] == true; got != c.phrases || names != c.phrases {
+			t.Errorf("%s: label capitalized %v, reads the name lists %v; want %v", c.name, got, names, c.phrases)
+		}
+		if got := nodeParams(t, g, "noise[seed=1]")["unknown_as_entity"] == true; got != c.phrases {
+			t.Errorf("%s: unknown_as_entity %v", c.name, got)
+		}
+		if _, refined := g.Node("refine"); refined == c.phrases {
+			t.Errorf("%s: node refine %v, want it where there are no phrases (refine: auto)", c.name, refined)
+		}
+		if _, gated := g.Node("overlay-capitalized"); gated != (c.phrases && c.text == rosterOnGazetteers) {
+			t.Errorf("%s: overlay-capitalized %v", c.name, gated)
+		}
+	}
+	if _, err := expand(t, fixture(t), rosterOnGazetteers, "capitalized=maybe"); err == nil || !strings.Contains(err.Error(), `"maybe" is not one of auto, true, false`) {
+		t.Errorf("capitalized=maybe: %v", err)
+	}
+}
+
 // With labels given as they are, capitalized adds node capitalized, which
 // the taggers read in place of the train input, counting its phrases as
 // entities; the name lists and stopwords then serve it alone.
@@ -176,7 +216,7 @@ func TestPartialSeedsRefuseTokenSettings(t *testing.T) {
 		t.Errorf("gce with partial seeds: %v", err)
 	}
 	text = strings.Replace(rosterOnGazetteers, "  gazetteers: [../../data/gaz/per.txt]\n", "", 1)
-	text = strings.Replace(text, "entry_sentences: true, ", "", 1)
+	text = strings.Replace(text, "entry_sentences: true, ", "capitalized: false, ", 1)
 	if _, err := expand(t, fixture(t), text); err == nil || !strings.Contains(err.Error(), "connect gazetteers too") {
 		t.Errorf("names without gazetteers: %v", err)
 	}

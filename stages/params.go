@@ -150,6 +150,10 @@ func convert(t Type, raw any) (any, error) {
 			return r, nil
 		case fmt.Stringer:
 			return r.String(), nil
+		case bool:
+			// A setting that reads auto, true or false: YAML decodes
+			// the last two as booleans, the command line as strings.
+			return strconv.FormatBool(r), nil
 		}
 		return nil, fmt.Errorf("want a string, got %s", describe(raw))
 	case Bool:

@@ -70,6 +70,14 @@ func TestResolveParams(t *testing.T) {
 	if err != nil || !slices.Equal(one.Ints("seeds"), []int{7}) || !slices.Equal(one.Floats("weights"), []float64{0.5}) || !slices.Equal(one.Strings("types"), []string{"ORG"}) {
 		t.Errorf("single values as lists: %v, %v", one.Map(), err)
 	}
+	// YAML's true and false, where a setting of auto, true or false goes,
+	// read as the words.
+	tri := stages.Stage{Name: "demo.tri", Version: 1, Params: []stages.Param{stages.StringParam("mode", "auto", "mode", stages.OneOf("auto", "true", "false"))}}
+	for raw, want := range map[any]string{true: "true", false: "false", "auto": "auto"} {
+		if p, err := tri.ResolveParams(map[string]any{"mode": raw}); err != nil || p.String("mode") != want {
+			t.Errorf("mode %v: %v, %v", raw, p.Map(), err)
+		}
+	}
 	if _, err := demo.ResolveParams(map[string]any{"name": "x", "seeds": 2.5}); err == nil || !strings.Contains(err.Error(), "element 0: want an integer") {
 		t.Errorf("seeds: 2.5: %v", err)
 	}
@@ -87,6 +95,7 @@ func TestParamErrors(t *testing.T) {
 		{"epochs", "many", `want an integer, got "many"`},
 		{"lr", -1, "-1 is below the minimum 0"},
 		{"scheme", "bioes", `"bioes" is not one of io, bio`},
+		{"scheme", true, `"true" is not one of io, bio`},
 		{"drop_o", "maybe", `want a bool, got "maybe"`},
 		{"budget", "forever", "want a duration"},
 		{"seeds", []any{1, -2}, "element 1: -2 is below the minimum 0"},

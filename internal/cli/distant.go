@@ -27,6 +27,7 @@ type distantFlags struct {
 	top                           int
 	abbreviations                 bool
 	capitalized                   bool
+	minCapitalShare               float64
 	reportPath                    string
 }
 
@@ -96,6 +97,7 @@ sentences, such as AutoNER's raw_text.txt, is read with --corpus-format conll.`,
 		fl.StringVar(&f.stopwords, "stopwords", "", "file of stopwords, one per line: phrases made only of them are not matched")
 		fl.StringArrayVar(&f.names, "names", nil, "name list (first<TAB>Name, title<TAB>Title lines; e.g. examples/data/names/names.tsv): the person names it finds in --corpus label it as PER beside the gazetteers, as stage "+distant.StageNames+" does; repeatable")
 		fl.IntVar(&f.namesMinCommon, "names-min-common", 2, "with --names: a word whose lower-case form occurs this often in the corpus starts no name and ends one; with --capitalized, starts no phrase")
+		fl.Float64Var(&f.minCapitalShare, "min-capital-share", distant.DefaultMinCapitalShare, "with --capitalized: add the phrases only where at least this share of the labels' typed entities, beside a sentence's first word, begin with a capital letter (0: always)")
 		fl.BoolVar(&f.capitalized, "capitalized", false, `also tag with the unknown type "?" the capitalized phrases inside a sentence that no gazetteer matched, less titles and common words of the --names lists, stopwords, initials and a first word --corpus writes in lower case (--names-min-common times; at all at a sentence start), as stage `+distant.StageName+` does with capitalized: true; with --gold, the report counts how many are exactly a gold entity`)
 		fl.BoolVar(&f.abbreviations, "abbreviations", false, `also type the abbreviations the corpus defines after a typed match ("nitroglycerin ( NTG )"): every NTG of the corpus, as written, takes the long form's type where no typed match covers it`)
 		fl.IntVar(&f.top, "top", 20, "frequent and ambiguous phrases to list")
@@ -164,7 +166,10 @@ func runDistant(out io.Writer, log *slog.Logger, f distantFlags) error {
 		gazetteers = append(gazetteers, g)
 	}
 	if f.capitalized {
-		opts = append(opts, distant.WithCapitalized(&distant.Capitalized{Nameless: lists.Nameless(), MinCommon: f.namesMinCommon, Heads: lists.Heads}))
+		if f.minCapitalShare < 0 || f.minCapitalShare > 1 {
+			return fmt.Errorf("--min-capital-share %g: want a share from 0 to 1", f.minCapitalShare)
+		}
+		opts = append(opts, distant.WithCapitalized(&distant.Capitalized{Nameless: lists.Nameless(), MinCommon: f.namesMinCommon, Heads: lists.Heads, MinShare: f.minCapitalShare}))
 	}
 	var gold *corpus.Corpus
 	if f.gold != "" {

@@ -279,7 +279,7 @@ func (w *tieBreakWeightsOf) loss(g *kit.Graph, h *ts.Tensor, tt tieBreakTargets,
 		if ch == nil || ch.spans == nil {
 			terms = append(terms, crossEntropy(g, z, tt.spanClass, ones(n)))
 		} else {
-			terms = append(terms, noisyCrossEntropy(g, z, ch.spans.evidenceOf(tt.spanClass), ones(n)))
+			terms = append(terms, noisyCrossEntropy(g, z, spanEvidence(ch.spans, tt.spanClass, len(ch.spans.rows)), ones(n)))
 		}
 	}
 	switch len(terms) {

@@ -17,7 +17,9 @@ import (
 // of a sentence (positives) and ceil(neg_ratio * n) spans drawn, for a
 // sentence of n tokens, from its unannotated spans of at most MaxSpan
 // tokens (negatives, class O). Unannotated entities are rarely drawn, so
-// the classifier is seldom told they are O.
+// the classifier is seldom told they are O. A span of unknown type "?"
+// (kept by unknown_as_entity) is a positive of any entity class:
+// -log(1 - p(O)).
 //
 // SamplingUniform draws the negatives uniformly. SamplingWeighted draws
 // them from e = softmax(r / T), r = u * (1 + v)^mu over the candidates,
@@ -134,14 +136,55 @@ func newSpanChannel(types []string, r typedRates) *spanChannel {
 // class is target (0: a drawn negative). The row is shared: read only.
 func (ch *spanChannel) evidence(target int64) []float32 { return ch.rows[target] }
 
-// evidenceOf lays out the evidence of rows observed as targets, row by row
-// ([len(targets)*classes]), as noisyCrossEntropy takes it.
-func (ch *spanChannel) evidenceOf(targets []int64) []float32 {
-	ev := make([]float32, 0, len(targets)*len(ch.rows))
+// anyEntityClass is the target of a span of unknown type: any entity
+// class, never O.
+const anyEntityClass int64 = -1
+
+// spanEvidence lays out the evidence of rows observed as targets, row by
+// row ([len(targets)*classes]), as noisyCrossEntropy takes it: the
+// channel's row of a class (one-hot with no channel), and for
+// anyEntityClass every entity class at once, so that the row's loss is
+// -log(1 - p(O)), as the partial-label CRF marginalizes an entity of
+// unknown type over the entity tags.
+func spanEvidence(ch *spanChannel, targets []int64, classes int) []float32 {
+	ev := make([]float32, 0, len(targets)*classes)
 	for _, y := range targets {
-		ev = append(ev, ch.rows[y]...)
+		switch {
+		case y == anyEntityClass:
+			ev = append(ev, notAllowed)
+			ev = append(ev, make([]float32, classes-1)...)
+		case ch != nil:
+			ev = append(ev, ch.rows[y]...)
+		default:
+			for k := range classes {
+				if int64(k) == y {
+					ev = append(ev, 0)
+				} else {
+					ev = append(ev, notAllowed)
+				}
+			}
+		}
 	}
 	return ev
+}
+
+// unknownSpans returns an example's entities of unknown type: each run of
+// anyEntity targets (present where the trainer keeps them,
+// unknown_as_entity). A run reads as one entity, as IO reads it.
+func unknownSpans(targets []int32) []corpus.Span {
+	var out []corpus.Span
+	for t := 0; t < len(targets); {
+		if targets[t] != anyEntity {
+			t++
+			continue
+		}
+		start := t
+		for t < len(targets) && targets[t] == anyEntity {
+			t++
+		}
+		out = append(out, corpus.Span{Start: start, End: t, Label: corpus.UnknownType})
+	}
+	return out
 }
 
 // sampling is the state of negative sampling in one epoch: its draws and
@@ -279,6 +322,13 @@ func (l negSampleLoss) Compute(lb *LossBatch) *ts.Tensor {
 			rows = append(rows, spanRef{i, p.Start, p.End})
 			targets = append(targets, classOf[p.Label])
 		}
+		// An entity of unknown type (a capitalized phrase no gazetteer
+		// typed) is a positive of whichever type the model gives it; its
+		// tokens are blocked, so no negative overlaps it either.
+		for _, u := range unknownSpans(e.targets) {
+			rows = append(rows, spanRef{i, u.Start, u.End})
+			targets = append(targets, anyEntityClass)
+		}
 		var pool []spanRef
 		for _, c := range candidates(i, e.len(), w.maxSpan) {
 			if !slices.Contains(blocked[c.start:c.end], true) &&
@@ -317,10 +367,10 @@ func (l negSampleLoss) Compute(lb *LossBatch) *ts.Tensor {
 		ones[i] = 1
 	}
 	logits := w.logits(lb.G, lb.H, lb.Batch, rows)
-	if l.channel == nil {
+	if l.channel == nil && !slices.Contains(targets, anyEntityClass) {
 		return crossEntropy(lb.G, logits, targets, ones)
 	}
-	return noisyCrossEntropy(lb.G, logits, l.channel.evidenceOf(targets), ones)
+	return noisyCrossEntropy(lb.G, logits, spanEvidence(l.channel, targets, len(w.labels.Types)+1), ones)
 }
 
 // samplingWeights scores each sentence's candidate negatives with the

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/sugarme/gotch"
 	"github.com/sugarme/gotch/ts"
 
 	"github.com/nerflow/nerflow/corpus"
@@ -259,6 +260,54 @@ func TestSpanChannel(t *testing.T) {
 			t.Errorf("class %d: evidence %v, want %v", c.target, got, c.want)
 		}
 	}
+}
+
+// A span of unknown type is a positive of any entity class: its evidence
+// rules out O alone, its loss is -log(1 - p(O)), and its gradient moves
+// p toward the entity classes' posterior, p_c / (1 - p(O)).
+func TestSpanEvidenceOfUnknownType(t *testing.T) {
+	targets := []int64{1, anyEntityClass}
+	if got, want := spanEvidence(nil, targets, 3), []float32{notAllowed, 0, notAllowed, notAllowed, 0, 0}; !slices.Equal(got, want) {
+		t.Errorf("evidence %v, want %v", got, want)
+	}
+	ch := newSpanChannel([]string{"PER", "LOC"}, typedRates{mistype: map[string]float64{"PER": 0.1}})
+	ln := float32(math.Log(0.1))
+	if got, want := spanEvidence(ch, targets, 3), []float32{notAllowed, 0, ln, notAllowed, 0, 0}; !slices.Equal(got, want) {
+		t.Errorf("evidence with a channel %v, want %v", got, want)
+	}
+
+	lockThread(t)
+	g := kit.NewGraph(gotch.CPU)
+	defer g.Free()
+	z := leaf(t, g, lossLogits, 2, 3)
+	loss := noisyCrossEntropy(g, z, spanEvidence(nil, targets, 3), lossWeights)
+	// (1·-log 0.62853172 + 0.5·-log(0.01714783 + 0.93623955)) / 1.5
+	near(t, "loss", kit.Item(loss), 0.3254905146851697, 1e-6)
+	posterior := [][]float64{{0, 1, 0}, {0, 0.01798620996209156, 0.9820137900379085}}
+	checkGrad(t, gradOf(t, g, loss, z), wantGrad(func(int) float64 { return 1 }, func(i, c int) float64 { return posterior[i][c] }))
+}
+
+// Each run of unknown-type targets is one entity; ignored tokens and
+// typed ones end a run.
+func TestUnknownSpans(t *testing.T) {
+	got := unknownSpans([]int32{anyEntity, anyEntity, 0, ignored, anyEntity, 1, anyEntity})
+	want := []corpus.Span{{Start: 0, End: 2, Label: "?"}, {Start: 4, End: 5, Label: "?"}, {Start: 6, End: 7, Label: "?"}}
+	if !slices.Equal(got, want) {
+		t.Errorf("spans %v, want %v", got, want)
+	}
+	if got := unknownSpans([]int32{0, ignored, 1}); got != nil {
+		t.Errorf("no unknown type: %v", got)
+	}
+}
+
+// The span classifier trains on entities of unknown type as entities
+// (unknown_as_entity) and its loss falls.
+func TestSpanTrainingOnUnknownType(t *testing.T) {
+	c := fixtureCorpus(append(slices.Clone(fixture), "Zorg/B-? Blip/I-? visited Paris/B-LOC .", "Quux/B-? met Anna/B-PER ."))
+	m := newTiny(t, c, spanConfig(), 1)
+	cfg := tinyTrainConfig(LossNegSample)
+	cfg.Epochs, cfg.UnknownAsEntity = 15, true
+	checkLossFalls(t, m, cfg, c)
 }
 
 // spanIndex finds each candidate at its place in candidates' order.
