@@ -140,8 +140,8 @@ func TestCapitalizedLabelsTrainingOnly(t *testing.T) {
 }
 
 // capitalized: auto, the default, adds the phrases where the name lists
-// are connected and refine is not set, and then leaves refine (auto by
-// default) off; refine set, or no name lists, and it is off.
+// are connected and refine is not set on or auto, and then leaves refine
+// (auto by default) off; refine set on, or no name lists, and it is off.
 func TestCapitalizedAuto(t *testing.T) {
 	noNames := strings.Replace(rosterOnGazetteers, "  names: [../../data/gaz/loc.txt]\n", "", 1)
 	for _, c := range []struct {
@@ -152,6 +152,7 @@ func TestCapitalizedAuto(t *testing.T) {
 		{"names", rosterOnGazetteers, nil, true},
 		{"names, capitalized=true", rosterOnGazetteers, []string{"capitalized=true"}, true},
 		{"names, refine set", rosterOnGazetteers, []string{"refine=auto"}, false},
+		{"names, refine=off", rosterOnGazetteers, []string{"refine=off"}, true},
 		{"names, capitalized=false", rosterOnGazetteers, []string{"capitalized=false"}, false},
 		{"no names", noNames, nil, false},
 	} {
@@ -167,7 +168,7 @@ func TestCapitalizedAuto(t *testing.T) {
 		if got := nodeParams(t, g, "noise[seed=1]")["unknown_as_entity"] == true; got != c.phrases {
 			t.Errorf("%s: unknown_as_entity %v", c.name, got)
 		}
-		if _, refined := g.Node("refine"); refined == c.phrases {
+		if _, refined := g.Node("refine"); refined == (c.phrases || slices.Contains(c.set, "refine=off")) {
 			t.Errorf("%s: node refine %v, want it where there are no phrases (refine: auto)", c.name, refined)
 		}
 		if _, gated := g.Node("overlay-capitalized"); gated != (c.phrases && c.text == rosterOnGazetteers) {
@@ -205,7 +206,7 @@ inputs:
 	if p := nodeParams(t, g, "noise[seed=1]"); p["unknown_as_entity"] != true {
 		t.Errorf("noise params %v", p)
 	}
-	if _, err := expand(t, fixture(t), "method: roster\nparams: {refine: off}\ninputs:\n  train: ../../data/test.conll\n  names: [../../data/gaz/loc.txt]\n"); err == nil || !strings.Contains(err.Error(), "connect gazetteers too") {
+	if _, err := expand(t, fixture(t), "method: roster\nparams: {refine: off, capitalized: false}\ninputs:\n  train: ../../data/test.conll\n  names: [../../data/gaz/loc.txt]\n"); err == nil || !strings.Contains(err.Error(), "connect gazetteers too") {
 		t.Errorf("names without gazetteers or capitalized: %v", err)
 	}
 }
