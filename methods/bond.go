@@ -68,7 +68,7 @@ func init() {
 			stages.IntParam("selftrain_epochs", d.Run.Epochs, "stage 2: self-training epochs", stages.Range(1, 1000)),
 			stages.IntParam("selftrain_eval_every", d.Run.EvalEvery, "stage 2: steps between two scores on the dev set (0: per epoch; -1: auto, at each new teacher)", stages.AtLeast(tagger.EvalAuto)),
 			stages.IntParam("selftrain_patience", d.Run.Patience, "stage 2: stop after this many scores without a better dev F1 (0: never)", stages.AtLeast(0)),
-		}, append(append(fileParams(), distantParams(refineAuto)...), encoderParams()...)...),
+		}, append(append(fileParams(), distantParams(refineAuto, capitalizedAuto)...), encoderParams()...)...),
 		Inputs: append(distantInputs(), encoderInput()),
 		Build:  buildBond,
 	})

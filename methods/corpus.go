@@ -119,22 +119,27 @@ func minedNames(b *spec.Builder) []spec.Ref {
 
 // distantParams declares the parameters of a method on distant labels
 // that its label node reads, overlay, which its ending reads, and the
-// refinement of its labels (refineParams, at the method's default).
-func distantParams(refine string) []stages.Param {
+// refinement of its labels (refineParams), refine and capitalized at the
+// method's defaults.
+func distantParams(refine, capitalized string) []stages.Param {
 	return append([]stages.Param{
 		stages.StringParam("case", "exact", "with gazetteers: letter case matching of every labeling node (label, labels-dev, labels-test): exact, fold, or variants (as written, UPPER, lower)", stages.OneOf("exact", "fold", "variants")),
 		stages.BoolParam("entry_sentences", false, "with gazetteers: every typed entry is also a training sentence of its own, so that the taggers learn the entries the corpus never mentions (for gazetteers of up to a few thousand entries)"),
 		stages.FloatParam("entry_share", 0.5, "entry_sentences: at most this many entry sentences per sentence of the training corpus, an evenly spread subset of the entries where the gazetteers have more (0: every entry); the text, where entities have context, keeps outweighing isolated phrases",
 			stages.Range(0, 1000)),
 		stages.BoolParam("abbreviations", true, "with gazetteers: every labeling node (label, labels-dev, labels-test, tiebreak-labels) also types the abbreviations its corpus defines after a typed match, \"nitroglycerin ( NTG )\": every NTG, as written, takes the long form's type where no typed match covers it (on by default: on BC5CDR it added 0.5-1.2 dev F1 to the final models of roster, bond and autoner, and a text that defines no short form keeps its labels byte for byte; docs/autoner.md)"),
-		stages.StringParam("capitalized", capitalizedAuto, "the training labels (node label, or with labels given as files node capitalized, stage "+distant.StageCapitalized+") also tag with the unknown type \"?\" the capitalized phrases inside a sentence between their entities, less the titles and common words of the names input (a run that holds entities is a longer name in their place; a phrase that ends in a head word of the names input, head:ORG Committee, has its type), and the taggers trained on them count those as entities of the type their context gives (unknown_as_entity): English running text names most entities with capitals, and a small gazetteer misses half of them. A corpus whose typed entities mostly begin in lower case gets no phrases (the labeling node's min_capital_share; its report says). auto: on where the names input is connected (it tells a title, a day or a month from a name) and refine is not set on or auto, off otherwise; true, false: as set. With the phrases, refine is off unless set (its rejections would share their unknown type): on both held-out stand-ins the phrases gained more than refine (docs/roster.md)", stages.OneOf(capitalizedAuto, "true", "false")),
+		stages.StringParam("capitalized", capitalized, "the training labels (node label, or with labels given as files node capitalized, stage "+distant.StageCapitalized+") also tag with the unknown type \"?\" the capitalized phrases inside a sentence between their entities, less the titles and common words of the names input (a run that holds entities is a longer name in their place; a phrase that ends in a head word of the names input, head:ORG Committee, has its type), and the taggers trained on them count those as entities of the type their context gives (unknown_as_entity): English running text names most entities with capitals, and a small gazetteer misses half of them. A corpus whose typed entities mostly begin in lower case gets no phrases (the labeling node's min_capital_share; its report says). auto: on where the names input is connected (it tells a title, a day or a month from a name) and refine is not set on or auto, off otherwise; true, false: as set. With the phrases, refine is off unless set (its rejections would share their unknown type). roster and bond default to auto: on both held-out stand-ins the phrases gained more than refine; negsample, autoner and distant to false (negsample lost with them; docs/accuracy.md, \"Capitalized phrases by default\")", stages.OneOf(capitalizedAuto, capitalizedTrue, capitalizedFalse)),
 		overlayParam(),
 	}, refineParams(refine)...)
 }
 
-// capitalizedAuto is param capitalized's default: the phrases where the
-// name lists are connected and refine is not set (capitalizedOn).
-const capitalizedAuto = "auto"
+// The settings of param capitalized: auto, the phrases where the name
+// lists are connected and refine is not set on (capitalizedOn).
+const (
+	capitalizedAuto  = "auto"
+	capitalizedTrue  = "true"
+	capitalizedFalse = "false"
+)
 
 // capitalizedOn tells whether the training labels hold capitalized phrases
 // (param capitalized). auto asks for the names input, without which titles,
@@ -145,7 +150,7 @@ const capitalizedAuto = "auto"
 // gets no phrases, decided at run time on its labels (min_capital_share).
 func capitalizedOn(b *spec.Builder) bool {
 	switch b.Params().String("capitalized") {
-	case "true":
+	case capitalizedTrue:
 		return true
 	case capitalizedAuto:
 		return b.Has("names") && (!b.IsSet("refine") || b.Params().String("refine") == refineOff)

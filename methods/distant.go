@@ -48,7 +48,7 @@ func init() {
 			stages.FloatParam("miss_rate", tagger.Param("miss_rate").Default.(float64), "variant partial: the chance that the distant labels left an entity token O (1 - their recall)", stages.Range(0, 1)),
 			tagger.Param("type_miss_rates"),
 			tagger.Param("mistype_rates"),
-		}, append(fileParams(), distantParams(refineOff)...)...),
+		}, append(fileParams(), distantParams(refineOff, capitalizedFalse)...)...),
 		Inputs: distantInputs(),
 		Build:  buildDistant,
 	})

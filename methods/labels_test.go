@@ -175,6 +175,22 @@ func TestCapitalizedAuto(t *testing.T) {
 			t.Errorf("%s: overlay-capitalized %v", c.name, gated)
 		}
 	}
+	// negsample's default is false: it lost with the phrases.
+	g, err := expand(t, fixture(t), `
+method: negsample
+params: {dev_file: test.conll}
+inputs:
+  train: ../../data/raw.txt
+  gazetteers: [../../data/gaz/per.txt]
+  names: [../../data/gaz/loc.txt]
+  dev: ../../data
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := nodeParams(t, g, "label"); p["capitalized"] == true {
+		t.Errorf("negsample: label params %v", p)
+	}
 	if _, err := expand(t, fixture(t), rosterOnGazetteers, "capitalized=maybe"); err == nil || !strings.Contains(err.Error(), `"maybe" is not one of auto, true, false`) {
 		t.Errorf("capitalized=maybe: %v", err)
 	}

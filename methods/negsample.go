@@ -48,7 +48,7 @@ func init() {
 			stages.BoolParam("select", true, "the dev input selects each tagger's best epoch (one prediction of the dev set per epoch); false: the last epoch's tagger"),
 			stages.StringParam("complete_file", "", "file of the complete input holding the sentences (empty: its only file)"),
 			stages.StringParam("complete_labels", "", "labels file of the complete input, parallel to complete_file"),
-		}, append(append(fileParams(), distantParams(refineAuto)...), encoderParams()...)...),
+		}, append(append(fileParams(), distantParams(refineAuto, capitalizedFalse)...), encoderParams()...)...),
 		Inputs: append(distantInputs(), stages.Port{Name: "complete", Kind: "corpus", Optional: true,
 			Doc: "the train sentences completely annotated (e.g. CoNLL-2003's true labels beside the distant ones): each epoch reports the missampling rate (with mask, the unmasked train input is used)"},
 			encoderInput()),

@@ -92,7 +92,7 @@ func init() {
 			stages.BoolParam("teacher_student", false, "after the last step (the student, or its self-training), BOND's teacher-student self-training of its model (stage "+selftrain.StageTeacher+", node teacher-student, at that stage's defaults but patience 0: soft pseudo-labels above confidence 0.9, a new teacher every half epoch, four epochs, the best step on dev kept; a crf student's confident O weighs the entity tags by student_miss_rate), scored on the dev set and one more candidate of select"),
 			stages.BoolParam("augment", true, "self-training on contextual augmentations too, from language models trained on the gpu queue (false: originals only; ablation)"),
 			stages.StringParam("augment_lm", augmentLSTM, "what the augmentation draws replacement words from: lstm (forward and backward LSTM language models trained on the training text and the unlabeled input, node lm) or encoder (the masked-LM head of the encoder input, top 5 of each masked word; with encoder_placement none the taggers do not read it)", stages.OneOf(augmentLSTM, augmentEncoder)),
-		}, append(append(fileParams(), distantParams(refineAuto)...), encoderParams(tagger.EncoderNone)...)...),
+		}, append(append(fileParams(), distantParams(refineAuto, capitalizedAuto)...), encoderParams(tagger.EncoderNone)...)...),
 		Inputs: append(distantInputs(), stages.Port{Name: "unlabeled", Kind: "text", Many: true, Optional: true,
 			Doc: "more text for the language models of the augmentation: Brown-corpus files (stage " + augment.StageLM + "'s defaults)"},
 			encoderInput()),
