@@ -57,29 +57,14 @@ type capitalizedPhrases struct {
 }
 
 // capitalizedOf returns the capitalized phrase finder of c where the
-// matcher was configured to find them (WithCapitalized) and c's typed
-// matches begin with a capital letter often enough (Capitalized.MinShare),
-// nil otherwise; and how often they do (zero without WithCapitalized).
-func (m *Matcher) capitalizedOf(c *corpus.Corpus) (*capitalizedPhrases, capitalShare) {
+// matcher was configured to find them (WithCapitalized) and share, the
+// count of c's typed matches, reaches Capitalized.MinShare; nil otherwise.
+func (m *Matcher) capitalizedOf(c *corpus.Corpus, share capitalShare) *capitalizedPhrases {
 	cfg := m.cfg.capitalized
-	if cfg == nil {
-		return nil, capitalShare{}
+	if cfg == nil || !share.reaches(cfg.MinShare) {
+		return nil
 	}
-	var share capitalShare
-	sc := m.Scanner()
-	for _, s := range c.Sentences {
-		var spans []corpus.Span
-		for _, mt := range sc.Match(s.Tokens) {
-			if mt.Kind == Typed {
-				spans = append(spans, mt.span())
-			}
-		}
-		share.add(s.Tokens, spans)
-	}
-	if !share.reaches(cfg.MinShare) {
-		return nil, share
-	}
-	return &capitalizedPhrases{nameless: namelessWords(cfg.Nameless, m.cfg.stopwords), lower: lowerCounts(c), minCommon: cfg.MinCommon, heads: cfg.Heads}, share
+	return &capitalizedPhrases{nameless: namelessWords(cfg.Nameless, m.cfg.stopwords), lower: lowerCounts(c), minCommon: cfg.MinCommon, heads: cfg.Heads}
 }
 
 // capitalShare counts a corpus's typed entities, beside those at the first
@@ -99,13 +84,30 @@ type capitalShare struct {
 // nothing of the text's names and are left out.
 func (cs *capitalShare) add(tokens []string, spans []corpus.Span) {
 	for _, sp := range spans {
-		if sp.Start == 0 || sp.Label == corpus.UnknownType {
-			continue
+		if sp.Label != corpus.UnknownType {
+			cs.count(tokens, sp.Start)
 		}
-		cs.Entities++
-		if r, _ := utf8.DecodeRuneInString(tokens[sp.Start]); unicode.IsUpper(r) {
-			cs.Capital++
+	}
+}
+
+// addMatches counts the typed matches of a sentence.
+func (cs *capitalShare) addMatches(tokens []string, ms []Match) {
+	for _, mt := range ms {
+		if mt.Kind == Typed {
+			cs.count(tokens, mt.Start)
 		}
+	}
+}
+
+// count counts an entity that starts at token start, unless that is the
+// sentence's first word.
+func (cs *capitalShare) count(tokens []string, start int) {
+	if start == 0 {
+		return
+	}
+	cs.Entities++
+	if r, _ := utf8.DecodeRuneInString(tokens[start]); unicode.IsUpper(r) {
+		cs.Capital++
 	}
 }
 

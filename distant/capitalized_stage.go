@@ -65,7 +65,7 @@ func runCapitalizedStage(c *stages.Context) error {
 	if err != nil {
 		return err
 	}
-	share, err := labelsShare(text)
+	spans, share, err := givenSpans(text)
 	if err != nil {
 		return stages.Permanent(fmt.Errorf("input corpus: %w", err))
 	}
@@ -74,7 +74,7 @@ func runCapitalizedStage(c *stages.Context) error {
 	if share.reaches(min) {
 		cp = &capitalizedPhrases{nameless: namelessWords(lists.Nameless(), stopwordSet(stop)), lower: lowerCounts(text), minCommon: p.Int("min_common"), heads: lists.Heads}
 	}
-	labeled, counts, longer, typed, err := addCapitalized(text, cp, scheme)
+	labeled, counts, longer, typed, err := addCapitalized(text, spans, cp, scheme)
 	if err != nil {
 		return stages.Permanent(fmt.Errorf("input corpus: %w", err))
 	}
@@ -104,40 +104,37 @@ func runCapitalizedStage(c *stages.Context) error {
 	return c.Output("report").WriteFile("report.txt", txt.Bytes())
 }
 
-// labelsShare counts how many of the entities c's tags hold begin with a
-// capital letter (capitalShare).
-func labelsShare(c *corpus.Corpus) (capitalShare, error) {
+// givenSpans reads the entities of each sentence from its tags, and counts
+// how many of them begin with a capital letter (capitalShare).
+func givenSpans(c *corpus.Corpus) ([][]corpus.Span, capitalShare, error) {
 	var share capitalShare
+	out := make([][]corpus.Span, len(c.Sentences))
 	for i, s := range c.Sentences {
 		if len(s.Tags) != len(s.Tokens) {
-			return share, fmt.Errorf("sentence %d: %d tokens but %d tags", i+1, len(s.Tokens), len(s.Tags))
+			return nil, share, fmt.Errorf("sentence %d: %d tokens but %d tags", i+1, len(s.Tokens), len(s.Tags))
 		}
 		spans, err := corpus.AnyScheme.Spans(s.Tags)
 		if err != nil {
-			return share, fmt.Errorf("sentence %d: %w", i+1, err)
+			return nil, share, fmt.Errorf("sentence %d: %w", i+1, err)
 		}
 		share.add(s.Tokens, spans)
+		out[i] = spans
 	}
-	return share, nil
+	return out, share, nil
 }
 
-// addCapitalized returns c with the capitalized phrases between its
-// entities added as unknown-type entities (a longer name in place of the
+// addCapitalized returns c, whose sentences hold the entities spans
+// (givenSpans), with the capitalized phrases between them added as
+// unknown-type entities (a longer name in place of the
 // entities it holds; typed where a head word ends it), its tags written in
 // scheme, the phrases counted, how many of them are longer names, and how
 // many a head word typed, by type. With cp nil it adds none: the tags are
 // only written in scheme.
-func addCapitalized(c *corpus.Corpus, cp *capitalizedPhrases, scheme corpus.Scheme) (labeled *corpus.Corpus, counts map[string]int, longer int, typed map[string]int, err error) {
+func addCapitalized(c *corpus.Corpus, given [][]corpus.Span, cp *capitalizedPhrases, scheme corpus.Scheme) (labeled *corpus.Corpus, counts map[string]int, longer int, typed map[string]int, err error) {
 	counts, typed = map[string]int{}, map[string]int{}
 	out := &corpus.Corpus{Sentences: make([]corpus.Sentence, len(c.Sentences))}
 	for i, s := range c.Sentences {
-		if len(s.Tags) != len(s.Tokens) {
-			return nil, nil, 0, nil, fmt.Errorf("sentence %d: %d tokens but %d tags", i+1, len(s.Tokens), len(s.Tags))
-		}
-		spans, err := corpus.AnyScheme.Spans(s.Tags)
-		if err != nil {
-			return nil, nil, 0, nil, fmt.Errorf("sentence %d: %w", i+1, err)
-		}
+		spans := given[i]
 		var found []Match
 		if cp != nil {
 			found = cp.phrases(s.Tokens, spans)
