@@ -57,14 +57,27 @@ type capitalizedPhrases struct {
 }
 
 // capitalizedOf returns the capitalized phrase finder of c where the
-// matcher was configured to find them (WithCapitalized) and share, the
-// count of c's typed matches, reaches Capitalized.MinShare; nil otherwise.
-func (m *Matcher) capitalizedOf(c *corpus.Corpus, share capitalShare) *capitalizedPhrases {
+// matcher was configured to find them (WithCapitalized) and c's typed
+// matches begin with a capital letter often enough (Capitalized.MinShare),
+// nil otherwise; and how often they do (zero without WithCapitalized).
+// The share takes a scan of c of its own: labeling adds the phrases
+// sentence by sentence, after the share is known, and the scan costs far
+// less than reading and writing the corpus (BC5CDR's 20,217 sentences
+// labeled in 0.8 s either way).
+func (m *Matcher) capitalizedOf(c *corpus.Corpus) (*capitalizedPhrases, capitalShare) {
 	cfg := m.cfg.capitalized
-	if cfg == nil || !share.reaches(cfg.MinShare) {
-		return nil
+	if cfg == nil {
+		return nil, capitalShare{}
 	}
-	return &capitalizedPhrases{nameless: namelessWords(cfg.Nameless, m.cfg.stopwords), lower: lowerCounts(c), minCommon: cfg.MinCommon, heads: cfg.Heads}
+	var share capitalShare
+	sc := m.Scanner()
+	for _, s := range c.Sentences {
+		share.addMatches(s.Tokens, sc.Match(s.Tokens))
+	}
+	if !share.reaches(cfg.MinShare) {
+		return nil, share
+	}
+	return &capitalizedPhrases{nameless: namelessWords(cfg.Nameless, m.cfg.stopwords), lower: lowerCounts(c), minCommon: cfg.MinCommon, heads: cfg.Heads}, share
 }
 
 // capitalShare counts a corpus's typed entities, beside those at the first

@@ -98,12 +98,7 @@ func (l *Labeler) match(tokens []string) []Match {
 
 // Label returns the distant tags of a sentence and counts them in the report.
 func (l *Labeler) Label(tokens []string) ([]string, error) {
-	return l.write(tokens, l.match(tokens))
-}
-
-// write returns the tags of a sentence's matches ms and counts them in the
-// report.
-func (l *Labeler) write(tokens []string, ms []Match) ([]string, error) {
+	ms := l.match(tokens)
 	spans := l.spansOf(ms, true)
 	tags, err := l.tags(spans, len(tokens))
 	if err != nil {
@@ -287,36 +282,16 @@ func labelAndScore(m *Matcher, c, gold *corpus.Corpus, scheme corpus.Scheme) (*c
 	// Before labeling: an abbreviation is typed wherever it occurs, also
 	// before its definition.
 	l.short, l.shortLabeled = m.shortFormsOf(c), map[string]int{}
+	l.caps, l.capsShare = m.capitalizedOf(c)
 	l.capsLabeled, l.capsTyped = map[string]int{}, map[string]int{}
-	// With capitalized phrases, whether the text capitalizes its names is
-	// known once every sentence is matched: the matches are kept, so that
-	// each sentence is matched once, and the phrases added after.
-	var matched [][]Match
-	if m.cfg.capitalized != nil {
-		matched = make([][]Match, len(c.Sentences))
-		for i, s := range c.Sentences {
-			matched[i] = slices.Clone(l.match(s.Tokens)) // l.caps is nil: no phrases yet
-			l.capsShare.addMatches(s.Tokens, matched[i])
-		}
-		l.caps = m.capitalizedOf(c, l.capsShare)
+	sentences, err := corpus.MapSentences(c, func(s corpus.Sentence) (corpus.Sentence, error) {
+		tags, err := l.Label(s.Tokens)
+		return corpus.Sentence{Tokens: s.Tokens, Tags: tags, DocStart: s.DocStart}, err
+	})
+	if err != nil {
+		return nil, Report{}, err
 	}
-	out := &corpus.Corpus{Sentences: make([]corpus.Sentence, len(c.Sentences))}
-	for i, s := range c.Sentences {
-		var tags []string
-		if matched == nil {
-			tags, err = l.Label(s.Tokens)
-		} else {
-			ms := matched[i]
-			if l.caps != nil {
-				ms = l.caps.add(s.Tokens, ms) // last: between every other match
-			}
-			tags, err = l.write(s.Tokens, ms)
-		}
-		if err != nil {
-			return nil, Report{}, fmt.Errorf("sentence %d: %w", i+1, err)
-		}
-		out.Sentences[i] = corpus.Sentence{Tokens: s.Tokens, Tags: tags, DocStart: s.DocStart}
-	}
+	out := &corpus.Corpus{Sentences: sentences}
 	if gold != nil {
 		for i, s := range gold.Sentences {
 			if err := l.Score(s); err != nil {
