@@ -17,10 +17,14 @@ import (
 // distant.label's param capitalized adds them to the labels it makes.
 const StageCapitalized = "distant.capitalized"
 
+// metaLabels is the meta key that names a corpus's labels (refine's given
+// or refined), which the phrases added to them keep.
+const metaLabels = "labels"
+
 func init() {
 	stages.Register(stages.Stage{
 		Name:    StageCapitalized,
-		Version: 3, // 2: longer names holding the given entities, 3: none where the entities are not capitalized
+		Version: 4, // 2: longer names holding the given entities, 3: none where the entities are not capitalized, 4: meta labels kept
 		Doc: "Adds to a labeled corpus the capitalized phrases between and around its entities as entities of unknown type \"?\" " +
 			"(runs of capitalized words inside a sentence that no title, common word of the name lists or stopword breaks, less those " +
 			"words, initials, name suffixes and a first word the corpus writes in lower case at their ends; none in a headline, most " +
@@ -88,6 +92,11 @@ func runCapitalizedStage(c *stages.Context) error {
 
 	out := c.Output("labeled")
 	dataset.Describe(out, corpus.FormatCoNLL, scheme)
+	// The phrases are added to labels that keep their name: refine.choose
+	// checks it (given or refined) where the phrases follow the refinement.
+	if name, ok := c.Input("corpus").Meta[metaLabels]; ok {
+		out.SetMeta(metaLabels, name)
+	}
 	var buf bytes.Buffer
 	if err := corpus.Write(&buf, labeled, corpus.FormatCoNLL); err != nil {
 		return stages.Permanent(fmt.Errorf("writing the labeled corpus: %w", err))

@@ -222,11 +222,16 @@ func TestCapitalizedStage(t *testing.T) {
 	labeled := imp("train.conll", "Mr. O\nPfaff O\nvisited O\nAtlanta B-LOC\nwith O\nMay O\nStein O\n\nJAPAN B-LOC\nGET O\nLUCKY O\nWIN O\n\nthey O\nsaw O\nthe O\nAtlanta B-LOC\nHeights O\nClub O\n", "corpus")
 	lists := imp("names.tsv", "title\tMr.\nhead:ORG\tClub\n", "names")
 	stop := imp("stop.txt", "May\n", "stopwords")
+	// Labels that refine.vote names keep their name (refine.choose checks it).
+	labeled.Meta = map[string]string{"labels": "refined"}
 	s, params := resolvedStage(t, StageCapitalized, map[string]any{"scheme": "io"})
 	outs, err := stages.Exec(ctx, s, stages.Env{Store: st, Params: params, OutputPrefix: "runs/1/capitalized",
 		Inputs: map[string][]stages.Artifact{"corpus": {labeled}, "names": {lists}, "stopwords": {stop}}})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if got := outs["labeled"].Meta["labels"]; got != "refined" {
+		t.Errorf("meta labels %q, want the input's, refined", got)
 	}
 	got, err := stages.NewInput(ctx, st, outs["labeled"]).ReadFile("labeled.conll")
 	if err != nil {

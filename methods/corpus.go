@@ -128,7 +128,7 @@ func distantParams(refine, capitalized string) []stages.Param {
 		stages.FloatParam("entry_share", 0.5, "entry_sentences: at most this many entry sentences per sentence of the training corpus, an evenly spread subset of the entries where the gazetteers have more (0: every entry); the text, where entities have context, keeps outweighing isolated phrases",
 			stages.Range(0, 1000)),
 		stages.BoolParam("abbreviations", true, "with gazetteers: every labeling node (label, labels-dev, labels-test, tiebreak-labels) also types the abbreviations its corpus defines after a typed match, \"nitroglycerin ( NTG )\": every NTG, as written, takes the long form's type where no typed match covers it (on by default: on BC5CDR it added 0.5-1.2 dev F1 to the final models of roster, bond and autoner, and a text that defines no short form keeps its labels byte for byte; docs/autoner.md)"),
-		stages.StringParam("capitalized", capitalized, "the training labels (node label, or with labels given as files node capitalized, stage "+distant.StageCapitalized+") also tag with the unknown type \"?\" the capitalized phrases inside a sentence between their entities, less the titles and common words of the names input (a run that holds entities is a longer name in their place; a phrase that ends in a head word of the names input, head:ORG Committee, has its type), and the taggers trained on them count those as entities of the type their context gives (unknown_as_entity): English running text names most entities with capitals, and a small gazetteer misses half of them. A corpus whose typed entities mostly begin in lower case gets no phrases (the labeling node's min_capital_share; its report says). auto: on where the names input is connected (it tells a title, a day or a month from a name) and refine is not set on or auto, off otherwise; true, false: as set. With the phrases, refine is off unless set (its rejections would share their unknown type). roster and bond default to auto: on both held-out stand-ins the phrases gained more than refine; negsample, autoner and distant to false (negsample lost with them; docs/accuracy.md, \"Capitalized phrases by default\")", stages.OneOf(capitalizedAuto, capitalizedTrue, capitalizedFalse)),
+		stages.StringParam("capitalized", capitalized, "the training labels (node label, or with labels given as files node capitalized, stage "+distant.StageCapitalized+") also tag with the unknown type \"?\" the capitalized phrases inside a sentence between their entities, less the titles and common words of the names input (a run that holds entities is a longer name in their place; a phrase that ends in a head word of the names input, head:ORG Committee, has its type), and the taggers trained on them count those as entities of the type their context gives (unknown_as_entity): English running text names most entities with capitals, and a small gazetteer misses half of them. A corpus whose typed entities mostly begin in lower case gets no phrases (the labeling node's min_capital_share; its report says). auto: on where the names input is connected (it tells a title, a day or a month from a name) and refine is not set on or auto, off otherwise; true, false: as set. With the phrases, refine is off unless set; set, the phrases are added after it, to the labels it keeps. roster and bond default to auto: on both held-out stand-ins the phrases gained more than refine; negsample, autoner and distant to false (negsample lost with them; docs/accuracy.md, \"Capitalized phrases by default\")", stages.OneOf(capitalizedAuto, capitalizedTrue, capitalizedFalse)),
 		overlayParam(),
 	}, refineParams(refine)...)
 }
@@ -143,11 +143,12 @@ const (
 
 // capitalizedOn tells whether the training labels hold capitalized phrases
 // (param capitalized). auto asks for the names input, without which titles,
-// days and months would begin phrases, and yields to refine where that is
-// set on: refine marks the labels it rejects with the unknown type, which the
-// taggers then leave out of their loss, while they learn the phrases' as
-// entities. A corpus that does not write its entities capitalized still
-// gets no phrases, decided at run time on its labels (min_capital_share).
+// days and months would begin phrases, and yields to refine where a spec
+// sets that on: the two together (refineLabels) cost the refinement's
+// taggers and scored below the phrases alone (docs/accuracy.md), so they
+// run together only where both are set. A corpus that does not write its
+// entities capitalized still gets no phrases, decided at run time on its
+// labels (min_capital_share).
 func capitalizedOn(b *spec.Builder) bool {
 	switch b.Params().String("capitalized") {
 	case capitalizedTrue:
@@ -173,43 +174,51 @@ func labelingNode(b *spec.Builder, name string) *spec.NodeBuilder {
 // With param capitalized, the taggers trained on them count the labels'
 // unknown-type phrases as entities (unknown_as_entity): they are the
 // capitalized phrases no gazetteer matched, and left out of the loss they
-// would teach nothing.
+// would teach nothing. With both, the refinement weighs the labels without
+// the phrases, and the phrases are added to the labels it keeps
+// (refineLabels).
 func trainingCorpus(b *spec.Builder) func(n *spec.NodeBuilder) {
-	given := givenLabels(b)
 	capitalized := capitalizedOn(b)
-	if refined := refineLabels(b, given); !refined.Empty() {
-		if capitalized {
-			b.Errorf("params.capitalized", "refine marks the labels it rejects with the unknown type too, which the taggers must leave out of their loss: set refine: off with capitalized phrases")
-		}
-		return func(n *spec.NodeBuilder) { n.Input("corpus", refined) }
-	}
-	return func(n *spec.NodeBuilder) {
-		given(n, "corpus")
+	unknownAsEntity := func(n *spec.NodeBuilder) {
 		if capitalized && n.Stage() == tagger.StageTrain {
 			n.Set("unknown_as_entity", true)
 		}
+	}
+	if mode := refineMode(b); mode != refineOff {
+		refined := refineLabels(b, mode, givenLabels(b, false), capitalized)
+		return func(n *spec.NodeBuilder) {
+			n.Input("corpus", refined)
+			unknownAsEntity(n)
+		}
+	}
+	given := givenLabels(b, capitalized)
+	return func(n *spec.NodeBuilder) {
+		given(n, "corpus")
+		unknownAsEntity(n)
 	}
 }
 
 // givenLabels returns what connects the distant labels, as given or made
 // from the gazetteers (node label), to a port of a node: the train input
-// with its file params, or the label node's output.
-func givenLabels(b *spec.Builder) func(n *spec.NodeBuilder, port string) {
+// with its file params, or the label node's output; with phrases, the
+// capitalized phrases added to them (by the label node, or with labels
+// given as files by node capitalized).
+func givenLabels(b *spec.Builder, phrases bool) func(n *spec.NodeBuilder, port string) {
 	if !b.Has("gazetteers") {
-		if capitalizedOn(b) {
+		if phrases {
 			// The labels as given, with the capitalized phrases of
-			// their gaps (node capitalized); the name lists and the
-			// stopwords then only say which capitalized words name
-			// nothing.
-			caps := readSplit(b, b.Node("capitalized", distant.StageCapitalized), "train", "corpus").Pass("scheme").
-				Input("names", b.In("names")).Input("stopwords", b.In("stopwords"))
-			return func(n *spec.NodeBuilder, port string) { n.Input(port, caps.Out("labeled")) }
+			// their gaps; the name lists and the stopwords then only
+			// say which capitalized words name nothing.
+			caps := withPhrases(b, "capitalized", func(n *spec.NodeBuilder) { readSplit(b, n, "train", "corpus") })
+			return func(n *spec.NodeBuilder, port string) { n.Input(port, caps) }
 		}
-		if b.Has("stopwords") {
-			b.Errorf("inputs.stopwords", "stopwords only matter with gazetteers or capitalized")
-		}
-		if b.Has("names") {
-			b.Errorf("inputs.names", "the person names label the train input beside the gazetteers: connect gazetteers too")
+		if !capitalizedOn(b) {
+			if b.Has("stopwords") {
+				b.Errorf("inputs.stopwords", "stopwords only matter with gazetteers or capitalized")
+			}
+			if b.Has("names") {
+				b.Errorf("inputs.names", "the person names label the train input beside the gazetteers: connect gazetteers too")
+			}
 		}
 		return func(n *spec.NodeBuilder, port string) { readSplit(b, n, "train", port) }
 	}
@@ -221,10 +230,19 @@ func givenLabels(b *spec.Builder) func(n *spec.NodeBuilder, port string) {
 	label := labelingNode(b, "label").Pass("entry_sentences", "entry_share").
 		Input("corpus", b.In("train")).Input("gazetteers", b.In("gazetteers")).Input("mined", minedNames(b)...).
 		Input("stopwords", b.In("stopwords"))
-	if capitalizedOn(b) {
+	if phrases {
 		label.Set("capitalized", true).Input("names", b.In("names"))
 	}
 	return func(n *spec.NodeBuilder, port string) { n.Input(port, label.Out("labeled")) }
+}
+
+// withPhrases adds node name (stage distant.capitalized), which adds the
+// capitalized phrases to the labels that connect (to its corpus port), and
+// returns its labels.
+func withPhrases(b *spec.Builder, name string, connect func(n *spec.NodeBuilder)) spec.Ref {
+	n := b.Node(name, distant.StageCapitalized).Pass("scheme").Input("names", b.In("names")).Input("stopwords", b.In("stopwords"))
+	connect(n)
+	return n.Out("labeled")
 }
 
 // fanSeeds adds the seeds to a node: one seed is its parameter seed (if

@@ -134,8 +134,79 @@ func TestCapitalizedLabelsTrainingOnly(t *testing.T) {
 	if _, ok := nodeParams(t, g, "predict[seed=1]")["unknown_as_entity"]; ok {
 		t.Error("predict got unknown_as_entity")
 	}
-	if _, err := expand(t, fixture(t), rosterOnGazetteers, "capitalized=true", "refine=auto"); err == nil || !strings.Contains(err.Error(), "refine: off") {
-		t.Errorf("capitalized with refine: %v", err)
+}
+
+// With refine and capitalized both on, the refinement weighs the labels
+// without the phrases, its vote makes a rejected string O, and the phrases
+// are added after it to the labels given and refined: the check taggers and
+// the method's taggers read those, counting the phrases as entities, while
+// the fold taggers read the plain labels. With refine on, only the refined
+// labels get phrases.
+func TestCapitalizedAfterRefine(t *testing.T) {
+	reads := func(g *spec.Graph, id, port string) (spec.Input, bool) {
+		n, ok := g.Node(id)
+		if !ok {
+			t.Fatalf("no node %s in %v", id, ids(g))
+		}
+		i := slices.IndexFunc(n.Inputs, func(in spec.Input) bool { return in.Port == port })
+		if i < 0 {
+			return spec.Input{}, false
+		}
+		return n.Inputs[i], true
+	}
+	g, err := expand(t, fixture(t), rosterOnGazetteers, "capitalized=true", "refine=auto")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := nodeParams(t, g, "label"); p["capitalized"] == true {
+		t.Errorf("label adds the phrases before the refinement: %v", p)
+	}
+	if p := nodeParams(t, g, "refine-vote"); p["rejected"] != "o" {
+		t.Errorf("refine-vote rejected %v, want o", p["rejected"])
+	}
+	if p := nodeParams(t, g, "refine-fold[fold=0]"); p["unknown_as_entity"] == true {
+		t.Error("the fold taggers read the labels without phrases, yet count them as entities")
+	}
+	for _, labels := range []string{"given", "refined"} {
+		caps := "capitalized-" + labels
+		if n, ok := g.Node(caps); !ok || n.Stage != distant.StageCapitalized {
+			t.Fatalf("no %s node %s in %v", distant.StageCapitalized, caps, ids(g))
+		}
+		if in, _ := reads(g, caps, "corpus"); in.Node != "refine-vote" || in.Output != labels {
+			t.Errorf("%s reads %+v, want refine-vote.%s", caps, in, labels)
+		}
+		if _, ok := reads(g, caps, "names"); !ok {
+			t.Errorf("%s does not read the name lists", caps)
+		}
+		check := "refine-" + labels
+		if in, _ := reads(g, check, "corpus"); in.Node != caps {
+			t.Errorf("%s reads %+v, want %s", check, in, caps)
+		}
+		if p := nodeParams(t, g, check); p["unknown_as_entity"] != true {
+			t.Errorf("%s: unknown_as_entity %v", check, p["unknown_as_entity"])
+		}
+		if in, _ := reads(g, "refine", labels); in.Node != caps {
+			t.Errorf("refine keeps %+v as the %s labels, want %s", in, labels, caps)
+		}
+	}
+	for _, n := range []string{"noise[seed=1]", "noise[seed=2]"} {
+		if in, _ := reads(g, n, "corpus"); in.Node != "refine" {
+			t.Errorf("%s reads %+v, want the labels refine keeps", n, in)
+		}
+		if p := nodeParams(t, g, n); p["unknown_as_entity"] != true {
+			t.Errorf("%s: unknown_as_entity %v", n, p["unknown_as_entity"])
+		}
+	}
+
+	g, err = expand(t, fixture(t), rosterOnGazetteers, "capitalized=true", "refine=on")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := g.Node("capitalized-given"); ok {
+		t.Error("refine=on adds the phrases to the labels as given too")
+	}
+	if in, _ := reads(g, "noise[seed=1]", "corpus"); in.Node != "capitalized-refined" {
+		t.Errorf("noise reads %+v, want capitalized-refined", in)
 	}
 }
 

@@ -18,15 +18,35 @@ const (
 // method on them offers (refineLabels), at the default def.
 func refineParams(def string) []stages.Param {
 	return []stages.Param{
-		stages.StringParam("refine", def, "cross-check the distant labels before training on them (nodes refine-*, package refine): refine_folds partial-label CRFs, each trained on the sentences that mention none of one fold's labeled strings, tag that fold, and a labeled string they predict in fewer than half of its mentions becomes of unknown type, left out of the loss. on: train on the refined labels; auto: also train a tagger on each of the given and the refined labels, and keep the labels whose tagger scores better on the dev input (node refine; without dev: off), as refinement pays on labels of low precision and costs on labels of high precision; off: the labels as given. Measured with roster, bond, negsample and autoner, whose default is auto (docs/accuracy.md, \"Label refinement\"); where the training labels hold capitalized phrases (param capitalized), it is off unless set", stages.OneOf(refineOff, refineOn, refineAuto)),
+		stages.StringParam("refine", def, "cross-check the distant labels before training on them (nodes refine-*, package refine): refine_folds partial-label CRFs, each trained on the sentences that mention none of one fold's labeled strings, tag that fold, and a labeled string they predict in fewer than half of its mentions becomes of unknown type, left out of the loss. on: train on the refined labels; auto: also train a tagger on each of the given and the refined labels, and keep the labels whose tagger scores better on the dev input (node refine; without dev: off), as refinement pays on labels of low precision and costs on labels of high precision; off: the labels as given. Measured with roster, bond, negsample and autoner, whose default is auto (docs/accuracy.md, \"Label refinement\"); where the training labels hold capitalized phrases (param capitalized), it is off unless set, and set it weighs the labels without the phrases, a rejected string becomes O, and the phrases are added after it (a rejected capitalized label so becomes an entity of unknown type)", stages.OneOf(refineOff, refineOn, refineAuto)),
 		stages.IntParam("refine_folds", 5, "refine: the folds, one tagger each", stages.Range(2, 100)),
 	}
 }
 
+// refineMode is param refine as the spec's other settings leave it: off
+// where the training labels hold capitalized phrases and refine is not
+// set (the phrases gained more than the refinement on both held-out
+// stand-ins, docs/accuracy.md), and off for auto without a dev input.
+func refineMode(b *spec.Builder) string {
+	mode := b.Params().String("refine")
+	if !b.IsSet("refine") && capitalizedOn(b) {
+		mode = refineOff
+	}
+	if mode == refineAuto && !b.Has("dev") {
+		if b.IsSet("refine") {
+			b.Errorf("params.refine", "%s keeps the labels whose tagger scores better on the dev input, which is not connected (refine=%s trains on the refined labels without it)", refineAuto, refineOn)
+		}
+		mode = refineOff
+	}
+	if mode == refineOff && b.IsSet("refine_folds") {
+		b.Errorf("params.refine_folds", "applies to refine=%s or %s", refineOn, refineAuto)
+	}
+	return mode
+}
+
 // refineLabels adds the refinement of the distant labels that given
-// connects (to a node's port), as param refine asks, and returns the
-// labels to train on; with refine off it adds nothing and returns the
-// empty reference.
+// connects (to a node's port) in mode (refineMode: on or auto), and
+// returns the labels to train on.
 //
 //	folds (refine-folds[fold=k]) -> refine-fold[fold=k] -> refine-predict[fold=k] -> refine-vote
 //	auto: refine-vote -> refine-given, refine-refined; their eval-* -> refine (refine.choose)
@@ -36,27 +56,16 @@ func refineParams(def string) []stages.Param {
 // the method has one rate, the label noise by type, the encoder it
 // fine-tunes, the first of its seeds): the refinement asks what the
 // method's taggers would make of each label.
-func refineLabels(b *spec.Builder, given func(n *spec.NodeBuilder, port string)) spec.Ref {
+//
+// With phrases (param capitalized) the vote makes a rejected string O, and
+// the capitalized phrases are added after it to the labels given and
+// refined (nodes capitalized-given, capitalized-refined), which the check
+// taggers learn as the method's taggers do (unknown_as_entity). A rejected
+// label that is a capitalized phrase so becomes an entity of unknown type,
+// the rest no entity: the phrases' "?" is an entity, where the vote's own
+// "?" is a token left out of the loss, and one corpus cannot say both.
+func refineLabels(b *spec.Builder, mode string, given func(n *spec.NodeBuilder, port string), phrases bool) spec.Ref {
 	p := b.Params()
-	mode := p.String("refine")
-	if !b.IsSet("refine") && capitalizedOn(b) {
-		// The phrases gained more than the refinement on both held-out
-		// stand-ins (docs/roster.md), and the two cannot share the
-		// unknown type.
-		mode = refineOff
-	}
-	if mode == refineAuto && !b.Has("dev") {
-		if b.IsSet("refine") {
-			b.Errorf("params.refine", "%s keeps the labels whose tagger scores better on the dev input, which is not connected (refine=%s trains on the refined labels without it)", refineAuto, refineOn)
-		}
-		mode = refineOff
-	}
-	if mode == refineOff {
-		if b.IsSet("refine_folds") {
-			b.Errorf("params.refine_folds", "applies to refine=%s or %s", refineOn, refineAuto)
-		}
-		return spec.Ref{}
-	}
 	k := p.Int("refine_folds")
 	fold := make([]any, k)
 	for i := range fold {
@@ -72,18 +81,33 @@ func refineLabels(b *spec.Builder, given func(n *spec.NodeBuilder, port string))
 		Input("model", foldTagger.Out("model")).Input("corpus", folds.Out("held"))
 	vote := b.Node("refine-vote", refine.StageVote).Pass("scheme").Input("predictions", predict.Out("tagged"))
 	given(vote, "corpus")
+	labels := func(name string) spec.Ref { return vote.Out(name) }
+	if phrases {
+		vote.Set("rejected", refine.RejectO)
+		labels = func(name string) spec.Ref {
+			return withPhrases(b, "capitalized-"+name, func(n *spec.NodeBuilder) { n.Input("corpus", vote.Out(name)) })
+		}
+	}
 	if mode == refineOn {
-		return vote.Out("refined")
+		return labels(refine.LabelsRefined)
 	}
 
-	// Both check taggers read the vote's outputs, which refine passes on
+	// Both check taggers read the labels that refine passes on
 	// unchanged, so the method's tagger of the check's recipe and seed on
 	// the kept labels is the check tagger, trained once.
-	onGiven := refineTagger(b, "refine-given", nil).Input("corpus", vote.Out(refine.LabelsGiven))
-	onRefined := refineTagger(b, "refine-refined", nil).Input("corpus", vote.Out(refine.LabelsRefined))
+	check := func(name string) (spec.Ref, spec.Ref) {
+		l := labels(name)
+		t := refineTagger(b, "refine-"+name, nil).Input("corpus", l)
+		if phrases {
+			t.Set("unknown_as_entity", true)
+		}
+		return l, scoreDev(b, t, nil)
+	}
+	givenLabels, givenReport := check(refine.LabelsGiven)
+	refinedLabels, refinedReport := check(refine.LabelsRefined)
 	choose := b.Node("refine", refine.StageChoose).
-		Input(refine.LabelsGiven, vote.Out(refine.LabelsGiven)).Input(refine.LabelsRefined, vote.Out(refine.LabelsRefined)).
-		Input("given_report", scoreDev(b, onGiven, nil)).Input("refined_report", scoreDev(b, onRefined, nil))
+		Input(refine.LabelsGiven, givenLabels).Input(refine.LabelsRefined, refinedLabels).
+		Input("given_report", givenReport).Input("refined_report", refinedReport)
 	return choose.Out("corpus")
 }
 
