@@ -76,7 +76,7 @@ func init() {
 			stages.FloatListParam("miss_rate", []float64{0, 0.5}, "both variants: the chance that the labels left an entity token O (0: AutoNER's setting, where an unmatched token is O: the Fuzzy-LSTM-CRF, and Tie-or-Break's None spans and breaks; above 0 an unmatched token may be an entity at those odds, for labels of low recall); several: candidates, one tagger each per variant and seed, of which the dev input keeps the best (node select-VARIANT), for labels whose recall and precision nobody has measured", stages.Range(0, 1)),
 			tagger.Param("type_miss_rates"),
 			tagger.Param("mistype_rates"),
-		}, append(fileParams(), distantParams(refineAuto, capitalizedFalse)...)...),
+		}, append(fileParams(), distantParams(refineAuto, capitalizedAuto)...)...),
 		Inputs: distantInputs(),
 		Build:  buildAutoNER,
 	})

@@ -262,6 +262,16 @@ inputs:
 	if p := nodeParams(t, g, "label"); p["capitalized"] == true {
 		t.Errorf("negsample: label params %v", p)
 	}
+	// autoner's default is auto: its dev F1 rose with the phrases on both
+	// stand-ins.
+	autoner := strings.Replace(rosterOnGazetteers, "method: roster", "method: autoner", 1)
+	autoner = strings.Replace(autoner, "seeds: [1, 2], partial: true, student: kl, miss_rate: 0.4, ", "", 1)
+	if g, err = expand(t, fixture(t), autoner); err != nil {
+		t.Fatal(err)
+	}
+	if p := nodeParams(t, g, "label"); p["capitalized"] != true {
+		t.Errorf("autoner: label params %v", p)
+	}
 	if _, err := expand(t, fixture(t), rosterOnGazetteers, "capitalized=maybe"); err == nil || !strings.Contains(err.Error(), `"maybe" is not one of auto, true, false`) {
 		t.Errorf("capitalized=maybe: %v", err)
 	}
