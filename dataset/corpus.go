@@ -30,6 +30,11 @@ const (
 	MetaScheme = "scheme"
 )
 
+// MetaLabels names which labels a corpus artifact holds where a stage
+// tells sets of labels of the same sentences apart (refine's given and
+// refined); a stage that adds to a corpus's labels keeps the name.
+const MetaLabels = "labels"
+
 // Describe records on a stage's corpus output the format of its corpus
 // file and the scheme of its tags.
 func Describe(out *stages.Output, format corpus.Format, scheme corpus.Scheme) {

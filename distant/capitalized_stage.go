@@ -17,10 +17,6 @@ import (
 // distant.label's param capitalized adds them to the labels it makes.
 const StageCapitalized = "distant.capitalized"
 
-// metaLabels is the meta key that names a corpus's labels (refine's given
-// or refined), which the phrases added to them keep.
-const metaLabels = "labels"
-
 func init() {
 	stages.Register(stages.Stage{
 		Name:    StageCapitalized,
@@ -94,8 +90,8 @@ func runCapitalizedStage(c *stages.Context) error {
 	dataset.Describe(out, corpus.FormatCoNLL, scheme)
 	// The phrases are added to labels that keep their name: refine.choose
 	// checks it (given or refined) where the phrases follow the refinement.
-	if name, ok := c.Input("corpus").Meta[metaLabels]; ok {
-		out.SetMeta(metaLabels, name)
+	if name, ok := c.Input("corpus").Meta[dataset.MetaLabels]; ok {
+		out.SetMeta(dataset.MetaLabels, name)
 	}
 	var buf bytes.Buffer
 	if err := corpus.Write(&buf, labeled, corpus.FormatCoNLL); err != nil {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/nerflow/nerflow/corpus"
+	"github.com/nerflow/nerflow/dataset"
 	"github.com/nerflow/nerflow/stages"
 )
 
@@ -223,14 +224,14 @@ func TestCapitalizedStage(t *testing.T) {
 	lists := imp("names.tsv", "title\tMr.\nhead:ORG\tClub\n", "names")
 	stop := imp("stop.txt", "May\n", "stopwords")
 	// Labels that refine.vote names keep their name (refine.choose checks it).
-	labeled.Meta = map[string]string{"labels": "refined"}
+	labeled.Meta = map[string]string{dataset.MetaLabels: "refined"}
 	s, params := resolvedStage(t, StageCapitalized, map[string]any{"scheme": "io"})
 	outs, err := stages.Exec(ctx, s, stages.Env{Store: st, Params: params, OutputPrefix: "runs/1/capitalized",
 		Inputs: map[string][]stages.Artifact{"corpus": {labeled}, "names": {lists}, "stopwords": {stop}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := outs["labeled"].Meta["labels"]; got != "refined" {
+	if got := outs["labeled"].Meta[dataset.MetaLabels]; got != "refined" {
 		t.Errorf("meta labels %q, want the input's, refined", got)
 	}
 	got, err := stages.NewInput(ctx, st, outs["labeled"]).ReadFile("labeled.conll")

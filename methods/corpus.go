@@ -179,22 +179,24 @@ func labelingNode(b *spec.Builder, name string) *spec.NodeBuilder {
 // (refineLabels).
 func trainingCorpus(b *spec.Builder) func(n *spec.NodeBuilder) {
 	capitalized := capitalizedOn(b)
-	unknownAsEntity := func(n *spec.NodeBuilder) {
-		if capitalized && n.Stage() == tagger.StageTrain {
-			n.Set("unknown_as_entity", true)
-		}
-	}
 	if mode := refineMode(b); mode != refineOff {
 		refined := refineLabels(b, mode, givenLabels(b, false), capitalized)
-		return func(n *spec.NodeBuilder) {
-			n.Input("corpus", refined)
-			unknownAsEntity(n)
-		}
+		return func(n *spec.NodeBuilder) { learnPhrases(n.Input("corpus", refined), capitalized) }
 	}
 	given := givenLabels(b, capitalized)
 	return func(n *spec.NodeBuilder) {
 		given(n, "corpus")
-		unknownAsEntity(n)
+		learnPhrases(n, capitalized)
+	}
+}
+
+// learnPhrases makes n, where it trains a tagger on labels that hold
+// capitalized phrases, count their unknown type as entities
+// (unknown_as_entity): the method's taggers and the refinement's check
+// taggers alike.
+func learnPhrases(n *spec.NodeBuilder, phrases bool) {
+	if phrases && n.Stage() == tagger.StageTrain {
+		n.Set("unknown_as_entity", true)
 	}
 }
 

@@ -143,17 +143,6 @@ func TestCapitalizedLabelsTrainingOnly(t *testing.T) {
 // the fold taggers read the plain labels. With refine on, only the refined
 // labels get phrases.
 func TestCapitalizedAfterRefine(t *testing.T) {
-	reads := func(g *spec.Graph, id, port string) (spec.Input, bool) {
-		n, ok := g.Node(id)
-		if !ok {
-			t.Fatalf("no node %s in %v", id, ids(g))
-		}
-		i := slices.IndexFunc(n.Inputs, func(in spec.Input) bool { return in.Port == port })
-		if i < 0 {
-			return spec.Input{}, false
-		}
-		return n.Inputs[i], true
-	}
 	g, err := expand(t, fixture(t), rosterOnGazetteers, "capitalized=true", "refine=auto")
 	if err != nil {
 		t.Fatal(err)
@@ -172,25 +161,25 @@ func TestCapitalizedAfterRefine(t *testing.T) {
 		if n, ok := g.Node(caps); !ok || n.Stage != distant.StageCapitalized {
 			t.Fatalf("no %s node %s in %v", distant.StageCapitalized, caps, ids(g))
 		}
-		if in, _ := reads(g, caps, "corpus"); in.Node != "refine-vote" || in.Output != labels {
+		if in := portInput(t, g, caps, "corpus"); in.Node != "refine-vote" || in.Output != labels {
 			t.Errorf("%s reads %+v, want refine-vote.%s", caps, in, labels)
 		}
-		if _, ok := reads(g, caps, "names"); !ok {
+		if in := portInput(t, g, caps, "names"); in.Dataset == "" {
 			t.Errorf("%s does not read the name lists", caps)
 		}
 		check := "refine-" + labels
-		if in, _ := reads(g, check, "corpus"); in.Node != caps {
+		if in := portInput(t, g, check, "corpus"); in.Node != caps {
 			t.Errorf("%s reads %+v, want %s", check, in, caps)
 		}
 		if p := nodeParams(t, g, check); p["unknown_as_entity"] != true {
 			t.Errorf("%s: unknown_as_entity %v", check, p["unknown_as_entity"])
 		}
-		if in, _ := reads(g, "refine", labels); in.Node != caps {
+		if in := portInput(t, g, "refine", labels); in.Node != caps {
 			t.Errorf("refine keeps %+v as the %s labels, want %s", in, labels, caps)
 		}
 	}
 	for _, n := range []string{"noise[seed=1]", "noise[seed=2]"} {
-		if in, _ := reads(g, n, "corpus"); in.Node != "refine" {
+		if in := portInput(t, g, n, "corpus"); in.Node != "refine" {
 			t.Errorf("%s reads %+v, want the labels refine keeps", n, in)
 		}
 		if p := nodeParams(t, g, n); p["unknown_as_entity"] != true {
@@ -205,7 +194,7 @@ func TestCapitalizedAfterRefine(t *testing.T) {
 	if _, ok := g.Node("capitalized-given"); ok {
 		t.Error("refine=on adds the phrases to the labels as given too")
 	}
-	if in, _ := reads(g, "noise[seed=1]", "corpus"); in.Node != "capitalized-refined" {
+	if in := portInput(t, g, "noise[seed=1]", "corpus"); in.Node != "capitalized-refined" {
 		t.Errorf("noise reads %+v, want capitalized-refined", in)
 	}
 }

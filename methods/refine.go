@@ -81,32 +81,30 @@ func refineLabels(b *spec.Builder, mode string, given func(n *spec.NodeBuilder, 
 		Input("model", foldTagger.Out("model")).Input("corpus", folds.Out("held"))
 	vote := b.Node("refine-vote", refine.StageVote).Pass("scheme").Input("predictions", predict.Out("tagged"))
 	given(vote, "corpus")
-	labels := func(name string) spec.Ref { return vote.Out(name) }
+	labeled := func(name string) spec.Ref { return vote.Out(name) }
 	if phrases {
 		vote.Set("rejected", refine.RejectO)
-		labels = func(name string) spec.Ref {
+		labeled = func(name string) spec.Ref {
 			return withPhrases(b, "capitalized-"+name, func(n *spec.NodeBuilder) { n.Input("corpus", vote.Out(name)) })
 		}
 	}
 	if mode == refineOn {
-		return labels(refine.LabelsRefined)
+		return labeled(refine.LabelsRefined)
 	}
 
 	// Both check taggers read the labels that refine passes on
 	// unchanged, so the method's tagger of the check's recipe and seed on
 	// the kept labels is the check tagger, trained once.
-	check := func(name string) (spec.Ref, spec.Ref) {
-		l := labels(name)
-		t := refineTagger(b, "refine-"+name, nil).Input("corpus", l)
-		if phrases {
-			t.Set("unknown_as_entity", true)
-		}
-		return l, scoreDev(b, t, nil)
+	check := func(name string) (labels, report spec.Ref) {
+		labels = labeled(name)
+		t := refineTagger(b, "refine-"+name, nil).Input("corpus", labels)
+		learnPhrases(t, phrases)
+		return labels, scoreDev(b, t, nil)
 	}
-	givenLabels, givenReport := check(refine.LabelsGiven)
-	refinedLabels, refinedReport := check(refine.LabelsRefined)
+	asGiven, givenReport := check(refine.LabelsGiven)
+	refined, refinedReport := check(refine.LabelsRefined)
 	choose := b.Node("refine", refine.StageChoose).
-		Input(refine.LabelsGiven, givenLabels).Input(refine.LabelsRefined, refinedLabels).
+		Input(refine.LabelsGiven, asGiven).Input(refine.LabelsRefined, refined).
 		Input("given_report", givenReport).Input("refined_report", refinedReport)
 	return choose.Out("corpus")
 }

@@ -41,7 +41,7 @@ func init() {
 const (
 	LabelsGiven   = "given"
 	LabelsRefined = "refined"
-	MetaLabels    = "labels"
+	MetaLabels    = dataset.MetaLabels
 )
 
 // Choice is the report of StageChoose.
