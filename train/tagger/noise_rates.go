@@ -55,7 +55,7 @@ func configureLabelNoise(p stages.Params) (labelNoise, error) {
 // losses that share them (parameters are global by name).
 func typedRateParams() []stages.Param {
 	return []stages.Param{
-		stages.StringListParam("type_miss_rates", nil, "losses partial, tiebreak and negsample: TYPE=RATE, the probability that an entity of TYPE went unlabeled, for labels whose recall differs by type (e.g. MISC=0.8 where the labels find a fifth of MISC); the types not named keep miss_rate (partial, tiebreak) or are never missed (negsample, whose sampling already makes a missed entity a rare negative)"),
+		stages.StringListParam("type_miss_rates", nil, "losses partial, tiebreak and negsample: TYPE=RATE, the probability that an entity of TYPE went unlabeled, for labels whose recall differs by type (e.g. MISC=0.8 where the labels find a fifth of MISC); the types not named keep miss_rate (partial, tiebreak) or are never missed (negsample, whose sampling already makes a missed entity a rare negative). Labels whose unknown-type \"?\" entities already cover a type's gaps (the methods' capitalized phrases) need no rate for it: on CoNLL-2003 MISC=0.8 beside the phrases cost autoner's fuzzy variant 2.1 dev F1 (docs/autoner.md)"),
 		stages.StringListParam("mistype_rates", nil, "losses partial, tiebreak and negsample: TYPE=RATE, the probability, relative to the label being right, that a label of TYPE is on another entity tag (partial: another type, or another part of a name; tiebreak and negsample: a span of another type): for labels that put TYPE on other types' entities (e.g. PER=0.1); the other types' labels are sure"),
 	}
 }
