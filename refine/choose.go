@@ -37,11 +37,10 @@ func init() {
 }
 
 // The two sets of labels, as StageVote's outputs and StageChoose's inputs
-// are named and as meta MetaLabels of their artifacts says.
+// are named and as meta dataset.MetaLabels of their artifacts says.
 const (
 	LabelsGiven   = "given"
 	LabelsRefined = "refined"
-	MetaLabels    = dataset.MetaLabels
 )
 
 // Choice is the report of StageChoose.
@@ -90,8 +89,8 @@ func runChoose(c *stages.Context) error {
 	// and seed (roster's first seed, autoner's fuzzy tagger at miss_rate
 	// 0.5), which is trained once.
 	kept := c.Input(ch.Kept)
-	if got := kept.Meta[MetaLabels]; got != ch.Kept {
-		return stages.Permanent(fmt.Errorf("input %s: meta %s=%q, want %q: connect %s's outputs of that name", ch.Kept, MetaLabels, got, ch.Kept, StageVote))
+	if got := kept.Meta[dataset.MetaLabels]; got != ch.Kept {
+		return stages.Permanent(fmt.Errorf("input %s: meta %s=%q, want %q: connect %s's outputs of that name", ch.Kept, dataset.MetaLabels, got, ch.Kept, StageVote))
 	}
 	if _, err := c.PassOn("corpus", kept); err != nil {
 		return fmt.Errorf("input %s: %w", ch.Kept, err)

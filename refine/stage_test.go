@@ -141,7 +141,7 @@ func TestStages(t *testing.T) {
 	}
 
 	given := readCorpus(t, outs["given"], "given")
-	if got := strings.Join(given.Sentences[2].Tags, " "); got != "B-LOC B-PER" || outs["given"].Meta[MetaLabels] != LabelsGiven || outs["refined"].Meta[MetaLabels] != LabelsRefined {
+	if got := strings.Join(given.Sentences[2].Tags, " "); got != "B-LOC B-PER" || outs["given"].Meta[dataset.MetaLabels] != LabelsGiven || outs["refined"].Meta[dataset.MetaLabels] != LabelsRefined {
 		t.Errorf("given sentence 3: %s (meta %v, refined's %v), want the labels as given", got, outs["given"].Meta, outs["refined"].Meta)
 	}
 

@@ -333,7 +333,7 @@ func runVote(c *stages.Context) error {
 			return stages.Permanent(fmt.Errorf("input corpus: %w", err))
 		}
 		o := c.Output(set.name)
-		o.SetMeta(MetaLabels, set.name)
+		o.SetMeta(dataset.MetaLabels, set.name)
 		if err := dataset.WriteTagged(o, set.name, out, corpus.FormatCoNLL, scheme); err != nil {
 			return err
 		}
