@@ -211,11 +211,16 @@ func checkConventions(t *testing.T, s *spec.Spec, g *spec.Graph, given inputs) {
 		// With capitalized phrases and name lists, also override with the
 		// model's entities that are such phrases (overlay-capitalized),
 		// before typed, which then weighs its types.
+		// With capitalized phrases, also the model alone with the
+		// first-word gate (first-words), just before the model alone.
 		suffixOf := strings.TrimPrefix(n.Name, "overlay")
-		gatedID := ""
+		gatedID, firstID := "", ""
 		for _, m := range models {
-			if node(m).Name == "overlay-capitalized"+suffixOf {
+			switch node(m).Name {
+			case "overlay-capitalized" + suffixOf:
 				gatedID = m
+			case "first-words" + suffixOf:
+				firstID = m
 			}
 		}
 		want := 4
@@ -225,13 +230,23 @@ func checkConventions(t *testing.T, s *spec.Spec, g *spec.Graph, given inputs) {
 		if gatedID != "" {
 			want++
 		}
+		if firstID != "" {
+			want++
+		}
 		if len(models) != want {
 			t.Errorf("%s chooses among %v, want the model with the overlay in each mode (and typed, with a baseline) and alone", id, models)
 			return n.Name
 		}
 		plain := node(models[len(models)-1])
+		beforePlain := len(models) - 2
+		if firstID != "" {
+			if f := node(firstID); f.ID != models[beforePlain] || f.Stage != distant.StageFirstWords || portIn(f, "model").Node != plain.ID {
+				t.Errorf("%s: first-words%s is %s (%s), want the candidate before the model alone on %s's model", id, suffixOf, f.ID, f.Stage, plain.ID)
+			}
+			beforePlain--
+		}
 		if given.baseline {
-			typed, typedOn := node(models[len(models)-2]), "eval-overlay-override"+suffixOf
+			typed, typedOn := node(models[beforePlain]), "eval-overlay-override"+suffixOf
 			if gatedID != "" {
 				typedOn = "eval-overlay-capitalized" + suffixOf
 				if g := node(gatedID); g.ID != models[3] || portIn(g, "model").Node != plain.ID {

@@ -14,7 +14,7 @@ import (
 )
 
 // overlayNodes are the nodes the overlay ending adds after a final model.
-var overlayNodes = []string{"overlay-override", "overlay-extend", "overlay-fill", "overlay-capitalized", "overlay-typed", "eval-overlay-override", "eval-overlay-extend", "eval-overlay-fill", "eval-overlay-capitalized", "eval-overlay-typed", "overlay", "eval-overlay"}
+var overlayNodes = []string{"overlay-override", "overlay-extend", "overlay-fill", "overlay-capitalized", "overlay-typed", "first-words", "eval-overlay-override", "eval-overlay-extend", "eval-overlay-fill", "eval-overlay-capitalized", "eval-overlay-typed", "eval-first-words", "overlay", "eval-overlay"}
 
 // The main job ends by choosing on dev among its final model (select's)
 // and that model with the gazetteer overlay in each mode, in override
@@ -49,13 +49,13 @@ func TestOverlayEndingOfTheMainJob(t *testing.T) {
 		t.Fatalf("no %s node overlay in %v", eval.StageSelect, ids(g))
 	}
 	models, reports := portNodes(sel, "models"), portNodes(sel, "reports")
-	if want := []string{"overlay-override", "overlay-extend", "overlay-fill", "overlay-capitalized", "overlay-typed", "select"}; !slices.Equal(models, want) {
+	if want := []string{"overlay-override", "overlay-extend", "overlay-fill", "overlay-capitalized", "overlay-typed", "first-words", "select"}; !slices.Equal(models, want) {
 		t.Errorf("overlay chooses among %v, want %v", models, want)
 	}
-	if want := []string{"eval-overlay-override", "eval-overlay-extend", "eval-overlay-fill", "eval-overlay-capitalized", "eval-overlay-typed", "eval-select"}; !slices.Equal(reports, want) {
+	if want := []string{"eval-overlay-override", "eval-overlay-extend", "eval-overlay-fill", "eval-overlay-capitalized", "eval-overlay-typed", "eval-first-words", "eval-select"}; !slices.Equal(reports, want) {
 		t.Errorf("overlay reads the reports %v, want %v", reports, want)
 	}
-	if p := nodeParams(t, g, "overlay"); strings.Join(toStrings(p["names"]), "|") != "overlay override|overlay extend|overlay fill|overlay override, capitalized phrases|overlay override, the types that gain on dev|model" {
+	if p := nodeParams(t, g, "overlay"); strings.Join(toStrings(p["names"]), "|") != "overlay override|overlay extend|overlay fill|overlay override, capitalized phrases|overlay override, the types that gain on dev|model, common first words off its entities|model" {
 		t.Errorf("overlay names %v", p["names"])
 	}
 	for _, name := range []string{"override", "extend", "fill", "capitalized", "typed"} {
@@ -91,6 +91,11 @@ func TestOverlayEndingOfTheMainJob(t *testing.T) {
 		if modelOf(t, g, ev.ID) != n.ID || portIn(ev, "baseline").Node != "labels-dev" {
 			t.Errorf("eval-overlay-%s reads %+v", name, ev.Inputs)
 		}
+	}
+	// The model alone with the first-word gate, which counts the words of
+	// the labels the gazetteers made.
+	if n, _ := g.Node("first-words"); n.Stage != distant.StageFirstWords || modelOf(t, g, n.ID) != "select" || portIn(n, "text").Node != "label" {
+		t.Errorf("first-words: %s, inputs %+v", n.Stage, n.Inputs)
 	}
 	for _, id := range []string{"test", "register", "eval-overlay"} {
 		if got := modelOf(t, g, id); got != "overlay" {
