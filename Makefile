@@ -44,7 +44,7 @@ OUT := out/sample-roster
 RUN_FLAGS := --threads 1 --concurrency 3
 run: build
 	$(BIN) run examples/sample-roster.yaml $(RUN_FLAGS) --export $(OUT)
-	@for n in $(OUT)/eval-noise* $(OUT)/eval-distil $(OUT)/eval-selftrain $(OUT)/eval-select $(OUT)/eval-overlay-fill $(OUT)/eval-overlay-override $(OUT)/eval-overlay-extend $(OUT)/eval-overlay-capitalized $(OUT)/eval-overlay-typed $(OUT)/test; do \
+	@for n in $(OUT)/eval-noise* $(OUT)/eval-distil $(OUT)/eval-selftrain $(OUT)/eval-select $(OUT)/eval-overlay-fill $(OUT)/eval-overlay-override $(OUT)/eval-overlay-extend $(OUT)/eval-overlay-capitalized $(OUT)/eval-overlay-typed $(OUT)/eval-first-words $(OUT)/test; do \
 		[ -f "$$n/report/report.txt" ] || continue; \
 		case $${n##*/} in \
 		eval-noise*) h="partial-label CRF $${n##*_}, dev";; \
@@ -56,6 +56,7 @@ run: build
 		eval-overlay-extend) h="that model with the gazetteer overlay, mode extend (as override, but its longer entities keep the matches of their type they hold), dev";; \
 		eval-overlay-capitalized) h="that model with the gazetteer overlay, override admitting only its entities that are capitalized phrases, dev";; \
 		eval-overlay-typed) h="that, its entities kept only of the types that gain on dev, dev";; \
+		eval-first-words) h="the model alone, its entities less a sentence's first word the text writes in lower case, dev";; \
 		test) h="final model, test";; esac; \
 		echo; echo "== $$h"; cat "$$n/report/report.txt"; done
 	@f=$(OUT)/overlay/report/selection.json; [ ! -f $$f ] || { echo; \

@@ -239,8 +239,9 @@ func bestOnDev(b *spec.Builder, cands ...candidate) *finalModel {
 // overlayDoc ends the doc of every method on distant labels.
 const overlayDoc = " With a dev input, the final model is also tried with the gazetteer overlay (the gazetteers' " +
 	"matches combined with its entities at prediction, modes fill, override and extend, and with gazetteers override with " +
-	"the model's entities of the types that gain on dev only) and the best of them on dev " +
-	"is tested and registered (node overlay; overlay=false: the model alone)."
+	"the model's entities of the types that gain on dev only; with capitalized phrases, the model alone with the gate of a " +
+	"sentence's first word, node first-words) and the best of them on dev is tested and registered (node overlay; " +
+	"overlay=false: the model alone)."
 
 // overlayParam declares overlay, which every method on distant labels
 // takes (distantParams).
@@ -251,7 +252,9 @@ func overlayParam() stages.Param {
 		"model's entities kept, matches that overlap none added) and override (matches kept, the model's entities "+
 		"that overlap none added) and extend (as override, but a wider entity of the model of a match's type keeps the "+
 		"matches it holds: the longer name of which the gazetteer knows a part), and with gazetteers override again keeping "+
-		"the model's entities only of the types whose dev F1 they did not lower in override (node overlay-typed); of these and the model alone, the one the dev input scores best is tested and registered (node "+
+		"the model's entities only of the types whose dev F1 they did not lower in override (node overlay-typed), and with "+
+		"capitalized phrases the model alone with the gate of a sentence's first word (stage "+distant.StageFirstWords+", node "+
+		"first-words: an entity loses a first word the training text writes in lower case); of these and the model alone, the one the dev input scores best is tested and registered (node "+
 		"overlay; the model alone on a tie) (false: the model alone)")
 }
 
