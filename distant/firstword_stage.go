@@ -2,8 +2,6 @@ package distant
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
 
 	"github.com/nerflow/nerflow/dataset"
@@ -65,29 +63,10 @@ func runFirstWordsStage(c *stages.Context) error {
 			"capital", share.Capital, "entities", share.Entities, "min_capital_share", min)
 	}
 
-	dir := filepath.Join(c.WorkDir(), "model")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	if err := model.Fetch(dir); err != nil {
-		return fmt.Errorf("fetching model %s: %w", model.Prefix, err)
-	}
 	a, err := overlay.Attach(fw, overlay.Fill)
 	if err != nil {
 		return stages.Permanent(err)
 	}
 	a.Gated = true
-	if err := a.Write(dir); err != nil {
-		return err
-	}
-	out := c.Output("model")
-	for k, v := range model.Meta {
-		out.SetMeta(k, v)
-	}
-	out.SetMeta("gated", "first-words")
-	out.SetMeta("first_words", strconv.Itoa(fw.Len()))
-	if model.SchemaVersion != 0 {
-		out.SetSchemaVersion(model.SchemaVersion)
-	}
-	return out.AddDir(dir)
+	return writeAttached(c, model, a, map[string]string{"gated": "first-words", "first_words": strconv.Itoa(fw.Len())})
 }

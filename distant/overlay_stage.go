@@ -108,22 +108,17 @@ func runOverlayStage(c *stages.Context) error {
 		c.Log.Warn("the overlay has no typed phrase: it adds no entity")
 	}
 
-	dir := filepath.Join(c.WorkDir(), "model")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	if err := model.Fetch(dir); err != nil {
-		return fmt.Errorf("fetching model %s: %w", model.Prefix, err)
-	}
 	a, err := overlay.Attach(ov, mode)
 	if err != nil {
 		return stages.Permanent(err)
 	}
+	meta := map[string]string{"overlay": string(mode)}
 	if p.Bool("capitalized") {
 		if len(c.Inputs("names")) == 0 {
 			return stages.Permanent(fmt.Errorf("capitalized needs input names: their titles and common words are no phrase"))
 		}
 		a.Gated = true
+		meta["gated"] = "capitalized"
 	}
 	if in := c.Input("dev_report"); in != nil {
 		kept, dropped, err := typesThatGain(in)
@@ -131,7 +126,22 @@ func runOverlayStage(c *stages.Context) error {
 			return err
 		}
 		a.ModelTypes = kept
+		meta["model_types"] = strings.Join(kept, ",")
 		c.Log.Info("the tagger's entities kept by type, on the dev split's evidence", "kept", kept, "dropped", dropped)
+	}
+	return writeAttached(c, model, a, meta)
+}
+
+// writeAttached writes input model's checkpoint with the overlay a to
+// output model: its files and metadata as they were, overlay.Dir added,
+// and meta set.
+func writeAttached(c *stages.Context, model *stages.Input, a *overlay.Attached, meta map[string]string) error {
+	dir := filepath.Join(c.WorkDir(), "model")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if err := model.Fetch(dir); err != nil {
+		return fmt.Errorf("fetching model %s: %w", model.Prefix, err)
 	}
 	if err := a.Write(dir); err != nil {
 		return err
@@ -140,12 +150,8 @@ func runOverlayStage(c *stages.Context) error {
 	for k, v := range model.Meta {
 		out.SetMeta(k, v)
 	}
-	out.SetMeta("overlay", string(mode))
-	if a.ModelTypes != nil {
-		out.SetMeta("model_types", strings.Join(a.ModelTypes, ","))
-	}
-	if a.Gated {
-		out.SetMeta("gated", "capitalized")
+	for k, v := range meta {
+		out.SetMeta(k, v)
 	}
 	if model.SchemaVersion != 0 {
 		out.SetSchemaVersion(model.SchemaVersion)
