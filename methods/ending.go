@@ -36,8 +36,8 @@ import (
 //	               capitalized) and name lists, override with the model's
 //	               entities that are such phrases only, scored as
 //	               eval-overlay-capitalized
-//	first-words    with capitalized phrases, the final model alone with
-//	               the gate of a sentence's first word (stage
+//	first-words    the final model alone with the gate of a sentence's
+//	               first word (stage
 //	               distant.firstwords), scored as eval-first-words
 //	overlay-typed  with gazetteers, override (overlay-capitalized's gate
 //	               where it is built) with the model's entities of the
@@ -239,8 +239,8 @@ func bestOnDev(b *spec.Builder, cands ...candidate) *finalModel {
 // overlayDoc ends the doc of every method on distant labels.
 const overlayDoc = " With a dev input, the final model is also tried with the gazetteer overlay (the gazetteers' " +
 	"matches combined with its entities at prediction, modes fill, override and extend, and with gazetteers override with " +
-	"the model's entities of the types that gain on dev only; with capitalized phrases, the model alone with the gate of a " +
-	"sentence's first word, node first-words) and the best of them on dev is tested and registered (node overlay; " +
+	"the model's entities of the types that gain on dev only; the model alone with the gate of a sentence's first word, " +
+	"node first-words) and the best of them on dev is tested and registered (node overlay; " +
 	"overlay=false: the model alone)."
 
 // overlayParam declares overlay, which every method on distant labels
@@ -252,8 +252,8 @@ func overlayParam() stages.Param {
 		"model's entities kept, matches that overlap none added) and override (matches kept, the model's entities "+
 		"that overlap none added) and extend (as override, but a wider entity of the model of a match's type keeps the "+
 		"matches it holds: the longer name of which the gazetteer knows a part), and with gazetteers override again keeping "+
-		"the model's entities only of the types whose dev F1 they did not lower in override (node overlay-typed), and with "+
-		"capitalized phrases the model alone with the gate of a sentence's first word (stage "+distant.StageFirstWords+", node "+
+		"the model's entities only of the types whose dev F1 they did not lower in override (node overlay-typed), and "+
+		"the model alone with the gate of a sentence's first word (stage "+distant.StageFirstWords+", node "+
 		"first-words: an entity loses a first word the training text writes in lower case); of these and the model alone, the one the dev input scores best is tested and registered (node "+
 		"overlay; the model alone on a tie) (false: the model alone)")
 }
@@ -346,15 +346,17 @@ func chooseOverlay(b *spec.Builder, f finalModel, suffix string) *finalModel {
 		}
 		names = append(names, "overlay override, the types that gain on dev")
 	}
-	// With capitalized phrases, the model alone once more, each entity
-	// that begins with a sentence's common first word losing it (node
-	// first-words): trained on capitalized words as names, the model also
-	// tags "Dealers said ...", which the overlays above keep in fill and
-	// add in override wherever no match is. The gazetteer overlay's gate
-	// (overlay-capitalized) leaves such words out too, but it admits only
-	// exact phrases: on CoNLL-2003's validation split that cost bond's
-	// model more recall than it gained in precision.
-	if capitalizedOn(b) {
+	// The model alone once more, each entity that begins with a
+	// sentence's common first word losing it (node first-words): a model
+	// that learned capitalized words as names, from capitalized phrases
+	// above all, also tags "Dealers said ...", which the overlays above
+	// keep in fill and add in override wherever no match is. The
+	// gazetteer overlay's gate (overlay-capitalized) leaves such words
+	// out too, but it admits only exact phrases: on CoNLL-2003's
+	// validation split that cost bond's model more recall than it gained
+	// in precision. A text that does not write its names capitalized
+	// gets an empty gate, which ties with the model alone.
+	{
 		n := b.Node("first-words"+suffix, distant.StageFirstWords).Input("model", f.step.Out("model"))
 		if label := b.Lookup("label"); label != nil {
 			n.Input("text", label.Out("labeled")) // the labels the gazetteers made (givenLabels)

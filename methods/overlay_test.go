@@ -161,8 +161,14 @@ func TestOverlayMinedFromGivenLabels(t *testing.T) {
 		}
 		sel, _ := g.Node("overlay" + fan)
 		models := portNodes(sel, "models")
-		if want := []string{"overlay-override" + fan, "overlay-extend" + fan, "overlay-fill" + fan, "train" + fan}; !slices.Equal(models, want) {
+		if want := []string{"overlay-override" + fan, "overlay-extend" + fan, "overlay-fill" + fan, "first-words" + fan, "train" + fan}; !slices.Equal(models, want) {
 			t.Errorf("overlay%s chooses among %v, want %v", fan, models, want)
+		}
+		// The first-word gate counts the words of the train input as
+		// given, read with its files.
+		fw, _ := g.Node("first-words" + fan)
+		if p := nodeParams(t, g, fw.ID); inputOf(fw, "text") != "conll03" || p["text_file"] != "train_text.txt" || p["text_labels"] != "train_label_dist.txt" || modelOf(t, g, fw.ID) != "train"+fan {
+			t.Errorf("first-words%s: params %v, inputs %+v", fan, p, fw.Inputs)
 		}
 		if got := modelOf(t, g, "register"+fan); got != "overlay"+fan {
 			t.Errorf("register%s reads the model of %s", fan, got)
