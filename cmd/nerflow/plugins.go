@@ -6,7 +6,7 @@ package main
 // that against the registries.
 import (
 	_ "github.com/nerflow/nerflow/augment"       // stages: augment.lm, augment.sentences
-	_ "github.com/nerflow/nerflow/distant"       // stages: distant.label, distant.names, distant.tiebreak, distant.overlay, distant.capitalized
+	_ "github.com/nerflow/nerflow/distant"       // stages: distant.label, distant.names, distant.tiebreak, distant.overlay, distant.capitalized, distant.firstwords
 	_ "github.com/nerflow/nerflow/embeddings"    // stage: embeddings.vectors
 	_ "github.com/nerflow/nerflow/ensemble"      // stages: ensemble.average, ensemble.label
 	_ "github.com/nerflow/nerflow/eval"          // stages: eval.select, eval.table
