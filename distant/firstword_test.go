@@ -1,8 +1,6 @@
 package distant
 
 import (
-	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -114,16 +112,7 @@ func TestFirstWordsAttachedRoundTrips(t *testing.T) {
 // checkpoint with an overlay, or no tagger, is refused.
 func TestFirstWordsStage(t *testing.T) {
 	ctx, st, imp := stageStore(t)
-	ckdir := t.TempDir()
-	for name, content := range map[string]string{"tagger.json": `{"format":2}`, "weights.pt": "weights"} {
-		if err := os.WriteFile(filepath.Join(ckdir, name), []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	model, err := stages.Import(ctx, st, "datasets", ckdir, "checkpoint")
-	if err != nil {
-		t.Fatal(err)
-	}
+	model := importTagger(t, ctx, st)
 	capitalized := imp("caps.conll", "Dealers O\nsaid O\nthe O\nBundesbank B-ORG\nsold O\n\nThe O\ndealers O\nmet O\nBush B-PER\n\nthe O\ndealers O\nleft O\n", "corpus")
 	lower := imp("lower.conll", "Lithium B-Chemical\ncaused O\nthe O\ntoxicity B-Disease\n\nthe O\nlithium B-Chemical\ndose O\n\nthe O\nrats O\n", "corpus")
 	s, ok := stages.Lookup(StageFirstWords)

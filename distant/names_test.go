@@ -148,6 +148,23 @@ func stageStore(t *testing.T) (context.Context, storage.Store, func(name, conten
 	}
 }
 
+// importTagger imports into st a checkpoint that the overlay stages take
+// for a tagger: tagger.json and weights, which they copy and never load.
+func importTagger(t *testing.T, ctx context.Context, st storage.Store) stages.Artifact {
+	t.Helper()
+	dir := t.TempDir()
+	for name, content := range map[string]string{"tagger.json": `{"format":2}`, "weights.pt": "weights"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	model, err := stages.Import(ctx, st, "datasets", dir, "checkpoint")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return model
+}
+
 // A head word of another type than PER ends a name: a first name before
 // it names a place, not a person, in mining and in a saved overlay alike.
 func TestNamesEndAtHeadWords(t *testing.T) {

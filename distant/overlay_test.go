@@ -188,16 +188,7 @@ func TestMineEntries(t *testing.T) {
 // corpus; a tagger loaded from it reads the overlay back in its mode.
 func TestOverlayStage(t *testing.T) {
 	ctx, st, imp := stageStore(t)
-	ckdir := t.TempDir()
-	for name, content := range map[string]string{"tagger.json": `{"format":2}`, "weights.pt": "weights"} {
-		if err := os.WriteFile(filepath.Join(ckdir, name), []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	model, err := stages.Import(ctx, st, "datasets", ckdir, "checkpoint")
-	if err != nil {
-		t.Fatal(err)
-	}
+	model := importTagger(t, ctx, st)
 	gaz := imp("gaz.txt", "Chemical\tlithium carbonate\nChemical\tthe\nDisease\ttoxicity\n", "gazetteer")
 	stop := imp("stop.txt", "the\n", "stopwords")
 	labeled := imp("labeled.conll", "lithium B-Chemical\ncarbonate I-Chemical\n\nthe B-Chemical\ntoxicity B-Disease\n", "corpus")
