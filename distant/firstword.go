@@ -17,10 +17,9 @@ import (
 // A sentence's first word is capitalized by rule, so its capital says
 // nothing of a name; a tagger that learned that capitalized words are
 // names (from capitalized phrases above all) still tags "Dealers said ..."
-// as an organization. On CoNLL-2003's validation split 201 of the 1,140
-// entities a partial-label CRF with the phrases got wrong were such a
-// first word, matching no gold entity. Whether a first word is a name the
-// rest of the text says: a word the training text writes in lower case
+// as an organization (docs/accuracy.md, "The gate of a sentence's first
+// word", counts them). Whether a first word is a name the rest of the text
+// says: a word the training text writes in lower case
 // more often than capitalized inside a sentence is a common word there.
 //
 // FirstWords is the overlay that says so at prediction: it finds no
@@ -30,7 +29,12 @@ import (
 // States"; "Dealers" goes). Attached in mode fill, it changes nothing
 // else.
 type FirstWords struct {
-	words map[string]bool // lower-case forms of the common first words
+	words map[string]bool // the text's common words, lower-case
+}
+
+// firstWordsSaved is firstWordsFile's content.
+type firstWordsSaved struct {
+	Words []string `json:"words"`
 }
 
 // FirstWordsKind is FirstWords' kind in a checkpoint (package overlay).
@@ -47,7 +51,7 @@ func init() { overlay.Register(FirstWordsKind, loadFirstWords) }
 func NewFirstWords(text *corpus.Corpus, minLower int) *FirstWords {
 	capital := map[string]int{}
 	for _, s := range text.Sentences {
-		start := sentenceStart(s.Tokens)
+		start := slices.IndexFunc(s.Tokens, hasLetterOrDigit) // quotes and dashes before it are not the first word
 		for i, tok := range s.Tokens {
 			if i != start && isCapitalized(tok) {
 				capital[strings.ToLower(tok)]++
@@ -65,18 +69,6 @@ func NewFirstWords(text *corpus.Corpus, minLower int) *FirstWords {
 
 // Len is the number of common words.
 func (f *FirstWords) Len() int { return len(f.words) }
-
-// sentenceStart returns the index of a sentence's first word: its first
-// token with a letter or a digit (quotes and dashes before it are not),
-// as for capitalized phrases; len(tokens) for none.
-func sentenceStart(tokens []string) int {
-	for i, tok := range tokens {
-		if hasLetterOrDigit(tok) {
-			return i
-		}
-	}
-	return len(tokens)
-}
 
 // common tells whether tok, a sentence's first word, is a common word
 // capitalized by rule. A word written all in capitals is an acronym (EU,
@@ -98,7 +90,7 @@ func (f *FirstWords) Spans([]string) []corpus.Span { return nil }
 // common first word loses it, and is dropped where it was that word alone.
 // own, the overlay's entities, is empty and returned as it is.
 func (f *FirstWords) Admit(tokens []string, own, model []corpus.Span) (admitted, kept []corpus.Span) {
-	start := sentenceStart(tokens)
+	start := slices.IndexFunc(tokens, hasLetterOrDigit)
 	k := slices.IndexFunc(model, func(sp corpus.Span) bool { return sp.Start == start })
 	if k < 0 || !f.common(tokens[start]) {
 		return model, own
@@ -114,9 +106,7 @@ func (f *FirstWords) Admit(tokens []string, own, model []corpus.Span) (admitted,
 
 // Save implements overlay.Overlay.
 func (f *FirstWords) Save(dir string) error {
-	b, err := json.Marshal(struct {
-		Words []string `json:"words"`
-	}{slices.Sorted(maps.Keys(f.words))})
+	b, err := json.Marshal(firstWordsSaved{Words: slices.Sorted(maps.Keys(f.words))})
 	if err != nil {
 		return err
 	}
@@ -129,9 +119,7 @@ func loadFirstWords(dir string) (overlay.Overlay, error) {
 	if err != nil {
 		return nil, err
 	}
-	var saved struct {
-		Words []string `json:"words"`
-	}
+	var saved firstWordsSaved
 	if err := json.Unmarshal(b, &saved); err != nil {
 		return nil, fmt.Errorf("%s: %w", p, err)
 	}

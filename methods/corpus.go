@@ -238,6 +238,18 @@ func givenLabels(b *spec.Builder, phrases bool) func(n *spec.NodeBuilder, port s
 	return func(n *spec.NodeBuilder, port string) { n.Input(port, label.Out("labeled")) }
 }
 
+// distantLabels connects the distant labels before any refinement to port
+// of n: the train input's, or those the gazetteers made (node label, which
+// trainingCorpus added; with capitalized, the phrases among them). For a
+// node after training that reads the training text and its labels.
+func distantLabels(b *spec.Builder, n *spec.NodeBuilder, port string) {
+	if label := b.Lookup("label"); label != nil {
+		n.Input(port, label.Out("labeled"))
+		return
+	}
+	readSplit(b, n, "train", port)
+}
+
 // withPhrases adds node name (stage distant.capitalized), which adds the
 // capitalized phrases to the labels that connect (to its corpus port), and
 // returns its labels.

@@ -356,19 +356,13 @@ func chooseOverlay(b *spec.Builder, f finalModel, suffix string) *finalModel {
 	// validation split that cost bond's model more recall than it gained
 	// in precision. A text that does not write its names capitalized
 	// gets an empty gate, which ties with the model alone.
-	{
-		n := b.Node("first-words"+suffix, distant.StageFirstWords).Input("model", f.step.Out("model"))
-		if label := b.Lookup("label"); label != nil {
-			n.Input("text", label.Out("labeled")) // the labels the gazetteers made (givenLabels)
-		} else {
-			readSplit(b, n, "train", "text")
-		}
-		if f.fan != nil {
-			f.fan(n)
-		}
-		sel.Input("models", n.Out("model")).Input("reports", scoreDev(b, n, f.fan))
-		names = append(names, "model, common first words off its entities")
+	first := b.Node("first-words"+suffix, distant.StageFirstWords).Input("model", f.step.Out("model"))
+	distantLabels(b, first, "text")
+	if f.fan != nil {
+		f.fan(first)
 	}
+	sel.Input("models", first.Out("model")).Input("reports", scoreDev(b, first, f.fan))
+	names = append(names, "model, common first words off its entities")
 	sel.Input("models", f.step.Out("model")).Input("reports", plain).Set("names", append(names, "model"))
 	if f.fan != nil {
 		f.fan(sel)
