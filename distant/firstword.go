@@ -2,7 +2,6 @@ package distant
 
 import (
 	"encoding/json"
-	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
@@ -114,14 +113,9 @@ func (f *FirstWords) Save(dir string) error {
 }
 
 func loadFirstWords(dir string) (overlay.Overlay, error) {
-	p := filepath.Join(dir, firstWordsFile)
-	b, err := os.ReadFile(p)
-	if err != nil {
-		return nil, err
-	}
 	var saved firstWordsSaved
-	if err := json.Unmarshal(b, &saved); err != nil {
-		return nil, fmt.Errorf("%s: %w", p, err)
+	if err := readJSONFile(filepath.Join(dir, firstWordsFile), &saved); err != nil {
+		return nil, err
 	}
 	words := make(map[string]bool, len(saved.Words))
 	for _, w := range saved.Words {

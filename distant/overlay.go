@@ -304,18 +304,27 @@ func (o *GazetteerOverlay) Save(dir string) error {
 	return f.Close()
 }
 
+// readJSONFile decodes the JSON file path into v; a malformed file is an
+// error naming it.
+func readJSONFile(path string, v any) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
+}
+
 // LoadOverlay reads a gazetteer overlay saved in dir (the Loader package
 // overlay calls for OverlayKind). Malformed files are errors naming the
 // file and line.
 func LoadOverlay(dir string) (overlay.Overlay, error) {
 	sp := filepath.Join(dir, overlaySettingsFile)
-	b, err := os.ReadFile(sp)
-	if err != nil {
-		return nil, err
-	}
 	var s overlaySettings
-	if err := json.Unmarshal(b, &s); err != nil {
-		return nil, fmt.Errorf("%s: %w", sp, err)
+	if err := readJSONFile(sp, &s); err != nil {
+		return nil, err
 	}
 	cm, err := ParseCaseMode(s.Case)
 	if err != nil {
