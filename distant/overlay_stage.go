@@ -133,8 +133,8 @@ func runOverlayStage(c *stages.Context) error {
 }
 
 // writeAttached writes input model's checkpoint with the overlay a to
-// output model: its files and metadata as they were, overlay.Dir added,
-// and meta set.
+// output model: its files and metadata as they were, overlay.Dir added
+// (none for a nil a: the same files, so the same digest), and meta set.
 func writeAttached(c *stages.Context, model *stages.Input, a *overlay.Attached, meta map[string]string) error {
 	dir := filepath.Join(c.WorkDir(), "model")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -143,8 +143,10 @@ func writeAttached(c *stages.Context, model *stages.Input, a *overlay.Attached, 
 	if err := model.Fetch(dir); err != nil {
 		return fmt.Errorf("fetching model %s: %w", model.Prefix, err)
 	}
-	if err := a.Write(dir); err != nil {
-		return err
+	if a != nil {
+		if err := a.Write(dir); err != nil {
+			return err
+		}
 	}
 	out := c.Output("model")
 	for k, v := range model.Meta {

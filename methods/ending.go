@@ -355,7 +355,8 @@ func chooseOverlay(b *spec.Builder, f finalModel, suffix string) *finalModel {
 	// out too, but it admits only exact phrases: on CoNLL-2003's
 	// validation split that cost bond's model more recall than it gained
 	// in precision. A text that does not write its names capitalized
-	// gets an empty gate, which ties with the model alone.
+	// gets the model back unchanged, whose evaluation is the model
+	// alone's from the cache and ties with it.
 	first := b.Node("first-words"+suffix, distant.StageFirstWords).Input("model", f.step.Out("model"))
 	distantLabels(b, first, "text")
 	if f.fan != nil {
